@@ -11,7 +11,7 @@ import {
   type Batch, type Column, type DType, type Schema, type StringColumn, type Validity,
   concatBatches, emptyBatch, takeColumn,
 } from '../batch.js';
-import { DataError, requireColumn } from '../errors.js';
+import { DataError, GpuframeError, UsageError, requireColumn } from '../errors.js';
 
 // ---------------------------------------------------------------------------------------------
 // Schemas
@@ -244,11 +244,17 @@ export interface ArrowChunk { path: string; kind: 'file' | 'stream'; batchIndice
 
 interface BatchInfo { rows: number; bytes: number }
 
-/** Wraps a failure of the Arrow reader as a DataError naming the file (corrupt, truncated, not Arrow). */
-function asDataError(err: unknown, path: string): Error {
-  if (err instanceof DataError) return err;
+/** A reader failure as the error users see: a missing file is a usage error; anything else
+ *  (corrupt, truncated, not this format) is a DataError naming the file. */
+export function inputError(err: unknown, path: string, format: string): Error {
+  if (err instanceof GpuframeError) return err;
+  if ((err as NodeJS.ErrnoException)?.code === 'ENOENT') return new UsageError(`input file not found: ${path}`);
   const msg = err instanceof Error ? err.message : String(err);
-  return new DataError(`not a readable Arrow IPC file (corrupt or truncated?): ${msg}`, { file: path });
+  return new DataError(`not a readable ${format} file (corrupt or truncated?): ${msg}`, { file: path });
+}
+
+function asDataError(err: unknown, path: string): Error {
+  return inputError(err, path, 'Arrow IPC');
 }
 
 /** Groups consecutive batches into chunks of about `blocksize` bytes (a chunk holds at least one batch). */

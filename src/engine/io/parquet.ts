@@ -1,0 +1,74 @@
+// Chunked Parquet reading through parquet-wasm. The footer lists row groups with their row
+// counts and uncompressed sizes, so planning reads nothing else; a chunk reads only its row
+// groups and only the needed columns, then crosses into JS as Arrow IPC (apache-arrow's
+// tableFromIPC) and from there into a column batch.
+// fs.openAsBlob gives parquet-wasm a lazily read file, so a chunk's read touches only its bytes.
+
+import { tableFromIPC } from 'apache-arrow';
+import { openAsBlob } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import * as pw from 'parquet-wasm';
+import type { Batch, Schema } from '../batch.js';
+import { requireColumn } from '../errors.js';
+import { arrowSchemaToSchema, arrowTableToBatch, inputError } from './arrow.js';
+
+export interface ParquetChunk { path: string; rowGroups: number[]; rows: number }
+
+function asDataError(err: unknown, path: string): Error {
+  return inputError(err, path, 'Parquet');
+}
+
+async function openParquet(path: string): Promise<pw.ParquetFile> {
+  try {
+    await stat(path); // openAsBlob's own error does not say the file is missing
+    return await pw.ParquetFile.fromFile(await openAsBlob(path));
+  } catch (err) {
+    throw asDataError(err, path);
+  }
+}
+
+export async function planParquetChunks(path: string, blocksize: number): Promise<{ schema: Schema; chunks: ParquetChunk[] }> {
+  const file = await openParquet(path);
+  try {
+    const ipcSchema = tableFromIPC(file.schema().intoIPCStream()).schema;
+    const schema = arrowSchemaToSchema(ipcSchema, path);
+    const meta = file.metadata();
+    const chunks: ParquetChunk[] = [];
+    let cur: ParquetChunk | null = null;
+    let bytes = 0;
+    for (let i = 0; i < meta.numRowGroups(); i++) {
+      const group = meta.rowGroup(i);
+      const size = group.totalByteSize();
+      if (cur === null || bytes + size > blocksize) {
+        cur = { path, rowGroups: [], rows: 0 };
+        chunks.push(cur);
+        bytes = 0;
+      }
+      cur.rowGroups.push(i);
+      cur.rows += group.numRows();
+      bytes += size;
+    }
+    return { schema, chunks };
+  } catch (err) {
+    throw asDataError(err, path);
+  } finally {
+    file.free();
+  }
+}
+
+/** The named columns (in that order) of the chunk's row groups, as one batch. */
+export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[]): Promise<Batch> {
+  const file = await openParquet(chunk.path);
+  try {
+    const fileColumns = tableFromIPC(file.schema().intoIPCStream()).schema.fields.map((f) => f.name);
+    for (const c of columns) requireColumn(c, fileColumns);
+    // No columns asked (e.g. count()): read the first one for the row count, then drop it.
+    const read = columns.length > 0 ? [...columns] : fileColumns.slice(0, 1);
+    const wasmTable = await file.read({ rowGroups: chunk.rowGroups, columns: read });
+    return arrowTableToBatch(tableFromIPC(wasmTable.intoIPCStream()), columns);
+  } catch (err) {
+    throw asDataError(err, chunk.path);
+  } finally {
+    file.free();
+  }
+}
