@@ -1,0 +1,105 @@
+// Converts one column of a FieldTable into a typed column of src/engine/batch.ts.
+import { int64Words, type Column, type DType, type StringColumn } from '../../batch.js';
+import type { CsvDialect } from './options.js';
+import { ESCAPED, type FieldTable } from './tokenizer.js';
+import { isNanText, isNullField, parseBool, parseFloat64, parseInt64Into } from './field-values.js';
+import { parseTimestampInto } from './timestamp.js';
+
+/** Called with the record index when a field does not parse as the column's type; throws. */
+export type BadValue = (record: number) => never;
+
+/** Field `column` of every record in `t`, as a column of `type`. */
+export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: number, type: DType,
+                            d: CsvDialect, bad: BadValue): Column {
+  const n = t.records;
+  const valid = nullMask(buf, t, width, column, d);
+  const { starts, ends } = t;
+  switch (type) {
+    case 'string':
+      return buildStrings(buf, t, width, column, valid);
+    case 'float64': {
+      const values = new Float64Array(n);
+      for (let r = 0, i = column; r < n; r++, i += width) {
+        if (valid !== null && valid[r] === 0) continue;
+        const x = parseFloat64(buf, starts[i], ends[i]);
+        if (x !== x && !isNanText(buf, starts[i], ends[i])) bad(r);
+        values[r] = x;
+      }
+      return { type, values, valid };
+    }
+    case 'bool': {
+      const values = new Uint8Array(n);
+      for (let r = 0, i = column; r < n; r++, i += width) {
+        if (valid !== null && valid[r] === 0) continue;
+        const v = parseBool(buf, starts[i], ends[i]);
+        if (v < 0) bad(r);
+        values[r] = v;
+      }
+      return { type, values, valid };
+    }
+    case 'int64':
+    case 'timestamp': {
+      const col = { type, values: new BigInt64Array(n), valid };
+      const words = int64Words(col);
+      const parse = type === 'int64' ? parseInt64Into : parseTimestampInto;
+      for (let r = 0, i = column; r < n; r++, i += width) {
+        if (valid !== null && valid[r] === 0) continue;
+        if (!parse(buf, starts[i], ends[i], col.values, words, r)) bad(r);
+      }
+      return col;
+    }
+  }
+}
+
+/** Validity of the column (1 = present), or null when no field is a null text. */
+function nullMask(buf: Buffer, t: FieldTable, width: number, column: number, d: CsvDialect): Uint8Array | null {
+  let valid: Uint8Array | null = null;
+  const { starts, ends, flags } = t;
+  for (let r = 0, i = column; r < t.records; r++, i += width) {
+    if (!isNullField(buf, starts[i], ends[i], (flags[i] & ESCAPED) !== 0, d)) continue;
+    if (valid === null) valid = new Uint8Array(t.records).fill(1);
+    valid[r] = 0;
+  }
+  return valid;
+}
+
+/** Copies the UTF-8 bytes of each field (collapsing doubled quotes) into Arrow's offsets + data. */
+function buildStrings(buf: Buffer, t: FieldTable, width: number, column: number, valid: Uint8Array | null): StringColumn {
+  const n = t.records;
+  const { starts, ends, flags } = t;
+  let total = 0;
+  for (let r = 0, i = column; r < n; r++, i += width) {
+    if (valid === null || valid[r] === 1) total += ends[i] - starts[i];
+  }
+  const offsets = new Int32Array(n + 1);
+  const data = new Uint8Array(total);
+  let at = 0;
+  for (let r = 0, i = column; r < n; r++, i += width) {
+    if (valid === null || valid[r] === 1) {
+      const s = starts[i], e = ends[i];
+      if ((flags[i] & ESCAPED) !== 0) at = copyUnescaped(buf, s, e, data, at);
+      else if (e - s > 32) { data.set(buf.subarray(s, e), at); at += e - s; }
+      else for (let k = s; k < e; k++) data[at++] = buf[k];
+    }
+    offsets[r + 1] = at;
+  }
+  return { type: 'string', offsets, data: at === total ? data : data.subarray(0, at), valid };
+}
+
+/** Copies a quoted field's content, keeping one quote of each doubled pair. */
+function copyUnescaped(buf: Buffer, s: number, e: number, out: Uint8Array, at: number): number {
+  const quote = buf[e]; // the closing quote follows the content
+  for (let k = s; k < e; k++) {
+    out[at++] = buf[k];
+    if (buf[k] === quote) k++;
+  }
+  return at;
+}
+
+/** The text of one field, for headers and messages (not hot paths). */
+export function fieldText(buf: Buffer, t: FieldTable, i: number): string {
+  const s = t.starts[i], e = t.ends[i];
+  if ((t.flags[i] & ESCAPED) === 0) return buf.toString('utf8', s, e);
+  const out = new Uint8Array(e - s);
+  return Buffer.from(out.buffer, 0, copyUnescaped(buf, s, e, out, 0)).toString('utf8');
+}

@@ -1,0 +1,25 @@
+// gzip input: recognised by its magic bytes (not only the .gz extension) and decompressed once,
+// so that chunk planning and parallel chunk reads can seek in plain bytes.
+import { createReadStream, createWriteStream, closeSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
+import { DataError } from '../../errors.js';
+import { openInput, readBytes } from './input-file.js';
+
+/** The plain path to read: `path` itself, or a decompressed copy of it in a new folder under tmpDir. */
+export async function materializeCsvInput(path: string, tmpDir: string): Promise<string> {
+  const { fd } = openInput(path, path);
+  const magic = readBytes(fd, 0, 2);
+  closeSync(fd);
+  if (magic.length < 2 || magic[0] !== 0x1f || magic[1] !== 0x8b) return path;
+  const dir = await mkdtemp(join(tmpDir, 'gpuframe-csv-'));
+  const plain = join(dir, basename(path).replace(/\.gz$/i, '') || 'input.csv');
+  try {
+    await pipeline(createReadStream(path), createGunzip(), createWriteStream(plain));
+  } catch (err) {
+    throw new DataError(`cannot decompress gzip input: ${(err as Error).message}`, { file: path });
+  }
+  return plain;
+}

@@ -1,0 +1,101 @@
+// Reads the start of a CSV file: skips the BOM and `skipRows`, reads the header, and infers each
+// column's type from a sample of records.
+import { closeSync } from 'node:fs';
+import { DTYPES, type DType, type Schema } from '../../batch.js';
+import { DataError, UsageError, requireColumn } from '../../errors.js';
+import { dialectOf, type CsvDialect, type CsvOptions } from './options.js';
+import { tokenize, type FieldTable, type TokenizeProblems, countLineBreaks } from './tokenizer.js';
+import { fieldText } from './columns.js';
+import { openInput, readBytes, Locator } from './input-file.js';
+import { inferColumnType } from './infer-type.js';
+
+export interface CsvLayout {
+  /** The plain (not gzip) file the chunks read. */
+  path: string;
+  /** What error messages call it (the user's path, e.g. data.csv.gz). */
+  displayName: string;
+  schema: Schema;
+  /** Byte offset of the first data record (after BOM, skipped rows and header). */
+  dataStart: number;
+  /** 1-based physical line number at dataStart. */
+  dataStartLine: number;
+  fileSize: number;
+}
+
+const SAMPLE_BYTES = 4 << 20;
+const SAMPLE_RECORDS = 20_000;
+
+export async function inferCsvLayout(path: string, displayName: string, opts: CsvOptions): Promise<CsvLayout> {
+  const d = dialectOf(opts);
+  const { fd, size } = openInput(path, displayName);
+  try {
+    if (size === 0) throw new DataError('empty file', { file: displayName, line: 1 });
+    // The header and the first record must fit in the sample: grow it until they do.
+    for (let want = SAMPLE_BYTES; ; want *= 4) {
+      const sample = readBytes(fd, 0, Math.min(size, want));
+      const layout = layoutFromSample(sample, sample.length === size, path, displayName, size, d, opts);
+      if (layout !== undefined) return layout;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The layout, or undefined when the sample ends before the header and a first record are complete. */
+function layoutFromSample(buf: Buffer, wholeFile: boolean, path: string, displayName: string, fileSize: number,
+                          d: CsvDialect, opts: CsvOptions): CsvLayout | undefined {
+  const loc = new Locator(displayName, buf, 0, 1);
+  const strict: TokenizeProblems = {
+    fail(message, pos, column) { throw loc.error(message, pos, column); },
+    ragged() { /* rows of any width are fine here */ },
+  };
+  const oneRecord = (from: number, skipBlankLines: boolean): FieldTable =>
+    tokenize(buf, from, buf.length, d, { fieldsPerRecord: -1, maxRecords: 1, toIsRecordEnd: wholeFile, skipBlankLines }, strict);
+
+  let pos = buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+  for (let i = 0; i < opts.skipRows; i++) {
+    const skipped = oneRecord(pos, false);
+    if (skipped.records === 0 && !wholeFile) return undefined;
+    pos = skipped.consumed;
+  }
+  const first = oneRecord(pos, true);
+  if (first.records === 0) {
+    if (!wholeFile) return undefined;
+    throw new DataError(opts.skipRows > 0 ? `no records after skipping ${opts.skipRows} rows` : 'empty file (no records)', { file: displayName });
+  }
+  const width = first.lastRecordWidth;
+  const headerLine = loc.line(first.recordStarts[0]);
+  const names = Array.from({ length: width }, (_, c) => (opts.header ? fieldText(buf, first, c) : '') || `column${c}`);
+  checkUniqueNames(names, displayName, headerLine);
+  const dataStart = opts.header ? first.consumed : first.recordStarts[0];
+
+  const sample = tokenize(buf, dataStart, buf.length, d,
+    { fieldsPerRecord: width, maxRecords: SAMPLE_RECORDS, toIsRecordEnd: wholeFile, skipBlankLines: true }, strict);
+  if (sample.records === 0 && !wholeFile) return undefined;
+  const overrides = checkedOverrides(names, opts.dtypes);
+  return {
+    path, displayName, fileSize, dataStart,
+    dataStartLine: 1 + countLineBreaks(buf, 0, dataStart),
+    schema: names.map((name, c) => ({ name, type: overrides.get(name) ?? inferColumnType(buf, sample, width, c, d) })),
+  };
+}
+
+function checkUniqueNames(names: string[], file: string, line: number): void {
+  const seen = new Map<string, number>();
+  names.forEach((name, c) => {
+    const earlier = seen.get(name);
+    if (earlier !== undefined) {
+      throw new DataError(`duplicate column name '${name}' at columns ${earlier + 1} and ${c + 1}`, { file, line, column: c + 1 });
+    }
+    seen.set(name, c);
+  });
+}
+
+/** The --dtypes overrides, each naming an existing column and a known type. */
+function checkedOverrides(names: string[], dtypes: Record<string, DType>): Map<string, DType> {
+  for (const [name, type] of Object.entries(dtypes)) {
+    requireColumn(name, names, 'column in --dtypes');
+    if (!DTYPES.includes(type)) throw new UsageError(`unknown type '${type}' for column '${name}' in --dtypes; use one of ${DTYPES.join(', ')}`);
+  }
+  return new Map(Object.entries(dtypes));
+}

@@ -1,0 +1,41 @@
+// Parses one chunk of a CSV file into a batch of the requested columns. Every field is
+// tokenized (to find record ends), but only the requested columns are converted.
+import { closeSync } from 'node:fs';
+import { requireColumn } from '../../errors.js';
+import type { Batch } from '../../batch.js';
+import { dialectOf, type CsvOptions } from './options.js';
+import type { CsvLayout } from './layout.js';
+import type { CsvChunk } from './chunks.js';
+import { tokenize } from './tokenizer.js';
+import { buildColumn } from './columns.js';
+import { openInput, readBytes, Locator, dataProblems } from './input-file.js';
+
+export function readCsvChunk(chunk: CsvChunk, layout: CsvLayout, opts: CsvOptions, columns: readonly string[],
+                             onWarning?: (msg: string) => void): Batch {
+  const names = layout.schema.map((f) => f.name);
+  const indices = columns.map((name) => { requireColumn(name, names); return names.indexOf(name); });
+  const d = dialectOf(opts);
+  const { fd } = openInput(chunk.path, chunk.displayName);
+  let buf: Buffer;
+  try {
+    buf = readBytes(fd, chunk.start, chunk.end - chunk.start);
+  } finally {
+    closeSync(fd);
+  }
+  const width = names.length;
+  const loc = new Locator(chunk.displayName, buf, 0, chunk.firstLine);
+  const table = tokenize(buf, 0, buf.length, d,
+    { fieldsPerRecord: width, maxRecords: Infinity, toIsRecordEnd: true, skipBlankLines: true },
+    dataProblems(loc, width, opts.onBadLines, onWarning));
+  const schema = indices.map((c) => layout.schema[c]);
+  const built = indices.map((c) => {
+    const { name, type } = layout.schema[c];
+    return buildColumn(buf, table, width, c, type, d, (record) => {
+      const i = record * width + c;
+      const text = buf.toString('utf8', table.starts[i], table.ends[i]);
+      throw loc.error(`cannot parse '${text}' as ${type} in column '${name}'; read it as text with --dtypes ${name}=string`,
+        table.starts[i], c + 1);
+    });
+  });
+  return { schema, length: table.records, columns: built };
+}
