@@ -1,0 +1,146 @@
+// Hash aggregation in three steps that the executor spreads over processes:
+// PartialAggregator (per worker) -> mergePartials (parent, in partition order) -> finalizeAggregate.
+// A PartialAggregate is plain data (typed arrays, numbers, strings), so it crosses process
+// boundaries by structured clone and spills with v8.serialize.
+import { batchBytes, int64Words, takeColumn, type Batch, type Column, type DType, type Int64Column, type Schema } from '../../batch.js';
+import { bucketOf, hashKeys, KeyTable, nullKeyMask } from '../keys.js';
+import { sortIndicesByKeys } from '../sort.js';
+import { accumulatorFor } from './accumulators.js';
+import { aggregateOutputSchema, type AggregateSpec } from './spec.js';
+import type { Accumulator, AggState } from './state.js';
+
+export interface PartialAggregate {
+  /** The output schema: keys then aggregates. */
+  schema: Schema;
+  spec: AggregateSpec;
+  /** The type of each aggregate's input column (null for count()). */
+  aggInputTypes: (DType | null)[];
+  groups: number;
+  /** Distinct keys, row g = group g. */
+  keys: Column[];
+  /** Hash of each group's key (hashKeys), kept for merging and splitting. */
+  hashes: Uint32Array;
+  /** One state per aggregate, in spec order. */
+  states: AggState[];
+}
+
+function newAccumulators(p: Pick<PartialAggregate, 'spec' | 'aggInputTypes'>, groups: number): Accumulator[] {
+  return p.spec.aggs.map((a, i) => {
+    const acc = accumulatorFor(a, p.aggInputTypes[i]);
+    acc.ensure(groups);
+    return acc;
+  });
+}
+
+export class PartialAggregator {
+  private readonly table: KeyTable;
+  private readonly accs: Accumulator[];
+  private readonly keyIndex: number[];
+  private readonly aggIndex: number[]; // -1 for count()
+  private readonly header: Pick<PartialAggregate, 'schema' | 'spec' | 'aggInputTypes'>;
+
+  constructor(input: Schema, readonly spec: AggregateSpec) {
+    const schema = aggregateOutputSchema(input, spec);
+    const indexOf = (name: string) => input.findIndex((f) => f.name === name);
+    this.keyIndex = spec.keys.map(indexOf);
+    this.aggIndex = spec.aggs.map((a) => (a.column === null ? -1 : indexOf(a.column)));
+    const aggInputTypes = this.aggIndex.map((i) => (i < 0 ? null : input[i].type));
+    this.header = { schema, spec, aggInputTypes };
+    this.table = new KeyTable(this.keyIndex.map((i) => input[i].type));
+    this.accs = newAccumulators(this.header, 0);
+  }
+
+  add(batch: Batch): void {
+    const n = batch.length;
+    const keyCols = this.keyIndex.map((i) => batch.columns[i]);
+    const skip = this.spec.dropna ? nullKeyMask(keyCols, n) : null;
+    const gids = this.table.insert(keyCols, hashKeys(keyCols, n), n, skip);
+    this.accs.forEach((acc, a) => {
+      acc.ensure(this.table.size);
+      const ci = this.aggIndex[a];
+      acc.add(ci < 0 ? null : batch.columns[ci], gids, n);
+    });
+  }
+
+  finish(): PartialAggregate {
+    const groups = this.table.size;
+    return {
+      ...this.header,
+      groups,
+      keys: this.table.keyColumns(),
+      hashes: this.table.hashes(),
+      states: this.accs.map((acc) => acc.state(groups)),
+    };
+  }
+}
+
+function identity(n: number): Int32Array {
+  const map = new Int32Array(n);
+  for (let i = 0; i < n; i++) map[i] = i;
+  return map;
+}
+
+/** Combines two partials: a's groups first, then b's (a fixed order, for determinism). */
+export function mergePartials(a: PartialAggregate, b: PartialAggregate): PartialAggregate {
+  const table = new KeyTable(a.keys.map((c) => c.type));
+  table.insert(a.keys, a.hashes, a.groups); // ids 0..a.groups-1, a's own order
+  const bMap = table.insert(b.keys, b.hashes, b.groups);
+  const groups = table.size;
+  const accs = newAccumulators(a, groups);
+  const aMap = identity(a.groups);
+  accs.forEach((acc, i) => {
+    acc.merge(a.states[i], aMap);
+    acc.merge(b.states[i], bMap);
+  });
+  return { ...a, groups, keys: table.keyColumns(), hashes: table.hashes(), states: accs.map((acc) => acc.state(groups)) };
+}
+
+/** The result: one row per group, sorted by the keys (sort.ts order: nulls last). */
+export function finalizeAggregate(p: PartialAggregate): Batch {
+  const accs = newAccumulators(p, p.groups);
+  const map = identity(p.groups);
+  const results = accs.map((acc, i) => {
+    acc.merge(p.states[i], map);
+    return acc.finalize(p.groups);
+  });
+  const order = sortIndicesByKeys(p.keys, p.groups);
+  const columns = [...p.keys, ...results].map((c) => takeColumn(c, order));
+  return { schema: p.schema, length: p.groups, columns };
+}
+
+/** Splits the groups into `parts` partials by key hash (for spilling); merging them back gives p again. */
+export function splitPartial(p: PartialAggregate, parts: number): PartialAggregate[] {
+  const bucket = new Int32Array(p.groups);
+  const newId = new Int32Array(p.groups);
+  const sizes = new Int32Array(parts);
+  for (let g = 0; g < p.groups; g++) {
+    bucket[g] = bucketOf(p.hashes[g], parts);
+    newId[g] = sizes[bucket[g]]++;
+  }
+  return Array.from({ length: parts }, (_, part) => {
+    const groups = new Int32Array(sizes[part]);
+    for (let g = 0; g < p.groups; g++) if (bucket[g] === part) groups[newId[g]] = g;
+    const states = p.states.map((s) => ({
+      perGroup: s.perGroup.map((c) => takeColumn(c, groups)),
+      pairs: s.pairs === null ? null : pairsOfPart(s.pairs, bucket, newId, part),
+    }));
+    return { ...p, groups: groups.length, keys: p.keys.map((c) => takeColumn(c, groups)), hashes: p.hashes.filter((_, g) => bucket[g] === part), states };
+  });
+}
+
+/** The (group, value) pairs whose group lies in `part`, with group ids renumbered for that part. */
+function pairsOfPart(pairs: Column[], bucket: Int32Array, newId: Int32Array, part: number): Column[] {
+  const gw = int64Words(pairs[0] as Int64Column);
+  const n = gw.length / 2;
+  const rows: number[] = [];
+  for (let i = 0; i < n; i++) if (bucket[gw[2 * i]] === part) rows.push(i);
+  const words = new Int32Array(2 * rows.length);
+  rows.forEach((r, i) => { words[2 * i] = newId[gw[2 * r]]; });
+  return [{ type: 'int64', values: new BigInt64Array(words.buffer), valid: null }, takeColumn(pairs[1], Int32Array.from(rows))];
+}
+
+/** Approximate bytes a partial holds, for memory accounting and spill decisions. */
+export function partialBytes(p: PartialAggregate): number {
+  const cols = [...p.keys, ...p.states.flatMap((s) => [...s.perGroup, ...(s.pairs ?? [])])];
+  return p.hashes.byteLength + batchBytes({ schema: [], length: 0, columns: cols });
+}

@@ -1,0 +1,334 @@
+// Key machinery shared by groupby and merge: vectorised hashing of key columns and a hash table
+// that maps key tuples to dense ids with full equality checks (a hash collision never merges keys).
+//
+// Numbers hash by their float64 value (int64 converted with one rounding, -0 as 0, one NaN), so an
+// int64 key and a float64 key that are equal as numbers hash alike: merge compares mixed int64/float64
+// keys as float64, and both sides of a partitioned join must land in the same bucket.
+import { int64Words, type Column, type DType, type Int64Column, type StringColumn, type TimestampColumn } from '../batch.js';
+
+const NULL_HASH = 0x9e3779b9 | 0;
+const SEED = 0x3c6ef372 | 0;
+
+function rotl(x: number, r: number): number {
+  return (x << r) | (x >>> (32 - r));
+}
+
+/** One murmur3 mixing round: folds 32-bit word k into hash h. */
+function mixWord(h: number, k: number): number {
+  k = Math.imul(k, 0xcc9e2d51);
+  k = rotl(k, 15);
+  k = Math.imul(k, 0x1b873593);
+  h ^= k;
+  h = rotl(h, 13);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
+/** murmur3's finaliser: spreads every input bit over the whole word. */
+function finalMix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** Canonical float64 key value: -0 becomes 0 and every NaN the same NaN. */
+export function canonicalFloat(x: number): number {
+  return x === 0 ? 0 : x !== x ? NaN : x;
+}
+
+/** The numeric key values of a non-string column as float64 (for hashing only). */
+function numericAsFloat(col: Exclude<Column, StringColumn>, length: number): Float64Array {
+  const out = new Float64Array(length);
+  if (col.type === 'int64' || col.type === 'timestamp') {
+    const w = int64Words(col);
+    for (let i = 0; i < length; i++) out[i] = w[2 * i + 1] * 4294967296 + (w[2 * i] >>> 0);
+  } else if (col.type === 'float64') {
+    const v = col.values;
+    for (let i = 0; i < length; i++) out[i] = canonicalFloat(v[i]);
+  } else {
+    out.set(col.values.subarray(0, length));
+  }
+  return out;
+}
+
+function mixColumn(h: Uint32Array, col: Column, length: number): void {
+  const valid = col.valid;
+  if (col.type === 'string') {
+    const { offsets, data } = col;
+    for (let i = 0; i < length; i++) {
+      if (valid !== null && valid[i] === 0) { h[i] = mixWord(h[i], NULL_HASH); continue; }
+      let x = h[i] | 0;
+      const end = offsets[i + 1];
+      let p = offsets[i];
+      for (; p + 4 <= end; p += 4) x = mixWord(x, data[p] | (data[p + 1] << 8) | (data[p + 2] << 16) | (data[p + 3] << 24));
+      let tail = 0;
+      for (let s = 0; p < end; p++, s += 8) tail |= data[p] << s;
+      // The length goes in so that 'a' + '' and '' + 'a' (multi-column keys) differ.
+      h[i] = mixWord(mixWord(x, tail), end - offsets[i]);
+    }
+    return;
+  }
+  const f = numericAsFloat(col, length);
+  const words = new Int32Array(f.buffer);
+  for (let i = 0; i < length; i++) {
+    if (valid !== null && valid[i] === 0) h[i] = mixWord(h[i], NULL_HASH);
+    else h[i] = mixWord(mixWord(h[i], words[2 * i]), words[2 * i + 1]);
+  }
+}
+
+/** Hash of each row's key tuple (rows 0..length of the given key columns). */
+export function hashKeys(cols: readonly Column[], length: number): Uint32Array {
+  const h = new Uint32Array(length).fill(SEED);
+  for (const c of cols) mixColumn(h, c, length);
+  for (let i = 0; i < length; i++) h[i] = finalMix(h[i]);
+  return h;
+}
+
+/** Bucket in [0, parts) of a key hash; uses the high bits (hash tables use the low bits). */
+export function bucketOf(hash: number, parts: number): number {
+  return Math.floor((hash / 4294967296) * parts);
+}
+
+/** Rows where any key column is null (such keys never match in a join; groupby may drop them). */
+export function nullKeyMask(cols: readonly Column[], length: number): Uint8Array | null {
+  let mask: Uint8Array | null = null;
+  for (const c of cols) {
+    if (c.valid === null) continue;
+    mask ??= new Uint8Array(length);
+    for (let i = 0; i < length; i++) if (c.valid[i] === 0) mask[i] = 1;
+  }
+  return mask;
+}
+
+// ---- Key stores: one growable column of distinct key values per key column ----
+
+interface KeyStore {
+  /** Appends row `row` of `col` as the value of the next id. */
+  push(col: Column, row: number): void;
+  /** Whether row `row` of `col` equals stored id `id` (null equals null). */
+  equals(col: Column, row: number, id: number): boolean;
+  /** The stored values as a column of `length` rows. */
+  toColumn(length: number): Column;
+}
+
+function grow<T extends Uint8Array | Int32Array | Uint32Array | Float64Array>(a: T, need: number): T {
+  if (need <= a.length) return a;
+  const b = new (a.constructor as { new (n: number): T })(Math.max(need, a.length * 2));
+  b.set(a);
+  return b;
+}
+
+class ValidityStore {
+  valid = new Uint8Array(16);
+  hasNull = false;
+  size = 0;
+  /** Records presence of row `row`; returns whether it is present. */
+  push(col: Column, row: number): boolean {
+    const ok = col.valid === null || col.valid[row] === 1;
+    this.valid = grow(this.valid, this.size + 1);
+    this.valid[this.size++] = ok ? 1 : 0;
+    if (!ok) this.hasNull = true;
+    return ok;
+  }
+  /** Both null: 1, exactly one null: 0, both present: -1 (compare values). */
+  nullMatch(col: Column, row: number, id: number): number {
+    const a = col.valid === null || col.valid[row] === 1;
+    const b = this.valid[id] === 1;
+    return a && b ? -1 : a === b ? 1 : 0;
+  }
+  toValidity(length: number): Uint8Array | null {
+    return this.hasNull ? this.valid.slice(0, length) : null;
+  }
+}
+
+function asFloatAt(col: Column, row: number): number {
+  if (col.type === 'float64') return col.values[row];
+  const w = int64Words(col as Int64Column);
+  return w[2 * row + 1] * 4294967296 + (w[2 * row] >>> 0);
+}
+
+class Int64Store implements KeyStore {
+  private words = new Int32Array(32);
+  private v = new ValidityStore();
+  constructor(private readonly type: 'int64' | 'timestamp') {}
+  push(col: Column, row: number): void {
+    const i = this.v.size;
+    this.words = grow(this.words, 2 * i + 2);
+    if (this.v.push(col, row)) {
+      const w = int64Words(col as Int64Column | TimestampColumn);
+      this.words[2 * i] = w[2 * row];
+      this.words[2 * i + 1] = w[2 * row + 1];
+    }
+  }
+  equals(col: Column, row: number, id: number): boolean {
+    const m = this.v.nullMatch(col, row, id);
+    if (m >= 0) return m === 1;
+    if (col.type === 'float64') return col.values[row] === this.words[2 * id + 1] * 4294967296 + (this.words[2 * id] >>> 0);
+    const w = int64Words(col as Int64Column);
+    return w[2 * row] === this.words[2 * id] && w[2 * row + 1] === this.words[2 * id + 1];
+  }
+  toColumn(length: number): Column {
+    const values = new BigInt64Array(this.words.buffer.slice(0, length * 8));
+    return { type: this.type, values, valid: this.v.toValidity(length) };
+  }
+}
+
+class FloatStore implements KeyStore {
+  private values = new Float64Array(16);
+  private v = new ValidityStore();
+  push(col: Column, row: number): void {
+    const i = this.v.size;
+    this.values = grow(this.values, i + 1);
+    if (this.v.push(col, row)) this.values[i] = canonicalFloat((col as { values: Float64Array }).values[row]);
+  }
+  equals(col: Column, row: number, id: number): boolean {
+    const m = this.v.nullMatch(col, row, id);
+    if (m >= 0) return m === 1;
+    const a = asFloatAt(col, row);
+    const b = this.values[id];
+    return a === b || (a !== a && b !== b);
+  }
+  toColumn(length: number): Column {
+    return { type: 'float64', values: this.values.slice(0, length), valid: this.v.toValidity(length) };
+  }
+}
+
+class BoolStore implements KeyStore {
+  private values = new Uint8Array(16);
+  private v = new ValidityStore();
+  push(col: Column, row: number): void {
+    const i = this.v.size;
+    this.values = grow(this.values, i + 1);
+    if (this.v.push(col, row)) this.values[i] = (col as { values: Uint8Array }).values[row];
+  }
+  equals(col: Column, row: number, id: number): boolean {
+    const m = this.v.nullMatch(col, row, id);
+    if (m >= 0) return m === 1;
+    return (col as { values: Uint8Array }).values[row] === this.values[id];
+  }
+  toColumn(length: number): Column {
+    return { type: 'bool', values: this.values.slice(0, length), valid: this.v.toValidity(length) };
+  }
+}
+
+class StringStore implements KeyStore {
+  private offsets = new Int32Array(17);
+  private data = new Uint8Array(256);
+  private v = new ValidityStore();
+  push(col: Column, row: number): void {
+    const i = this.v.size;
+    const s = col as StringColumn;
+    this.offsets = grow(this.offsets, i + 2);
+    const start = this.offsets[i];
+    if (this.v.push(col, row)) {
+      const len = s.offsets[row + 1] - s.offsets[row];
+      this.data = grow(this.data, start + len);
+      this.data.set(s.data.subarray(s.offsets[row], s.offsets[row + 1]), start);
+      this.offsets[i + 1] = start + len;
+    } else {
+      this.offsets[i + 1] = start;
+    }
+  }
+  equals(col: Column, row: number, id: number): boolean {
+    const m = this.v.nullMatch(col, row, id);
+    if (m >= 0) return m === 1;
+    const s = col as StringColumn;
+    const a = s.offsets[row], len = s.offsets[row + 1] - a;
+    const b = this.offsets[id];
+    if (this.offsets[id + 1] - b !== len) return false;
+    for (let k = 0; k < len; k++) if (s.data[a + k] !== this.data[b + k]) return false;
+    return true;
+  }
+  toColumn(length: number): Column {
+    const offsets = this.offsets.slice(0, length + 1);
+    return { type: 'string', offsets, data: this.data.slice(0, offsets[length]), valid: this.v.toValidity(length) };
+  }
+}
+
+function storeFor(type: DType): KeyStore {
+  switch (type) {
+    case 'int64':
+    case 'timestamp': return new Int64Store(type);
+    case 'float64': return new FloatStore();
+    case 'bool': return new BoolStore();
+    case 'string': return new StringStore();
+  }
+}
+
+/**
+ * Open-addressing hash table from key tuples to dense ids 0, 1, 2, ... in first-seen order.
+ * Stores a copy of each distinct key, so it holds no reference to the batches it saw.
+ * Probe columns may be int64 where the stored key is float64 or the other way round: they compare as float64.
+ */
+export class KeyTable {
+  size = 0;
+  private readonly stores: KeyStore[];
+  private slots = new Int32Array(1024).fill(-1);
+  private mask = 1023;
+  private idHashes = new Uint32Array(256);
+
+  constructor(readonly types: readonly DType[]) {
+    this.stores = types.map(storeFor);
+  }
+
+  /** Id of each row's key (rows 0..length), inserting keys not seen before. Rows with skip[i] = 1 get -1. */
+  insert(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null = null): Int32Array {
+    const out = new Int32Array(length);
+    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(cols, i, hashes[i], true);
+    return out;
+  }
+
+  /** Id of each row's key, or -1 where absent. Rows with skip[i] = 1 get -1 without probing. */
+  lookup(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null = null): Int32Array {
+    const out = new Int32Array(length);
+    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(cols, i, hashes[i], false);
+    return out;
+  }
+
+  /** The hash of every id's key. */
+  hashes(): Uint32Array {
+    return this.idHashes.slice(0, this.size);
+  }
+
+  /** The distinct keys as columns, row i holding id i. */
+  keyColumns(): Column[] {
+    return this.stores.map((s) => s.toColumn(this.size));
+  }
+
+  private findOrInsert(cols: readonly Column[], row: number, hash: number, insert: boolean): number {
+    const stores = this.stores;
+    let slot = hash & this.mask;
+    for (;;) {
+      const id = this.slots[slot];
+      if (id < 0) break;
+      if (this.idHashes[id] === hash) {
+        let same = true;
+        for (let c = 0; c < stores.length && same; c++) same = stores[c].equals(cols[c], row, id);
+        if (same) return id;
+      }
+      slot = (slot + 1) & this.mask;
+    }
+    if (!insert) return -1;
+    const id = this.size++;
+    for (let c = 0; c < stores.length; c++) stores[c].push(cols[c], row);
+    if (id >= this.idHashes.length) this.idHashes = grow(this.idHashes, id + 1);
+    this.idHashes[id] = hash;
+    this.slots[slot] = id;
+    if (this.size * 2 > this.slots.length) this.rehash();
+    return id;
+  }
+
+  private rehash(): void {
+    const slots = new Int32Array(this.slots.length * 2).fill(-1);
+    const mask = slots.length - 1;
+    for (let id = 0; id < this.size; id++) {
+      let s = this.idHashes[id] & mask;
+      while (slots[s] >= 0) s = (s + 1) & mask;
+      slots[s] = id;
+    }
+    this.slots = slots;
+    this.mask = mask;
+  }
+}

@@ -1,0 +1,85 @@
+// Row order by key columns, shared by groupby output and anything else that sorts by keys.
+// Order (DuckDB's): ascending; numbers with -0 == 0 and NaN after +Infinity; strings by UTF-8 byte
+// order; false < true; nulls last.
+import { int64Words, type Column, type StringColumn } from '../batch.js';
+
+/** Compares row a with row b of one column: negative, 0 or positive. */
+type RowCompare = (a: number, b: number) => number;
+
+function compareNumbers(x: number, y: number): number {
+  if (x < y) return -1;
+  if (x > y) return 1;
+  if (x === y) return 0; // also -0 vs 0
+  return (x !== x ? 1 : 0) - (y !== y ? 1 : 0); // NaN last among numbers
+}
+
+/** Compares UTF-8 byte ranges [a0, a1) and [b0, b1) of two buffers lexicographically. */
+export function compareBytes(da: Uint8Array, a0: number, a1: number, db: Uint8Array, b0: number, b1: number): number {
+  const n = Math.min(a1 - a0, b1 - b0);
+  for (let k = 0; k < n; k++) {
+    const d = da[a0 + k] - db[b0 + k];
+    if (d !== 0) return d;
+  }
+  return (a1 - a0) - (b1 - b0);
+}
+
+function valueComparer(col: Column): RowCompare {
+  switch (col.type) {
+    case 'int64':
+    case 'timestamp': {
+      const w = int64Words(col);
+      return (a, b) => {
+        const ha = w[2 * a + 1], hb = w[2 * b + 1];
+        if (ha !== hb) return ha < hb ? -1 : 1;
+        const la = w[2 * a] >>> 0, lb = w[2 * b] >>> 0;
+        return la < lb ? -1 : la > lb ? 1 : 0;
+      };
+    }
+    case 'float64': {
+      const v = col.values;
+      return (a, b) => compareNumbers(v[a], v[b]);
+    }
+    case 'bool': {
+      const v = col.values;
+      return (a, b) => v[a] - v[b];
+    }
+    case 'string': {
+      const { offsets: o, data } = col as StringColumn;
+      return (a, b) => compareBytes(data, o[a], o[a + 1], data, o[b], o[b + 1]);
+    }
+  }
+}
+
+/** Comparator of rows of one column, nulls last. */
+export function columnComparer(col: Column): RowCompare {
+  const cmp = valueComparer(col);
+  const valid = col.valid;
+  if (valid === null) return cmp;
+  return (a, b) => {
+    const va = valid[a], vb = valid[b];
+    if (va === 1 && vb === 1) return cmp(a, b);
+    return vb - va; // present (1) before null (0)
+  };
+}
+
+/** Comparator of rows by several key columns, the first deciding first. */
+export function rowComparer(cols: readonly Column[]): RowCompare {
+  const cmps = cols.map(columnComparer);
+  if (cmps.length === 1) return cmps[0];
+  return (a, b) => {
+    for (const c of cmps) {
+      const d = c(a, b);
+      if (d !== 0) return d;
+    }
+    return 0;
+  };
+}
+
+/** Row indices 0..length ordered by the key columns (stable: ties keep row order). */
+export function sortIndicesByKeys(cols: readonly Column[], length: number): Int32Array {
+  const idx = new Int32Array(length);
+  for (let i = 0; i < length; i++) idx[i] = i;
+  const cmp = rowComparer(cols);
+  // TypedArray sort is stable in V8 when given a comparator.
+  return idx.sort((a, b) => cmp(a, b) || a - b);
+}
