@@ -1,0 +1,132 @@
+// Random forest driver. Layout (a): every tree is trained on all binned rows (Uint8 bins,
+// n × d bytes) by one worker, trees spread over workers. Chosen over per-node histograms
+// reduced across partitions because a tree then needs no round trip per level, and tree i,
+// seeded from (seed, i), is the same whichever worker grows it.
+
+import { UsageError } from '../errors.js';
+import { quantileEdges } from './forest-bins.js';
+import type { BinResult, SampleResult, TrainTreesArgs } from './forest-tasks.js';
+import type { BinnedData, GrownTree, TreeSpec } from './forest-tree.js';
+import { modelBase, type FlatTrees, type ForestModel } from './model.js';
+import type { PartitionedMatrix } from './partitioned.js';
+import { rowKey } from './random.js';
+
+export interface ForestParams {
+  task?: 'classification' | 'regression';
+  nEstimators?: number;
+  maxDepth?: number;
+  nBins?: number;
+  maxFeatures?: 'sqrt' | 'log2' | 'all' | number;
+  minSamplesLeaf?: number;
+  bootstrap?: boolean;
+  criterion?: 'gini' | 'entropy';
+  seed?: number;
+  target?: string;
+  /** Rows sampled to place the bin edges. */
+  binSampleRows?: number;
+}
+
+export async function fitRandomForest(data: PartitionedMatrix, params: ForestParams = {}): Promise<ForestModel> {
+  const { nEstimators = 100, maxDepth = 16, nBins = 32, minSamplesLeaf = 1, bootstrap = true,
+    criterion = 'gini', seed = 0, target = 'y', binSampleRows = 200_000 } = params;
+  if (!(nBins >= 2 && nBins <= 256)) throw new UsageError(`--n-bins must be between 2 and 256, got ${nBins}`);
+  if (!(nEstimators >= 1)) throw new UsageError(`--n-estimators must be at least 1, got ${nEstimators}`);
+  if (data.rows === 0) throw new UsageError('random forest training needs at least one row');
+  const d = data.cols;
+  const edges = await binEdges(data, nBins, seed, binSampleRows);
+  const parts = await data.map<BinResult>('rf.bin', { edges });
+  const y = concatFloat(parts.map((p) => p.y));
+  const task = params.task ?? (y.every(Number.isInteger) ? 'classification' : 'regression');
+  const classes = task === 'classification' ? [...new Set(y)].sort((a, b) => a - b) : [];
+  const binned: BinnedData = {
+    rows: data.rows, cols: d,
+    bins: concatColumnMajor(parts, d, data.rows),
+    binsPerFeature: Int32Array.from(edges, (e) => e.length + 1),
+    target: task === 'classification' ? encodeClasses(y, classes) : y,
+    nClasses: classes.length,
+  };
+  const spec: TreeSpec = { task, criterion, maxDepth, minSamplesLeaf, bootstrap, seed, maxFeatures: resolveMaxFeatures(params.maxFeatures ?? (task === 'classification' ? 'sqrt' : 'all'), d) };
+  const treesByPartition: Record<number, number[]> = {};
+  for (let t = 0; t < nEstimators; t++) (treesByPartition[parts[t % parts.length].index] ??= []).push(t);
+  const grown = (await data.map<{ tree: number; grown: GrownTree }[]>('rf.trainTrees', { data: binned, spec, treesByPartition } satisfies TrainTreesArgs))
+    .flat().sort((a, b) => a.tree - b.tree).map((g) => g.grown);
+  return {
+    kind: 'random-forest',
+    ...modelBase(data.featureNames, target, classes,
+      { task, nEstimators, maxDepth, nBins, maxFeatures: spec.maxFeatures, minSamplesLeaf, bootstrap, criterion, seed },
+      { rows: data.rows }),
+    task,
+    trees: flattenTrees(grown, edges, task === 'classification' ? classes.length : 1),
+  };
+}
+
+/** Quantile cut points per feature from a hash-chosen sample of about binSampleRows rows. */
+async function binEdges(data: PartitionedMatrix, nBins: number, seed: number, binSampleRows: number): Promise<Float64Array[]> {
+  const fraction = Math.min(1, binSampleRows / data.rows);
+  const samples = await data.map<SampleResult>('rf.sample', { key: rowKey(seed, 'rf-bins'), fraction });
+  const x = concatFloat(samples.map((s) => s.x));
+  const n = x.length / data.cols;
+  return Array.from({ length: data.cols }, (_, f) => {
+    const col = new Float64Array(n);
+    for (let r = 0; r < n; r++) col[r] = x[r * data.cols + f];
+    return quantileEdges(col, nBins);
+  });
+}
+
+export function resolveMaxFeatures(m: ForestParams['maxFeatures'], d: number): number {
+  if (m === 'sqrt') return Math.max(1, Math.floor(Math.sqrt(d)));
+  if (m === 'log2') return Math.max(1, Math.floor(Math.log2(d)));
+  if (m === 'all' || m === undefined) return d;
+  if (typeof m === 'number' && m > 0 && m <= 1) return Math.max(1, Math.floor(m * d));
+  if (typeof m === 'number' && Number.isInteger(m) && m > 1) return Math.min(d, m);
+  throw new UsageError(`--max-features must be sqrt, log2, all or a fraction in (0, 1], got ${m}`);
+}
+
+function concatFloat(arrays: Float64Array[]): Float64Array {
+  const out = new Float64Array(arrays.reduce((s, a) => s + a.length, 0));
+  let at = 0;
+  for (const a of arrays) { out.set(a, at); at += a.length; }
+  return out;
+}
+
+/** Joins per-partition column-major bins into one column-major matrix of all rows. */
+function concatColumnMajor(parts: BinResult[], d: number, rows: number): Uint8Array {
+  const out = new Uint8Array(rows * d);
+  let at = 0;
+  for (const p of parts) {
+    for (let f = 0; f < d; f++) out.set(p.bins.subarray(f * p.rows, (f + 1) * p.rows), f * rows + at);
+    at += p.rows;
+  }
+  return out;
+}
+
+function encodeClasses(y: Float64Array, classes: number[]): Int32Array {
+  const code = new Map(classes.map((c, i) => [c, i]));
+  return Int32Array.from(y, (v) => code.get(v)!);
+}
+
+/** Trees as flat arrays, bin numbers turned into thresholds on raw values. */
+function flattenTrees(trees: GrownTree[], edges: Float64Array[], valueWidth: number): FlatTrees {
+  const total = trees.reduce((s, t) => s + t.feature.length, 0);
+  const flat: FlatTrees = {
+    treeOffsets: new Int32Array(trees.length + 1),
+    feature: new Int32Array(total), threshold: new Float64Array(total),
+    left: new Int32Array(total), right: new Int32Array(total),
+    value: new Float64Array(total * valueWidth), valueWidth,
+  };
+  let at = 0;
+  trees.forEach((t, i) => {
+    flat.treeOffsets[i] = at;
+    for (let n = 0; n < t.feature.length; n++) {
+      const f = t.feature[n];
+      flat.feature[at + n] = f;
+      flat.threshold[at + n] = f >= 0 ? edges[f][t.bin[n]] : 0;
+      flat.left[at + n] = t.left[n];
+      flat.right[at + n] = t.right[n];
+    }
+    flat.value.set(t.value, at * valueWidth);
+    at += t.feature.length;
+  });
+  flat.treeOffsets[trees.length] = at;
+  return flat;
+}

@@ -1,0 +1,120 @@
+// Per-partition work of k-means: Lloyd assignment with per-cluster sums, k-means++ seeding
+// steps (each row's distance to its nearest centre is kept in scratch between steps), and
+// choices of rows by a per-row hash so they do not depend on the partitioning.
+
+import { ddAdd, ddZeros, type DDArray } from './double-double.js';
+import type { MatrixPartition } from './partitioned.js';
+import { rowUniform } from './random.js';
+import { dropScratch, getScratch } from './scratch.js';
+
+/** Squared distance from row r of the partition to centre c, stopping early once above `bound`. */
+function distSq(x: Float64Array, xBase: number, centers: Float64Array, cBase: number, d: number, bound: number): number {
+  let s = 0;
+  for (let j = 0; j < d; j++) {
+    const t = x[xBase + j] - centers[cBase + j];
+    s += t * t;
+    if (s > bound) return s;
+  }
+  return s;
+}
+
+/** Index of the nearest centre (lowest index on ties) and its squared distance. */
+export function nearestCenter(x: Float64Array, xBase: number, centers: Float64Array, k: number, d: number): [number, number] {
+  let best = 0, bestD = Infinity;
+  for (let c = 0; c < k; c++) {
+    const dd = distSq(x, xBase, centers, c * d, d, bestD);
+    if (dd < bestD) { bestD = dd; best = c; }
+  }
+  return [best, bestD];
+}
+
+export interface AssignArgs { centers: Float64Array; k: number }
+export interface AssignResult { counts: Float64Array; sums: DDArray; inertia: DDArray }
+
+/** Lloyd E-step: nearest centre per row, and per-cluster counts and coordinate sums. */
+function assign(part: MatrixPartition, { centers, k }: AssignArgs): AssignResult {
+  const { rows, cols: d, x } = part;
+  const counts = new Float64Array(k);
+  const sums = ddZeros(k * d), inertia = ddZeros(1);
+  for (let r = 0; r < rows; r++) {
+    const [c, dist] = nearestCenter(x, r * d, centers, k, d);
+    counts[c]++;
+    ddAdd(inertia, 0, dist);
+    for (let j = 0; j < d; j++) ddAdd(sums, c * d + j, x[r * d + j]);
+  }
+  return { counts, sums, inertia };
+}
+
+/** A row chosen by a per-row score, with its global number (the tie-breaker) and values. */
+export interface ScoredRow { score: number; row: number; values: Float64Array }
+
+function byScoreThenRow(a: ScoredRow, b: ScoredRow): number {
+  return a.score - b.score || a.row - b.row;
+}
+
+/** Keeps the m best rows by `score` (ascending) from a partition. */
+function bestRows(part: MatrixPartition, m: number, score: (r: number) => number): ScoredRow[] {
+  const picked: ScoredRow[] = [];
+  for (let r = 0; r < part.rows; r++) {
+    const s = score(r);
+    if (picked.length === m && s >= picked[m - 1].score) continue;
+    const row: ScoredRow = { score: s, row: part.firstRow + r, values: part.x.slice(r * part.cols, (r + 1) * part.cols) };
+    picked.push(row);
+    picked.sort(byScoreThenRow);
+    if (picked.length > m) picked.pop();
+  }
+  return picked;
+}
+
+/** The m rows with the smallest hash under `key`: a uniform sample independent of partitioning. */
+function smallestHash(part: MatrixPartition, { key, m }: { key: number; m: number }): ScoredRow[] {
+  return bestRows(part, m, (r) => rowUniform(key, part.firstRow + r));
+}
+
+/** The m rows farthest from their nearest centre (for relocating empty clusters). */
+function farthest(part: MatrixPartition, { centers, k, m }: AssignArgs & { m: number }): ScoredRow[] {
+  return bestRows(part, m, (r) => -nearestCenter(part.x, r * part.cols, centers, k, part.cols)[1]);
+}
+
+/** k-means++: folds a new centre into each row's nearest distance; returns the partition's total weight. */
+function ppUpdate(part: MatrixPartition, { run, center }: { run: string; center: Float64Array }): DDArray {
+  const { rows, cols: d, x } = part;
+  const minD2 = getScratch(part, run, () => new Float64Array(rows).fill(Infinity));
+  const total = ddZeros(1);
+  for (let r = 0; r < rows; r++) {
+    const dist = distSq(x, r * d, center, 0, d, minD2[r]);
+    if (dist < minD2[r]) minD2[r] = dist;
+    ddAdd(total, 0, minD2[r]);
+  }
+  return total;
+}
+
+/** k-means++: the row of partition `partition` where the running weight passes `target`. */
+function ppPick(part: MatrixPartition, { run, partition, target }: { run: string; partition: number; target: number }): Float64Array | null {
+  if (part.index !== partition) return null;
+  const minD2 = getScratch(part, run, () => new Float64Array(part.rows).fill(Infinity));
+  const acc = ddZeros(1);
+  let last = -1;
+  for (let r = 0; r < part.rows; r++) {
+    if (minD2[r] <= 0) continue;
+    last = r;
+    ddAdd(acc, 0, minD2[r]);
+    if (acc.hi[0] + acc.lo[0] > target) break;
+  }
+  if (last < 0) last = 0; // every row coincides with a centre: any row will do
+  return part.x.slice(last * part.cols, (last + 1) * part.cols);
+}
+
+function ppDrop(part: MatrixPartition, { run }: { run: string }): null {
+  dropScratch(part, run);
+  return null;
+}
+
+export const KMEANS_TASKS = {
+  'kmeans.assign': assign,
+  'kmeans.smallestHash': smallestHash,
+  'kmeans.farthest': farthest,
+  'kmeans.ppUpdate': ppUpdate,
+  'kmeans.ppPick': ppPick,
+  'kmeans.ppDrop': ppDrop,
+};

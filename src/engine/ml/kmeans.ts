@@ -1,0 +1,143 @@
+// k-means (scikit-learn's meaning of the parameters): k-means++ or random seeding, Lloyd
+// iterations where each partition returns per-cluster sums and counts, combined in float64
+// in partition order; --tol is relative to the mean feature variance; empty clusters take the
+// rows farthest from their centres; the best of --n-init runs (lowest inertia) wins.
+
+import { UsageError } from '../errors.js';
+import { ddCombine, type DDArray } from './double-double.js';
+import type { AssignArgs, AssignResult, ScoredRow } from './kmeans-tasks.js';
+import { modelBase, type KMeansModel } from './model.js';
+import type { PartitionedMatrix } from './partitioned.js';
+import { Rng, rowKey } from './random.js';
+import { columnMoments } from './stats.js';
+
+export interface KMeansParams {
+  k: number;
+  maxIter?: number;
+  tol?: number;
+  init?: 'k-means++' | 'random';
+  nInit?: number;
+  seed?: number;
+}
+
+export interface LloydResult { centers: Float64Array; inertia: number; iterations: number }
+
+export async function fitKMeans(data: PartitionedMatrix, params: KMeansParams): Promise<KMeansModel> {
+  const { k, maxIter = 300, tol = 1e-4, init = 'k-means++', nInit = 1, seed = 0 } = params;
+  if (!Number.isInteger(k) || k < 1) throw new UsageError(`--k must be a positive integer, got ${k}`);
+  if (k > data.rows) throw new UsageError(`--k ${k} is larger than the number of rows (${data.rows})`);
+  if (!(nInit >= 1)) throw new UsageError(`--n-init must be at least 1, got ${nInit}`);
+  const absTol = await absoluteTolerance(data, tol);
+  let best: LloydResult | null = null;
+  for (let run = 0; run < nInit; run++) {
+    const start = await initialCenters(data, k, init, seed, run);
+    const result = await runLloyd(data, start, k, maxIter, absTol);
+    if (best === null || result.inertia < best.inertia) best = result;
+  }
+  const model: KMeansModel = {
+    kind: 'kmeans',
+    ...modelBase(data.featureNames, null, [], { k, maxIter, tol, init, nInit, seed }, { inertia: best!.inertia, iterations: best!.iterations }),
+    k,
+    centroids: best!.centers,
+  };
+  return model;
+}
+
+/** scikit-learn: tol × mean of the features' variances. */
+export async function absoluteTolerance(data: PartitionedMatrix, tol: number): Promise<number> {
+  const m = await columnMoments(data);
+  let s = 0;
+  for (let c = 0; c < data.cols; c++) s += m.centredSumSq[c] / m.rows;
+  return data.cols > 0 ? (s / data.cols) * tol : 0;
+}
+
+/** Lloyd iterations from `centers` until the squared centre shift is at most absTol; inertia of the final centres. */
+export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: number, maxIter: number, absTol: number): Promise<LloydResult> {
+  const d = data.cols;
+  let centers = start.slice();
+  let iterations = 0;
+  for (let it = 0; it < maxIter; it++) {
+    const step = await assignAll(data, centers, k);
+    const next = new Float64Array(k * d);
+    const empty: number[] = [];
+    for (let c = 0; c < k; c++) {
+      if (step.counts[c] === 0) { empty.push(c); continue; }
+      for (let j = 0; j < d; j++) next[c * d + j] = step.sums[c * d + j] / step.counts[c];
+    }
+    if (empty.length > 0) await relocateEmpty(data, centers, k, empty, next);
+    let shift = 0;
+    for (let i = 0; i < next.length; i++) shift += (next[i] - centers[i]) ** 2;
+    centers = next;
+    iterations = it + 1;
+    if (shift <= absTol) break;
+  }
+  const final = await assignAll(data, centers, k);
+  return { centers, inertia: final.inertia, iterations };
+}
+
+interface Assignment { counts: Float64Array; sums: Float64Array; inertia: number }
+
+async function assignAll(data: PartitionedMatrix, centers: Float64Array, k: number): Promise<Assignment> {
+  const parts = await data.map<AssignResult>('kmeans.assign', { centers, k } satisfies AssignArgs);
+  const counts = new Float64Array(k);
+  for (const p of parts) for (let c = 0; c < k; c++) counts[c] += p.counts[c];
+  return {
+    counts,
+    sums: ddCombine(parts.map((p) => p.sums), k * data.cols),
+    inertia: ddCombine(parts.map((p) => p.inertia), 1)[0],
+  };
+}
+
+/** Empty clusters take, in cluster order, the rows farthest from their nearest centre (as scikit-learn). */
+async function relocateEmpty(data: PartitionedMatrix, centers: Float64Array, k: number, empty: number[], next: Float64Array): Promise<void> {
+  const far = mergeBest(await data.map<ScoredRow[]>('kmeans.farthest', { centers, k, m: empty.length }), empty.length);
+  empty.forEach((c, i) => next.set(far[i].values, c * data.cols));
+}
+
+/** The m best rows over all partitions (ascending score, then global row). */
+function mergeBest(parts: ScoredRow[][], m: number): ScoredRow[] {
+  return parts.flat().sort((a, b) => a.score - b.score || a.row - b.row).slice(0, m);
+}
+
+let seedingRuns = 0;
+
+/** Starting centres for restart `run`: k-means++ (D² sampling over all rows) or k distinct random rows. */
+export async function initialCenters(data: PartitionedMatrix, k: number, init: 'k-means++' | 'random', seed: number, run: number): Promise<Float64Array> {
+  const d = data.cols;
+  const centers = new Float64Array(k * d);
+  if (init === 'random') {
+    const rows = mergeBest(await data.map<ScoredRow[]>('kmeans.smallestHash', { key: rowKey(seed, 'kmeans-random', run), m: k }), k);
+    rows.forEach((r, c) => centers.set(r.values, c * d));
+    return centers;
+  }
+  const [first] = mergeBest(await data.map<ScoredRow[]>('kmeans.smallestHash', { key: rowKey(seed, 'kmeans++-first', run), m: 1 }), 1);
+  centers.set(first.values, 0);
+  const rng = new Rng(seed, 'kmeans++', run);
+  const scratchKey = `kmeans++:${process.pid}:${seedingRuns++}`;
+  try {
+    for (let c = 1; c < k; c++) {
+      const totals = (await data.map<DDArray>('kmeans.ppUpdate', { run: scratchKey, center: centers.subarray((c - 1) * d, c * d) }))
+        .map((t) => t.hi[0] + t.lo[0]);
+      const [partition, target] = locateTarget(totals, rng.nextFloat());
+      const picked = await data.map<Float64Array | null>('kmeans.ppPick', { run: scratchKey, partition, target });
+      centers.set(picked.find((p) => p !== null)!, c * d);
+    }
+  } finally {
+    await data.map('kmeans.ppDrop', { run: scratchKey });
+  }
+  return centers;
+}
+
+/** Which partition the point u × (total weight) falls in, and the remaining weight inside it. */
+function locateTarget(totals: number[], u: number): [number, number] {
+  const total = totals.reduce((s, t) => s + t, 0);
+  let target = u * total;
+  let last = 0;
+  for (let p = 0; p < totals.length; p++) {
+    if (totals[p] <= 0) continue;
+    last = p;
+    if (target < totals[p]) return [p, target];
+    target -= totals[p];
+  }
+  return [last, totals[last]];
+}

@@ -1,0 +1,68 @@
+// In-memory model objects. Parameters are typed arrays for fast prediction; model-file.ts
+// turns them into the JSON contract and back.
+
+import type { DType } from '../batch.js';
+
+export const MODEL_FORMAT_VERSION = 1;
+
+export type ParamValue = string | number | boolean | null;
+
+interface ModelBase {
+  formatVersion: typeof MODEL_FORMAT_VERSION;
+  featureNames: string[];
+  featureTypes: DType[];
+  /** Target column the model was fitted on (null for k-means). */
+  target: string | null;
+  /** Class labels in output order (classifiers), else empty. */
+  classes: number[];
+  params: Record<string, ParamValue>;
+  metrics: Record<string, number>;
+}
+
+export interface KMeansModel extends ModelBase {
+  kind: 'kmeans';
+  k: number;
+  /** k × features, row-major. */
+  centroids: Float64Array;
+}
+
+export interface LinRegModel extends ModelBase {
+  kind: 'linreg';
+  coefficients: Float64Array;
+  intercept: number;
+}
+
+/** All trees of a forest as flat node arrays; tree t holds nodes treeOffsets[t] .. treeOffsets[t+1]. */
+export interface FlatTrees {
+  treeOffsets: Int32Array;
+  /** Split feature, or -1 for a leaf. */
+  feature: Int32Array;
+  /** Rows with x[feature] <= threshold go left. */
+  threshold: Float64Array;
+  /** Child node numbers, relative to the tree's first node (-1 for leaves). */
+  left: Int32Array;
+  right: Int32Array;
+  /** valueWidth numbers per node: class probabilities (classification) or the mean target (regression). */
+  value: Float64Array;
+  valueWidth: number;
+}
+
+export interface ForestModel extends ModelBase {
+  kind: 'random-forest';
+  task: 'classification' | 'regression';
+  trees: FlatTrees;
+}
+
+export type Model = KMeansModel | LinRegModel | ForestModel;
+export type ModelKind = Model['kind'];
+
+/** Common fields of a freshly trained model; callers may set featureTypes and target afterwards. */
+export function modelBase(featureNames: string[], target: string | null, classes: number[],
+  params: Record<string, ParamValue>, metrics: Record<string, number>): ModelBase {
+  return {
+    formatVersion: MODEL_FORMAT_VERSION,
+    featureNames: [...featureNames],
+    featureTypes: featureNames.map(() => 'float64' as DType),
+    target, classes, params, metrics,
+  };
+}

@@ -1,0 +1,24 @@
+// Driver side of column moments: exact-ish means and population variances over all partitions.
+
+import { ddCombine } from './double-double.js';
+import type { PartitionedMatrix } from './partitioned.js';
+import type { MomentsArgs, MomentsResult } from './stats-tasks.js';
+
+export interface ColumnMoments {
+  rows: number;
+  /** Per x column, then y last (0 when there is no target). */
+  mean: Float64Array;
+  /** Sum of squared deviations from the mean, per x column, then y last. */
+  centredSumSq: Float64Array;
+}
+
+/** Two passes (means, then squares around the means) so large offsets do not cancel. */
+export async function columnMoments(data: PartitionedMatrix): Promise<ColumnMoments> {
+  const n = data.cols + 1;
+  const first = await data.map<MomentsResult>('stats.moments', { shift: null, yShift: 0 } satisfies MomentsArgs);
+  const rows = first.reduce((s, r) => s + r.rows, 0);
+  const mean = ddCombine(first.map((r) => r.sum), n).map((s) => (rows > 0 ? s / rows : 0));
+  const second = await data.map<MomentsResult>('stats.moments', { shift: mean.subarray(0, data.cols), yShift: mean[data.cols] } satisfies MomentsArgs);
+  const centredSumSq = ddCombine(second.map((r) => r.sumSq), n);
+  return { rows, mean, centredSumSq };
+}
