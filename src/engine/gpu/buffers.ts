@@ -1,0 +1,198 @@
+// Moving bytes to and from the GPU, counting device memory, and dispatching compute kernels.
+// Host→device transfer bounds a single pass over data (notes/webgpu.md): uploads go through a
+// ring of reused MAP_WRITE staging buffers so that filling one overlaps the copy of another.
+
+import { RuntimeFailure } from '../errors.js';
+import type { GpuContext } from './device.js';
+
+/** Counts bytes of device buffers a worker holds against a budget; refuses to go over it. */
+export class MemoryBudget {
+  used = 0;
+  constructor(readonly limitBytes: number) {}
+
+  reserve(bytes: number, what: string): void {
+    if (this.used + bytes > this.limitBytes) {
+      throw new RuntimeFailure(`GPU memory budget exceeded: ${what} needs ${bytes} bytes, ${this.used} of ${this.limitBytes} in use`);
+    }
+    this.used += bytes;
+  }
+
+  release(bytes: number): void {
+    this.used = Math.max(0, this.used - bytes);
+  }
+}
+
+const budgets = new WeakMap<GPUDevice, MemoryBudget>();
+
+/** The device's budget; by default its maxBufferSize capped at 3/4 of the largest binding × 8. */
+export function memoryBudget(ctx: GpuContext, limitBytes?: number): MemoryBudget {
+  let b = budgets.get(ctx.device);
+  if (!b || limitBytes !== undefined) {
+    b = new MemoryBudget(limitBytes ?? Math.min(ctx.device.limits.maxBufferSize, ctx.device.limits.maxStorageBufferBindingSize * 8));
+    budgets.set(ctx.device, b);
+  }
+  return b;
+}
+
+const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+
+/** A device storage buffer of at least `bytes` (rounded up to 16), counted against the budget. */
+export function storageBuffer(ctx: GpuContext, bytes: number, label: string): GPUBuffer {
+  const size = Math.max(16, Math.ceil(bytes / 16) * 16);
+  if (size > ctx.device.limits.maxStorageBufferBindingSize) {
+    throw new RuntimeFailure(`${label}: ${size} bytes exceed the GPU's storage binding limit ${ctx.device.limits.maxStorageBufferBindingSize}; use smaller chunks`);
+  }
+  memoryBudget(ctx).reserve(size, label);
+  return ctx.device.createBuffer({ size, usage: STORAGE(), label });
+}
+
+export function freeBuffer(ctx: GpuContext, buf: GPUBuffer): void {
+  memoryBudget(ctx).release(buf.size);
+  buf.destroy();
+}
+
+/** A small uniform buffer of u32 parameters (padded to 16 bytes). */
+export function uniformWords(ctx: GpuContext, words: readonly number[]): GPUBuffer {
+  const data = new Uint32Array(Math.max(4, Math.ceil(words.length / 4) * 4));
+  data.set(words.map((w) => w >>> 0));
+  const buf = ctx.device.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  ctx.device.queue.writeBuffer(buf, 0, data);
+  return buf;
+}
+
+/**
+ * Several reused MAP_WRITE buffers: `upload` fills one while earlier ones are still being copied;
+ * each is re-mapped (mapAsync) after its copy is submitted and awaited before its next use.
+ */
+export class StagingRing {
+  private readonly slots: { buf: GPUBuffer; ready: Promise<void> }[] = [];
+  private next = 0;
+
+  constructor(private readonly ctx: GpuContext, readonly slotBytes = 16 << 20, slotCount = 4) {
+    for (let i = 0; i < slotCount; i++) {
+      const buf = ctx.device.createBuffer({ size: slotBytes, usage: GPUBufferUsage.MAP_WRITE | GPUBufferUsage.COPY_SRC, mappedAtCreation: true });
+      this.slots.push({ buf, ready: Promise.resolve() });
+    }
+  }
+
+  /** Copies `src` into `dst` at `dstOffset` (both multiples of 4 bytes; src is padded with zeros). */
+  async upload(src: ArrayBufferView, dst: GPUBuffer, dstOffset = 0): Promise<void> {
+    const bytes = new Uint8Array(src.buffer, src.byteOffset, src.byteLength);
+    for (let at = 0; at < bytes.length; at += this.slotBytes) {
+      const part = bytes.subarray(at, Math.min(bytes.length, at + this.slotBytes));
+      const padded = Math.ceil(part.length / 4) * 4;
+      const slot = this.slots[this.next];
+      this.next = (this.next + 1) % this.slots.length;
+      await slot.ready;
+      const view = new Uint8Array(slot.buf.getMappedRange(0, padded));
+      view.set(part);
+      view.fill(0, part.length);
+      slot.buf.unmap();
+      const enc = this.ctx.device.createCommandEncoder();
+      enc.copyBufferToBuffer(slot.buf, 0, dst, dstOffset + at, padded);
+      this.ctx.device.queue.submit([enc.finish()]);
+      slot.ready = slot.buf.mapAsync(GPUMapMode.WRITE);
+    }
+  }
+
+  destroy(): void {
+    for (const s of this.slots) s.buf.destroy();
+  }
+}
+
+/** A device buffer holding `data` (uploaded through `ring`, or queue.writeBuffer without one). */
+export async function uploadNew(ctx: GpuContext, data: ArrayBufferView, label: string, ring?: StagingRing): Promise<GPUBuffer> {
+  const buf = storageBuffer(ctx, data.byteLength, label);
+  if (ring) {
+    await ring.upload(data, buf);
+  } else if (data.byteLength > 0) {
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    const padded = Math.ceil(bytes.length / 4) * 4;
+    if (padded === bytes.length) ctx.device.queue.writeBuffer(buf, 0, bytes);
+    else { const tmp = new Uint8Array(padded); tmp.set(bytes); ctx.device.queue.writeBuffer(buf, 0, tmp); }
+  }
+  return buf;
+}
+
+/** Reads `bytes` from `src` at `offset` back to the host (a multiple of 4). */
+export async function readBack(ctx: GpuContext, src: GPUBuffer, bytes = src.size, offset = 0): Promise<ArrayBuffer> {
+  const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+  const staging = ctx.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const enc = ctx.device.createCommandEncoder();
+  enc.copyBufferToBuffer(src, offset, staging, 0, size);
+  ctx.device.queue.submit([enc.finish()]);
+  await staging.mapAsync(GPUMapMode.READ);
+  const out = staging.getMappedRange().slice(0, bytes);
+  staging.unmap();
+  staging.destroy();
+  return out;
+}
+
+export async function readU32(ctx: GpuContext, src: GPUBuffer, count: number, offsetWords = 0): Promise<Uint32Array> {
+  return new Uint32Array(await readBack(ctx, src, count * 4, offsetWords * 4));
+}
+
+/** Fills a buffer with one u32 value (clearBuffer for zero, a write otherwise). */
+export function fillU32(ctx: GpuContext, buf: GPUBuffer, value: number, words = buf.size / 4): void {
+  if (value === 0) {
+    const enc = ctx.device.createCommandEncoder();
+    enc.clearBuffer(buf, 0, words * 4);
+    ctx.device.queue.submit([enc.finish()]);
+  } else {
+    ctx.device.queue.writeBuffer(buf, 0, new Uint32Array(words).fill(value >>> 0));
+  }
+}
+
+export const WORKGROUP_SIZE = 256;
+/** Workgroups for a grid-stride loop over n items (kernels loop, so the count is capped). */
+export function workgroupsFor(n: number, perThread = 1): number {
+  return Math.max(1, Math.min(8192, Math.ceil(n / perThread / WORKGROUP_SIZE)));
+}
+
+/**
+ * One WGSL module compiled once; each entry point gets its pipeline on first use. A dispatch
+ * binds buffers to @group(0) @binding(0..n-1) in the order given.
+ */
+export class GpuKernel {
+  private readonly module: GPUShaderModule;
+  private readonly pipelines = new Map<string, GPUComputePipeline>();
+
+  constructor(private readonly ctx: GpuContext, code: string, readonly label: string) {
+    this.module = ctx.device.createShaderModule({ code, label });
+  }
+
+  private pipeline(entry: string): GPUComputePipeline {
+    let p = this.pipelines.get(entry);
+    if (!p) {
+      p = this.ctx.device.createComputePipeline({ layout: 'auto', compute: { module: this.module, entryPoint: entry }, label: `${this.label}.${entry}` });
+      this.pipelines.set(entry, p);
+    }
+    return p;
+  }
+
+  /** Records a dispatch into `encoder`, or submits it at once when none is given. */
+  dispatch(entry: string, buffers: readonly GPUBuffer[], workgroups: number, encoder?: GPUCommandEncoder, timestampWrites?: GPUComputePassTimestampWrites): void {
+    const pipeline = this.pipeline(entry);
+    const bindGroup = this.ctx.device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
+    });
+    const enc = encoder ?? this.ctx.device.createCommandEncoder();
+    const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : {});
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(workgroups);
+    pass.end();
+    if (!encoder) this.ctx.device.queue.submit([enc.finish()]);
+  }
+}
+
+const kernelCache = new WeakMap<GPUDevice, Map<string, GpuKernel>>();
+/** The device's compiled kernel for a WGSL source, compiled on first request. */
+export function kernelFor(ctx: GpuContext, label: string, code: string): GpuKernel {
+  let m = kernelCache.get(ctx.device);
+  if (!m) { m = new Map(); kernelCache.set(ctx.device, m); }
+  let k = m.get(label);
+  if (!k) { k = new GpuKernel(ctx, code, label); m.set(label, k); }
+  return k;
+}

@@ -1,0 +1,200 @@
+// Opening a WebGPU device (Dawn through the npm `webgpu` package) and describing the machine's GPUs.
+// One process drives one GPU: the executor pins a worker to a GPU with DRI_PRIME + the Mesa
+// device-select layer, and inside that worker `openGpu()` takes whatever adapter Dawn offers.
+
+import { execFileSync, execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { create, globals } from 'webgpu';
+
+export interface GpuContext {
+  adapter: GPUAdapter;
+  device: GPUDevice;
+  /** Features the device was created with. */
+  features: ReadonlySet<string>;
+  hasSubgroups: boolean;
+  hasTimestamps: boolean;
+  isSoftware: boolean;
+  /** Set once the device is lost; callers stop dispatching and report a RuntimeFailure. */
+  lostReason: string | null;
+}
+
+export interface AdapterDescription {
+  name: string;
+  vendor: string;
+  architecture: string;
+  backend: string;
+  isSoftware: boolean;
+  limits: Record<string, number>;
+  features: string[];
+}
+
+export interface GpuInfo {
+  /** PCI bus id as the driver reports it (e.g. 0000:06:00.0), null for a software adapter. */
+  busId: string | null;
+  /** DRI_PRIME value that pins a process to this GPU (e.g. pci-0000_06_00_0). */
+  driPrime: string | null;
+  /** What a process pinned to this GPU sees through WebGPU, or null when it sees no adapter. */
+  adapter: AdapterDescription | null;
+  /** Why probing failed, when it did. */
+  error?: string;
+}
+
+const SOFTWARE_NAMES = /llvmpipe|lavapipe|swiftshader|software/i;
+const WANTED_FEATURES: GPUFeatureName[] = ['subgroups', 'timestamp-query'];
+
+let gpuInstance: GPU | null = null;
+function gpu(): GPU {
+  if (!gpuInstance) {
+    Object.assign(globalThis, globals);
+    process.env.XDG_RUNTIME_DIR ??= '/tmp';
+    gpuInstance = create([]);
+  }
+  return gpuInstance;
+}
+
+function adapterIsSoftware(adapter: GPUAdapter): boolean {
+  return isSoftwareInfo(adapterInfoOf(adapter));
+}
+
+/** All numeric limits of an adapter (or device), as a plain object. */
+function limitsOf(limits: GPUSupportedLimits): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key in limits) {
+    const v = (limits as unknown as Record<string, unknown>)[key];
+    if (typeof v === 'number') out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * Opens the process's GPU with the adapter's maximum limits and the subgroups/timestamp-query
+ * features when offered. Null when there is no adapter, or only a software one and
+ * `allowSoftware` is not set.
+ */
+export async function openGpu(options: { allowSoftware?: boolean } = {}): Promise<GpuContext | null> {
+  const adapter = await gpu().requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter) return null;
+  const isSoftware = adapterIsSoftware(adapter);
+  if (isSoftware && !options.allowSoftware) return null;
+  const requiredFeatures = WANTED_FEATURES.filter((f) => adapter.features.has(f));
+  const device = await adapter.requestDevice({
+    requiredFeatures,
+    requiredLimits: limitsOf(adapter.limits),
+  });
+  const ctx: GpuContext = {
+    adapter,
+    device,
+    features: new Set(requiredFeatures),
+    hasSubgroups: requiredFeatures.includes('subgroups'),
+    hasTimestamps: requiredFeatures.includes('timestamp-query'),
+    isSoftware,
+    lostReason: null,
+  };
+  void device.lost.then((info) => { ctx.lostReason = info.message || info.reason || 'device lost'; });
+  return ctx;
+}
+
+export function describeAdapter(ctx: Pick<GpuContext, 'adapter'>): AdapterDescription {
+  const { adapter } = ctx;
+  return describeRaw(adapterInfoOf(adapter), limitsOf(adapter.limits), [...adapter.features]);
+}
+
+interface RawInfo { vendor: string; architecture: string; device: string; description: string; isFallbackAdapter?: boolean }
+
+function adapterInfoOf(adapter: GPUAdapter): RawInfo {
+  const i = adapter.info as GPUAdapterInfo & { isFallbackAdapter?: boolean };
+  return { vendor: i.vendor, architecture: i.architecture, device: i.device, description: i.description, isFallbackAdapter: i.isFallbackAdapter };
+}
+
+function isSoftwareInfo(info: RawInfo): boolean {
+  return info.isFallbackAdapter === true || SOFTWARE_NAMES.test(`${info.vendor} ${info.architecture} ${info.device} ${info.description}`);
+}
+
+function describeRaw(info: RawInfo, limits: Record<string, number>, features: string[]): AdapterDescription {
+  return {
+    name: info.description || info.device || 'unknown',
+    vendor: info.vendor,
+    architecture: info.architecture,
+    // Dawn does not report its backend; on Linux it builds only Vulkan.
+    backend: process.platform === 'linux' ? 'vulkan' : process.platform === 'darwin' ? 'metal' : 'd3d12',
+    isSoftware: isSoftwareInfo(info),
+    limits,
+    features: [...features].sort(),
+  };
+}
+
+/** The env that pins a child process to one GPU through Mesa's device-select layer. */
+export function pinnedEnv(driPrime: string): NodeJS.ProcessEnv {
+  return { ...process.env, DRI_PRIME: driPrime, MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE: '1', XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? '/tmp' };
+}
+
+/** 0000:06:00.0 or 00000000:06:00.0 → pci-0000_06_00_0 */
+export function driPrimeOf(busId: string): string {
+  const m = /^(?:[0-9a-f]*?([0-9a-f]{1,4})):([0-9a-f]{2}):([0-9a-f]{2})\.([0-9a-f])$/i.exec(busId.trim());
+  if (!m) throw new Error(`not a PCI bus id: ${busId}`);
+  return `pci-${m[1].padStart(4, '0')}_${m[2]}_${m[3]}_${m[4]}`.toLowerCase();
+}
+
+/** PCI bus ids of the machine's GPUs: nvidia-smi when present, else display-class PCI devices. */
+export function gpuBusIds(): string[] {
+  try {
+    const out = execFileSync('nvidia-smi', ['--query-gpu=pci.bus_id', '--format=csv,noheader'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 });
+    const ids = out.split('\n').map((s) => s.trim()).filter(Boolean);
+    if (ids.length > 0) return ids;
+  } catch { /* no nvidia-smi: fall through */ }
+  const root = '/sys/bus/pci/devices';
+  try {
+    return readdirSync(root).filter((dev) => {
+      try { return readFileSync(`${root}/${dev}/class`, 'utf8').trim().startsWith('0x03'); } catch { return false; }
+    }).sort();
+  } catch {
+    return [];
+  }
+}
+
+// Child script: print what a (pinned) process sees, as raw adapter data. It runs in a separate
+// process so that the caller needs no GPU and each probe gets its own device-select decision;
+// it imports only the webgpu package so that it works from src/ (vitest) and dist/ alike.
+const PROBE_SCRIPT = (webgpuUrl: string) => `
+const { create, globals } = await import(${JSON.stringify(webgpuUrl)});
+Object.assign(globalThis, globals);
+const a = await create([]).requestAdapter({ powerPreference: 'high-performance' });
+const limits = {};
+if (a) for (const k in a.limits) if (typeof a.limits[k] === 'number') limits[k] = a.limits[k];
+const i = a && a.info;
+process.stdout.write(JSON.stringify(a ? { info: { vendor: i.vendor, architecture: i.architecture, device: i.device,
+  description: i.description, isFallbackAdapter: i.isFallbackAdapter }, limits, features: [...a.features] } : null));
+process.exit(0);`;
+
+function probe(env: NodeJS.ProcessEnv): Promise<{ adapter: AdapterDescription | null; error?: string }> {
+  const script = PROBE_SCRIPT(import.meta.resolve('webgpu'));
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--input-type=module', '-e', script], { env, timeout: 60_000 }, (err, stdout) => {
+      if (err) return resolve({ adapter: null, error: String(err.message).split('\n')[0] });
+      try {
+        const raw = JSON.parse(stdout) as { info: RawInfo; limits: Record<string, number>; features: string[] } | null;
+        resolve({ adapter: raw ? describeRaw(raw.info, raw.limits, raw.features) : null });
+      } catch {
+        resolve({ adapter: null, error: `unreadable probe output: ${stdout.slice(0, 200)}` });
+      }
+    });
+  });
+}
+
+/**
+ * The machine's GPUs and what a process pinned to each sees. Without any GPU: the software
+ * adapter (flagged isSoftware, busId null) when there is one, else [].
+ */
+export async function listGpus(): Promise<GpuInfo[]> {
+  const busIds = gpuBusIds();
+  if (busIds.length === 0) {
+    const seen = await probe({ ...process.env, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? '/tmp' });
+    return seen.adapter ? [{ busId: null, driPrime: null, ...seen }] : [];
+  }
+  const results: GpuInfo[] = [];
+  for (const busId of busIds) {
+    const driPrime = driPrimeOf(busId);
+    results.push({ busId, driPrime, ...(await probe(pinnedEnv(driPrime))) });
+  }
+  return results;
+}

@@ -1,0 +1,31 @@
+// WGSL snippets shared by several kernels (pasted into their modules).
+
+/** Grid-stride loops: every kernel runs @workgroup_size(256) over a capped number of workgroups. */
+export const WGSL_GRID = /* wgsl */ `
+const WG: u32 = 256u;
+fn gridStride(nwg: vec3u) -> u32 { return nwg.x * WG; }
+`;
+
+/** 32-bit hash of a key given as two u32 words (murmur3-style mixing). */
+export const WGSL_HASH2 = /* wgsl */ `
+fn hash2(a: u32, b: u32) -> u32 {
+  var h = a * 0xcc9e2d51u;
+  h = (h << 15u) | (h >> 17u);
+  h = h ^ (b * 0x1b873593u);
+  h = h ^ (h >> 16u); h = h * 0x85ebca6bu;
+  h = h ^ (h >> 13u); h = h * 0xc2b2ae35u;
+  h = h ^ (h >> 16u);
+  return h;
+}
+`;
+
+/**
+ * Bit `i` of the module's packed validity mask `validMask` (1 = present); `hasNulls == 0` means
+ * every row is present. The module declares `validMask: array<u32>`.
+ */
+export const WGSL_VALID = /* wgsl */ `
+fn isPresent(hasNulls: u32, i: u32) -> bool {
+  if (hasNulls == 0u) { return true; }
+  return ((validMask[i >> 5u] >> (i & 31u)) & 1u) == 1u;
+}
+`;

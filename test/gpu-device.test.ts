@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { describeAdapter, driPrimeOf, listGpus } from '../src/engine/gpu/device.js';
+import { readU32, StagingRing, storageBuffer, freeBuffer, MemoryBudget } from '../src/engine/gpu/buffers.js';
+import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+
+describe('gpu device', () => {
+  it('turns nvidia-smi and sysfs bus ids into DRI_PRIME values', () => {
+    expect(driPrimeOf('00000000:06:00.0')).toBe('pci-0000_06_00_0');
+    expect(driPrimeOf('0000:C1:00.0')).toBe('pci-0000_c1_00_0');
+    expect(() => driPrimeOf('gpu0')).toThrow();
+  });
+
+  it('refuses to go over the memory budget', () => {
+    const b = new MemoryBudget(100);
+    b.reserve(60, 'a');
+    expect(() => b.reserve(50, 'b')).toThrow(/budget/);
+    b.release(60);
+    b.reserve(100, 'c');
+    expect(b.used).toBe(100);
+  });
+
+  it.skipIf(skipGpuTests)('opens the adapter and describes it', async () => {
+    const ctx = await testGpu();
+    const d = describeAdapter(ctx);
+    expect(d.limits.maxStorageBufferBindingSize).toBeGreaterThanOrEqual(128 << 20);
+    expect(ctx.device.limits.maxStorageBufferBindingSize).toBe(d.limits.maxStorageBufferBindingSize);
+    expect(d.isSoftware).toBe(/llvmpipe|lavapipe|swiftshader/i.test(`${d.name} ${d.architecture} ${d.vendor}`) || d.isSoftware);
+    expect(ctx.hasSubgroups).toBe(d.features.includes('subgroups'));
+  });
+
+  it.skipIf(skipGpuTests)('uploads through the staging ring across several slots and reads back', async () => {
+    const ctx = await testGpu();
+    const ring = new StagingRing(ctx, 4096, 3);
+    const data = new Uint32Array(10_000 + 3);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 2654435761) >>> 0;
+    const buf = storageBuffer(ctx, data.byteLength, 'ring test');
+    await ring.upload(data, buf);
+    expect(await readU32(ctx, buf, data.length)).toEqual(data);
+    freeBuffer(ctx, buf);
+    ring.destroy();
+  });
+
+  it.skipIf(skipGpuTests)('lists GPUs: each pinned probe, or the software adapter flagged', async () => {
+    const gpus = await listGpus();
+    for (const g of gpus) {
+      if (g.busId === null) expect(g.adapter?.isSoftware).toBe(true);
+      else expect(g.driPrime).toMatch(/^pci-[0-9a-f]{4}_[0-9a-f]{2}_[0-9a-f]{2}_[0-9a-f]$/);
+    }
+    expect(gpus.length).toBeGreaterThan(0);
+  });
+});
