@@ -4,3 +4,4 @@ export { materializeCsvInput } from './gzip.js';
 export { inferCsvLayout, type CsvLayout } from './layout.js';
 export { planCsvChunks, type CsvChunk } from './chunks.js';
 export { readCsvChunk } from './read-chunk.js';
+export { readCsvFile, type ReadCsvFileOptions } from './read-file.js';

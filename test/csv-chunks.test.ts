@@ -1,0 +1,117 @@
+// Chunk planning: for random files full of awkward cases (quoted newlines and CRLF, doubled quotes,
+// empty fields, fields that are only quotes, no final newline), every blocksize must give chunks
+// that start at real record starts with the right physical line, and the same rows as csv-parse.
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse } from 'csv-parse/sync';
+import { stringAt, type StringColumn } from '../src/engine/batch.js';
+import {
+  DEFAULT_CSV_OPTIONS, inferCsvLayout, planCsvChunks, readCsvChunk, type CsvOptions,
+} from '../src/engine/io/csv/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'csv-chunks-'));
+
+/** A small deterministic PRNG so failures reproduce. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => { s = (s * 1664525 + 1013904223) >>> 0; return s / 4294967296; };
+}
+
+function awkwardField(rand: () => number, eol: string): string {
+  switch (Math.floor(rand() * 10)) {
+    case 0: return '';
+    case 1: return '""';
+    case 2: return '""""';                               // a field that is one quote
+    case 3: return `"a,b${eol}c"`;                       // delimiter and line break inside quotes
+    case 4: return `"say ""hi""${eol}${eol}"`;           // doubled quotes and blank lines inside quotes
+    case 5: return '"\r\n"';                             // CRLF inside quotes
+    case 6: return 'é漢字';
+    case 7: return `"${eol}"`;
+    default: return Math.floor(rand() * 1e6).toString(36);
+  }
+}
+
+/** A random CSV text with `cols` columns and `rows` data rows, plus its header. */
+export function awkwardCsv(seed: number, rows: number, cols: number): string {
+  const rand = rng(seed);
+  const eol = rand() < 0.5 ? '\n' : '\r\n';
+  const lines = [Array.from({ length: cols }, (_, c) => `c${c}`).join(',')];
+  for (let r = 0; r < rows; r++) lines.push(Array.from({ length: cols }, () => awkwardField(rand, eol)).join(','));
+  let text = lines.join(eol);
+  if (rand() < 0.5) text += eol;                        // final newline or not
+  if (rand() < 0.3) text += eol + eol;                  // trailing blank lines
+  return text;
+}
+
+/** Byte offsets where records start, by a plain character-level state machine (the reference). */
+function recordStarts(bytes: Uint8Array, from: number): Set<number> {
+  const starts = new Set<number>([from]);
+  let quoted = false;
+  for (let i = from; i < bytes.length; i++) {
+    if (bytes[i] === 0x22) quoted = !quoted;
+    else if (bytes[i] === 0x0a && !quoted) starts.add(i + 1);
+  }
+  return starts;
+}
+
+function linesBefore(bytes: Uint8Array, pos: number): number {
+  let n = 1;
+  for (let i = 0; i < pos; i++) if (bytes[i] === 0x0a) n++;
+  return n;
+}
+
+const allText = (opts: CsvOptions, names: string[]): CsvOptions =>
+  ({ ...opts, nullValues: [], dtypes: Object.fromEntries(names.map((n) => [n, 'string' as const])) });
+
+describe('planCsvChunks', () => {
+  for (const seed of [1, 2, 3, 4, 5, 6]) {
+    it(`random awkward file ${seed}: same rows as csv-parse for every blocksize`, async () => {
+      const cols = 2 + (seed % 3);
+      const path = join(dir, `awkward-${seed}.csv`);
+      writeFileSync(path, awkwardCsv(seed, 300 + seed * 50, cols));
+      const bytes = readFileSync(path);
+      const expected = (parse(bytes, { skip_empty_lines: true, bom: true }) as string[][]).slice(1);
+
+      const layout0 = await inferCsvLayout(path, path, DEFAULT_CSV_OPTIONS);
+      const names = layout0.schema.map((f) => f.name);
+      const opts = allText(DEFAULT_CSV_OPTIONS, names);
+      const layout = await inferCsvLayout(path, path, opts);
+      const starts = recordStarts(bytes, layout.dataStart);
+      for (const blocksize of [7, 64, 1000, 1 << 20]) {
+        const chunks = await planCsvChunks(layout, opts, blocksize);
+        expect(chunks[0].start).toBe(layout.dataStart);
+        expect(chunks.at(-1)!.end).toBe(bytes.length);
+        const rows: string[][] = [];
+        chunks.forEach((chunk, k) => {
+          if (k > 0) expect(chunk.start).toBe(chunks[k - 1].end);
+          expect(starts.has(chunk.start)).toBe(true);
+          expect(chunk.firstLine).toBe(linesBefore(bytes, chunk.start));
+          const batch = readCsvChunk(chunk, layout, opts, names);
+          for (let r = 0; r < batch.length; r++) {
+            rows.push(batch.columns.map((col) => stringAt(col as StringColumn, r)));
+          }
+        });
+        if (blocksize === 7) expect(chunks.length).toBeGreaterThan(100);
+        expect(rows).toEqual(expected);
+      }
+    });
+  }
+
+  it('a file without quoting splits at every line break; a header-only file gives one empty chunk', async () => {
+    const path = join(dir, 'plain.csv');
+    writeFileSync(path, 'a,b\n1,"x\n2,y\n3,z\n');
+    const opts: CsvOptions = { ...DEFAULT_CSV_OPTIONS, quote: '' };
+    const layout = await inferCsvLayout(path, path, opts);
+    const chunks = await planCsvChunks(layout, opts, 1);
+    expect(chunks.map((c) => [c.start, c.firstLine])).toEqual([[4, 2], [9, 3], [13, 4]]);
+
+    const headerOnly = join(dir, 'header-only.csv');
+    writeFileSync(headerOnly, 'a,b\n');
+    const l2 = await inferCsvLayout(headerOnly, headerOnly, DEFAULT_CSV_OPTIONS);
+    const c2 = await planCsvChunks(l2, DEFAULT_CSV_OPTIONS, 64);
+    expect(c2).toEqual([{ path: headerOnly, displayName: headerOnly, start: 4, end: 4, firstLine: 2 }]);
+    expect(readCsvChunk(c2[0], l2, DEFAULT_CSV_OPTIONS, ['a', 'b']).length).toBe(0);
+  });
+});
