@@ -1,0 +1,147 @@
+// Where encoded output bytes go: an atomically replaced file or a stream such as stdout.
+// Both buffer small writes into ~1 MiB pieces so encoders may write per row cheaply.
+
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { type FileHandle, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { RuntimeFailure } from '../../errors.js';
+
+export interface ByteSink {
+  write(bytes: Uint8Array): Promise<void>;
+  /** Flushes and completes the output (for files: fsync and rename into place). */
+  close(): Promise<void>;
+  /** Drops the output (for files: removes the temporary file). */
+  abort(): Promise<void>;
+}
+
+const FLUSH_BYTES = 1 << 20;
+
+/** Collects small writes and hands them on in large pieces. */
+abstract class BufferedSink implements ByteSink {
+  private parts: Uint8Array[] = [];
+  private size = 0;
+
+  async write(bytes: Uint8Array): Promise<void> {
+    if (bytes.byteLength >= FLUSH_BYTES) {
+      await this.flush();
+      await this.writeOut(bytes);
+      return;
+    }
+    this.parts.push(bytes);
+    this.size += bytes.byteLength;
+    if (this.size >= FLUSH_BYTES) await this.flush();
+  }
+
+  protected async flush(): Promise<void> {
+    if (this.size === 0) return;
+    const joined = Buffer.concat(this.parts, this.size);
+    this.parts = [];
+    this.size = 0;
+    await this.writeOut(joined);
+  }
+
+  protected abstract writeOut(bytes: Uint8Array): Promise<void>;
+  abstract close(): Promise<void>;
+  abstract abort(): Promise<void>;
+}
+
+const TEMP_PATTERN = /^\..+\.gpuframe-(\d+)-[0-9a-f]+\.tmp$/;
+
+function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.gpuframe-${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+}
+
+function cannotWrite(path: string, err: unknown): RuntimeFailure {
+  const e = err as NodeJS.ErrnoException;
+  const why = e?.code === 'ENOENT' ? 'its directory does not exist'
+    : e?.code === 'EACCES' || e?.code === 'EPERM' ? 'permission denied'
+    : e?.message ?? String(err);
+  return new RuntimeFailure(`cannot write output '${path}': ${why}`);
+}
+
+/** Writes `<dir>/.<name>.gpuframe-<pid>-<random>.tmp`; close() fsyncs and renames it onto the
+ *  destination, so the destination never holds a partial file. */
+export class AtomicFileSink extends BufferedSink {
+  private closed = false;
+  private constructor(private readonly path: string, private readonly tempPath: string, private readonly handle: FileHandle) {
+    super();
+  }
+
+  static async open(path: string): Promise<AtomicFileSink> {
+    const existing = await stat(path).catch(() => null);
+    if (existing?.isDirectory()) throw new RuntimeFailure(`cannot write output '${path}': it is a directory`);
+    const tempPath = tempPathFor(path);
+    try {
+      return new AtomicFileSink(path, tempPath, await open(tempPath, 'wx'));
+    } catch (err) {
+      throw cannotWrite(path, err);
+    }
+  }
+
+  protected async writeOut(bytes: Uint8Array): Promise<void> {
+    let done = 0;
+    while (done < bytes.byteLength) {
+      const { bytesWritten } = await this.handle.write(bytes, done, bytes.byteLength - done);
+      done += bytesWritten;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.flush();
+      await this.handle.sync();
+      await this.handle.close();
+      this.closed = true;
+      await rename(this.tempPath, this.path);
+    } catch (err) {
+      await this.abort();
+      throw cannotWrite(this.path, err);
+    }
+  }
+
+  async abort(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      await this.handle.close().catch(() => {});
+    }
+    await unlink(this.tempPath).catch(() => {});
+  }
+}
+
+/** Writes to a Node stream (stdout), waiting for 'drain' so memory stays bounded. */
+export class StreamSink extends BufferedSink {
+  constructor(private readonly out: NodeJS.WritableStream) {
+    super();
+  }
+
+  protected async writeOut(bytes: Uint8Array): Promise<void> {
+    // once() also rejects when the stream emits 'error' (e.g. EPIPE) while we wait.
+    if (!this.out.write(bytes)) await once(this.out, 'drain');
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+  }
+
+  async abort(): Promise<void> {}
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
+  }
+}
+
+/** Removes temp files left in `dir` by killed runs (their pid is no longer alive). */
+export async function cleanStaleTempFiles(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const m = TEMP_PATTERN.exec(name);
+    if (m && Number(m[1]) !== process.pid && !pidAlive(Number(m[1]))) await unlink(join(dir, name)).catch(() => {});
+  }
+}

@@ -1,0 +1,63 @@
+// Output writers: pick the encoder for a format and the sink for a destination.
+// Files are written atomically (temp name, fsync, rename), so `-o` never leaves a partial file.
+
+import type { Schema } from '../../batch.js';
+import { UsageError } from '../../errors.js';
+import { arrowWriter } from './arrow-writer.js';
+import { AtomicFileSink, type ByteSink, StreamSink } from './byte-sink.js';
+import { parquetWriter } from './parquet-writer.js';
+import { tableWriter } from './table-writer.js';
+import { csvWriter, jsonlWriter } from './text-writer.js';
+import type { BatchWriter, OutputFormat } from './types.js';
+
+export type { BatchWriter, OutputFormat } from './types.js';
+export { cleanStaleTempFiles } from './byte-sink.js';
+
+const FORMAT_OF_EXTENSION: [string, OutputFormat][] = [
+  ['.csv', 'csv'], ['.jsonl', 'jsonl'], ['.arrow', 'arrow'], ['.feather', 'arrow'], ['.parquet', 'parquet'],
+];
+
+export function formatFromPath(path: string): OutputFormat {
+  const lower = path.toLowerCase();
+  const hit = FORMAT_OF_EXTENSION.find(([ext]) => lower.endsWith(ext));
+  if (!hit) throw new UsageError(`cannot tell the output format of '${path}': use a .csv, .jsonl, .arrow, .feather or .parquet extension, or --format`);
+  return hit[1];
+}
+
+/** Stdout gets the Arrow IPC stream format (readable as it arrives); files get the file format. */
+function writerFor(sink: ByteSink, format: OutputFormat, schema: Schema, arrowIpc: 'file' | 'stream'): BatchWriter {
+  switch (format) {
+    case 'csv': return csvWriter(sink, schema);
+    case 'jsonl': return jsonlWriter(sink);
+    case 'arrow': return arrowWriter(sink, schema, arrowIpc);
+    case 'parquet': return parquetWriter(sink, schema);
+    case 'table': return tableWriter(sink, schema);
+  }
+}
+
+/** A writer that removes its temporary file when a write or close fails, then rethrows. */
+function abortingOnFailure(writer: BatchWriter): BatchWriter {
+  const guard = async (step: () => Promise<void>) => {
+    try {
+      await step();
+    } catch (err) {
+      await writer.abort().catch(() => {});
+      throw err;
+    }
+  };
+  return {
+    write: (batch) => guard(() => writer.write(batch)),
+    close: () => guard(() => writer.close()),
+    abort: () => writer.abort(),
+  };
+}
+
+/** Opens `path` for writing (atomically). Unwritable destinations fail here with a RuntimeFailure. */
+export async function openFileWriter(path: string, format: OutputFormat, schema: Schema): Promise<BatchWriter> {
+  return abortingOnFailure(writerFor(await AtomicFileSink.open(path), format, schema, 'file'));
+}
+
+/** For stdout. 'table': the first 20 rows as an aligned text table, then '<N> rows'. */
+export function openStreamWriter(out: NodeJS.WritableStream, format: OutputFormat, schema: Schema): BatchWriter {
+  return writerFor(new StreamSink(out), format, schema, 'stream');
+}
