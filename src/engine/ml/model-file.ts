@@ -1,0 +1,188 @@
+// Model files: JSON with a stable key order and numbers as shortest round-trip text. Reading
+// treats the file as untrusted: unknown kinds or versions, prototype keys, absurd sizes,
+// inconsistent lengths and non-finite numbers are DataErrors naming the file and the field.
+
+import { DTYPES, type DType } from '../batch.js';
+import { DataError } from '../errors.js';
+import { MODEL_FORMAT_VERSION, type FlatTrees, type Model, type ParamValue } from './model.js';
+
+/** Upper bounds that no real model reaches; beyond them the file is rejected before allocating. */
+const MAX_NODES = 100_000_000;
+const MAX_FEATURES = 1_000_000;
+const MAX_CLUSTERS = 10_000_000;
+
+export function serializeModel(model: Model): string {
+  const common = {
+    kind: model.kind,
+    formatVersion: model.formatVersion,
+    featureNames: model.featureNames,
+    featureTypes: model.featureTypes,
+    target: model.target,
+    classes: model.classes,
+    params: sortedKeys(model.params),
+    metrics: sortedKeys(model.metrics),
+  };
+  let body: Record<string, unknown>;
+  switch (model.kind) {
+    case 'kmeans': body = { k: model.k, centroids: numbers(model.centroids, 'centroids') }; break;
+    case 'linreg': body = { coefficients: numbers(model.coefficients, 'coefficients'), intercept: finite(model.intercept, 'intercept') }; break;
+    case 'random-forest': {
+      const t = model.trees;
+      body = {
+        task: model.task,
+        trees: {
+          valueWidth: t.valueWidth, treeOffsets: numbers(t.treeOffsets, 'trees.treeOffsets'),
+          feature: numbers(t.feature, 'trees.feature'), threshold: numbers(t.threshold, 'trees.threshold'),
+          left: numbers(t.left, 'trees.left'), right: numbers(t.right, 'trees.right'), value: numbers(t.value, 'trees.value'),
+        },
+      };
+      break;
+    }
+  }
+  return JSON.stringify({ ...common, ...body }) + '\n';
+}
+
+function sortedKeys<T>(o: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]]));
+}
+
+function finite(v: number, field: string): number {
+  if (!Number.isFinite(v)) throw new Error(`model field '${field}' holds a non-finite number`);
+  return v;
+}
+
+function numbers(a: ArrayLike<number>, field: string): number[] {
+  return Array.from(a, (v) => finite(v, field));
+}
+
+export function parseModel(text: string, fileName: string): Model {
+  const fail = (field: string, what: string): never => { throw new DataError(`invalid model file: field '${field}' ${what}`, { file: fileName }); };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text, (key, value) => {
+      if (key === '__proto__' || key === 'constructor' || key === 'prototype') fail(key, 'is not allowed');
+      return value;
+    });
+  } catch (e) {
+    if (e instanceof DataError) throw e;
+    throw new DataError(`model file is not valid JSON (${(e as Error).message})`, { file: fileName });
+  }
+  const r = new Reader(raw, fail);
+  const kind = r.oneOf('kind', ['kmeans', 'linreg', 'random-forest'] as const);
+  if (r.get('formatVersion') !== MODEL_FORMAT_VERSION) fail('formatVersion', `must be ${MODEL_FORMAT_VERSION} (this gpuframe reads version ${MODEL_FORMAT_VERSION})`);
+  const featureNames = r.strings('featureNames', MAX_FEATURES);
+  const d = featureNames.length;
+  const featureTypes = r.strings('featureTypes', MAX_FEATURES) as DType[];
+  if (featureTypes.length !== d) fail('featureTypes', `has ${featureTypes.length} entries for ${d} features`);
+  featureTypes.forEach((t) => { if (!DTYPES.includes(t)) fail('featureTypes', `holds unknown type '${t}'`); });
+  const target = r.get('target');
+  if (target !== null && typeof target !== 'string') fail('target', 'must be a string or null');
+  const common = {
+    formatVersion: MODEL_FORMAT_VERSION as typeof MODEL_FORMAT_VERSION, featureNames, featureTypes, target: target as string | null,
+    classes: Array.from(r.numbers('classes', MAX_NODES)), params: r.params('params'), metrics: r.metricValues('metrics'),
+  };
+  switch (kind) {
+    case 'kmeans': {
+      const k = r.int('k', 1, MAX_CLUSTERS);
+      const centroids = r.numbers('centroids', MAX_NODES);
+      if (centroids.length !== k * d) fail('centroids', `has ${centroids.length} numbers, expected k × features = ${k * d}`);
+      return { kind, ...common, k, centroids };
+    }
+    case 'linreg': {
+      const coefficients = r.numbers('coefficients', MAX_FEATURES);
+      if (coefficients.length !== d) fail('coefficients', `has ${coefficients.length} numbers for ${d} features`);
+      const intercept = r.get('intercept');
+      if (typeof intercept !== 'number') fail('intercept', 'must be a number');
+      return { kind, ...common, coefficients, intercept: intercept as number };
+    }
+    case 'random-forest': {
+      const task = r.oneOf('task', ['classification', 'regression'] as const);
+      const trees = readTrees(new Reader(r.get('trees'), (f, w) => fail(`trees.${f}`, w)), d, fail);
+      const width = task === 'classification' ? common.classes.length : 1;
+      if (trees.valueWidth !== width) fail('trees.valueWidth', `is ${trees.valueWidth}, expected ${width} for a ${task} forest`);
+      return { kind, ...common, task, trees };
+    }
+  }
+}
+
+function readTrees(r: Reader, d: number, fail: (field: string, what: string) => never): FlatTrees {
+  const valueWidth = r.int('valueWidth', 1, 65536);
+  const treeOffsets = Int32Array.from(r.numbers('treeOffsets', MAX_NODES));
+  const feature = Int32Array.from(r.numbers('feature', MAX_NODES));
+  const n = feature.length;
+  const threshold = r.numbers('threshold', MAX_NODES);
+  const left = Int32Array.from(r.numbers('left', MAX_NODES));
+  const right = Int32Array.from(r.numbers('right', MAX_NODES));
+  const value = r.numbers('value', MAX_NODES * 16);
+  if (threshold.length !== n || left.length !== n || right.length !== n) fail('trees', 'node arrays have different lengths');
+  if (value.length !== n * valueWidth) fail('trees.value', `has ${value.length} numbers, expected nodes × valueWidth = ${n * valueWidth}`);
+  if (treeOffsets.length < 2 || treeOffsets[0] !== 0 || treeOffsets[treeOffsets.length - 1] !== n) fail('trees.treeOffsets', 'must start at 0 and end at the node count');
+  for (let t = 0; t + 1 < treeOffsets.length; t++) {
+    const start = treeOffsets[t], size = treeOffsets[t + 1] - start;
+    if (size < 1) fail('trees.treeOffsets', `gives tree ${t} no nodes`);
+    for (let i = start; i < start + size; i++) {
+      const f = feature[i];
+      if (f === -1) continue;
+      if (!(f >= 0 && f < d)) fail('trees.feature', `node ${i} names feature ${f} of ${d}`);
+      // Children must come after their parent inside the same tree, so prediction always terminates.
+      const local = i - start;
+      if (!(left[i] > local && left[i] < size && right[i] > local && right[i] < size)) fail('trees.left/right', `node ${i} has children outside its tree`);
+    }
+  }
+  return { treeOffsets, feature, threshold, left, right, value, valueWidth };
+}
+
+/** Typed access to fields of an untrusted object, failing with the field's name. */
+class Reader {
+  private readonly o: Record<string, unknown>;
+  constructor(raw: unknown, private readonly fail: (field: string, what: string) => never) {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('(top level)', 'must be a JSON object');
+    this.o = raw as Record<string, unknown>;
+  }
+  get(field: string): unknown {
+    if (!Object.prototype.hasOwnProperty.call(this.o, field)) this.fail(field, 'is missing');
+    return this.o[field];
+  }
+  oneOf<T extends string>(field: string, allowed: readonly T[]): T {
+    const v = this.get(field);
+    if (!allowed.includes(v as T)) this.fail(field, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+    return v as T;
+  }
+  int(field: string, min: number, max: number): number {
+    const v = this.get(field);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) this.fail(field, `must be an integer in [${min}, ${max}]`);
+    return v as number;
+  }
+  private array(field: string, maxLength: number): unknown[] {
+    const v = this.get(field);
+    if (!Array.isArray(v)) this.fail(field, 'must be an array');
+    if ((v as unknown[]).length > maxLength) this.fail(field, `is too long (${(v as unknown[]).length} > ${maxLength})`);
+    return v as unknown[];
+  }
+  numbers(field: string, maxLength: number): Float64Array {
+    const a = this.array(field, maxLength);
+    const out = new Float64Array(a.length);
+    a.forEach((v, i) => {
+      if (typeof v !== 'number' || !Number.isFinite(v)) this.fail(field, `entry ${i} is not a finite number`);
+      out[i] = v as number;
+    });
+    return out;
+  }
+  strings(field: string, maxLength: number): string[] {
+    const a = this.array(field, maxLength);
+    a.forEach((v, i) => { if (typeof v !== 'string') this.fail(field, `entry ${i} is not a string`); });
+    return a as string[];
+  }
+  params(field: string): Record<string, ParamValue> {
+    const o = new Reader(this.get(field), (f, w) => this.fail(`${field}.${f}`, w)).o;
+    for (const [k, v] of Object.entries(o)) {
+      if (!(v === null || ['string', 'number', 'boolean'].includes(typeof v))) this.fail(`${field}.${k}`, 'must be a string, number, boolean or null');
+    }
+    return { ...o } as Record<string, ParamValue>;
+  }
+  metricValues(field: string): Record<string, number> {
+    const o = new Reader(this.get(field), (f, w) => this.fail(`${field}.${f}`, w)).o;
+    for (const [k, v] of Object.entries(o)) if (typeof v !== 'number' || !Number.isFinite(v)) this.fail(`${field}.${k}`, 'must be a finite number');
+    return { ...o } as Record<string, number>;
+  }
+}
