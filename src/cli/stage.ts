@@ -1,0 +1,106 @@
+// The end of every plan-building command: either hand the plan on (stdout is a pipe), explain
+// it, or run it and write the rows where the contract says.
+
+import { fstatSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
+import { resolve } from 'node:path';
+import type { Schema } from '../engine/batch.js';
+import { UsageError } from '../engine/errors.js';
+import { formatFromPath, openFileWriter, openStreamWriter, type BatchWriter, type OutputFormat } from '../engine/io/output/index.js';
+import { optimize } from '../engine/optimizer/index.js';
+import { explainDot, explainText } from '../engine/plan/explain.js';
+import { scansOf, type PlanNode } from '../engine/plan/nodes.js';
+import { serializePlan } from '../engine/plan/serialize.js';
+import { onInterrupt, runPlan, type RunSettings } from '../engine/run.js';
+import { parseSize } from './sizes.js';
+
+export interface RunFlagValues {
+  device: string;
+  gpus?: string;
+  workers?: number;
+  blocksize: string;
+  'memory-limit'?: string;
+  trace?: string;
+  progress: boolean;
+  quiet: boolean;
+}
+
+export interface StageFlags extends RunFlagValues {
+  output?: string;
+  format?: string;
+  explain: boolean;
+  dot: boolean;
+}
+
+export function runSettings(flags: RunFlagValues): RunSettings {
+  if (flags.device === 'gpu') {
+    throw new UsageError('--device gpu: this build runs plans on CPU workers only (the GPU executor is not available yet); use --device cpu or auto');
+  }
+  return {
+    workers: flags.workers ?? availableParallelism(),
+    blocksize: parseSize(flags.blocksize, '--blocksize'),
+    memoryLimit: flags['memory-limit'] ? parseSize(flags['memory-limit'], '--memory-limit') : Math.floor(totalmem() / 2),
+    progress: flags.progress && !flags.quiet && process.stderr.isTTY === true,
+    tracePath: flags.trace,
+    warn: (msg) => { if (!flags.quiet) process.stderr.write(`gpuframe: warning: ${msg}\n`); },
+  };
+}
+
+type Destination =
+  | { kind: 'plan' }
+  | { kind: 'file'; path: string; format: OutputFormat }
+  | { kind: 'stdout'; format: OutputFormat };
+
+function destination(flags: StageFlags): Destination {
+  if (flags.output) return { kind: 'file', path: flags.output, format: formatFromPath(flags.output) };
+  if (flags.format === 'plan') return { kind: 'plan' };
+  if (flags.format) return { kind: 'stdout', format: flags.format as OutputFormat };
+  if (process.stdout.isTTY) return { kind: 'stdout', format: 'table' };
+  const st = fstatSync(1);
+  if (st.isFIFO() || st.isSocket()) return { kind: 'plan' };
+  return { kind: 'stdout', format: 'csv' };
+}
+
+export async function finishStage(plan: PlanNode, flags: StageFlags): Promise<void> {
+  if (flags.explain || flags.dot) {
+    const settings = runSettings(flags);
+    const optimised = optimize(plan, { memoryLimit: settings.memoryLimit });
+    process.stdout.write(flags.dot ? explainDot(optimised) : explainText(optimised));
+    return;
+  }
+  const dest = destination(flags);
+  if (dest.kind === 'plan') {
+    process.stdout.write(serializePlan(plan));
+    return;
+  }
+  if (dest.kind === 'file') refuseOverwritingInput(plan, dest.path);
+  const settings = runSettings(flags);
+  const started = performance.now();
+  let writer: BatchWriter | null = null;
+  let rows = 0;
+  const unregister = onInterrupt(() => { void writer?.abort(); });
+  try {
+    await runPlan(plan, settings, async (schema: Schema) => {
+      writer = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, schema) : openStreamWriter(process.stdout, dest.format, schema);
+      return { write: async (b) => { rows += b.length; await writer!.write(b); } };
+    });
+    await (writer as BatchWriter | null)?.close();
+  } catch (err) {
+    await (writer as BatchWriter | null)?.abort();
+    throw err;
+  } finally {
+    unregister();
+  }
+  if (dest.kind === 'file' && !flags.quiet) {
+    process.stderr.write(`gpuframe: wrote ${rows} rows to ${dest.path} in ${((performance.now() - started) / 1000).toFixed(2)} s\n`);
+  }
+}
+
+function refuseOverwritingInput(plan: PlanNode, output: string): void {
+  const out = resolve(output);
+  for (const scan of scansOf(plan)) {
+    for (const f of scan.files) {
+      if (resolve(f.path) === out) throw new UsageError(`-o ${output} is also an input; write the result to another path`);
+    }
+  }
+}

@@ -1,0 +1,18 @@
+// Everything a run needs besides the plan: resources, limits, and where to report.
+
+import type { Progress } from './progress.js';
+import type { TaskRunner } from './pool.js';
+import type { Tracer } from './trace.js';
+
+export interface RunContext {
+  runner: TaskRunner;
+  /** Target bytes per input partition (--blocksize). */
+  blocksize: number;
+  /** Host memory the run may hold (--memory-limit). */
+  memoryLimit: number;
+  /** Private temp dir of this run (spills, decompressed inputs); removed when the run ends. */
+  tmpDir: string;
+  progress: Progress;
+  tracer?: Tracer;
+  warn(message: string): void;
+}

@@ -1,0 +1,56 @@
+// A fragment is the unit of parallel work: read one partition, push its batches through a chain of
+// streaming operators, and end in a terminal that says what to send back. Fragments are plain data,
+// so the parent can send them to worker processes (CPU or GPU) by structured clone.
+
+import type { Batch, Schema } from '../batch.js';
+import type { CsvChunk, CsvLayout, CsvOptions } from '../io/csv/index.js';
+import type { ArrowChunk } from '../io/arrow.js';
+import type { ParquetChunk } from '../io/parquet.js';
+import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
+import type { JoinSpec } from '../ops/join/index.js';
+
+export type SourceSpec =
+  | { kind: 'csv'; chunk: CsvChunk; layout: CsvLayout; options: CsvOptions; columns: string[] }
+  | { kind: 'parquet'; chunk: ParquetChunk; columns: string[] }
+  | { kind: 'arrow'; chunk: ArrowChunk; columns: string[] }
+  /** Rows computed in the parent (aggregate results, unmatched build rows). */
+  | { kind: 'batch'; batch: Batch }
+  /** One bucket of a hash-partitioned join: spill files of both sides, in partition order. */
+  | { kind: 'join-bucket'; left: SpillSet; right: SpillSet; spec: JoinSpec };
+
+export interface SpillSet { schema: Schema; files: string[] }
+
+export type OpSpec =
+  | { kind: 'project'; columns: string[] }
+  /** Probe a broadcast build table (the join's right side), cached per worker by id. */
+  | { kind: 'probe'; broadcastId: string; spec: JoinSpec; leftSchema: Schema };
+
+export type Terminal =
+  | { kind: 'collect' }
+  | { kind: 'partial-aggregate'; spec: AggregateSpec; inputSchema: Schema }
+  | { kind: 'hash-partition'; keys: string[]; buckets: number; dir: string; prefix: string };
+
+export interface Fragment {
+  /** Position in its stream: results are combined in this order. */
+  index: number;
+  source: SourceSpec;
+  ops: OpSpec[];
+  /** Bytes the source covers, for progress and scheduling. */
+  bytes: number;
+}
+
+export interface Task { fragment: Fragment; terminal: Terminal }
+
+export interface FragmentResult {
+  batches?: Batch[];
+  partial?: PartialAggregate;
+  /** hash-partition: for each bucket, the spill file written (or null when the bucket got no rows). */
+  spills?: (string | null)[];
+  /** probe: build rows matched by this fragment, per broadcast id (for right/outer joins). */
+  matched?: Record<string, Uint8Array>;
+  rows: number;
+  warnings: string[];
+}
+
+/** A broadcast table sent once to every worker before tasks that probe it. */
+export interface Broadcast { id: string; batch: Batch; spec: JoinSpec }

@@ -1,0 +1,136 @@
+// From an optimised logical plan to partitioned streams. Pipeline breakers (final aggregation,
+// the build side of a broadcast join, the shuffle of a partitioned join) run here, in the parent,
+// by executing their inputs' streams; everything else stays a chain of per-fragment operators.
+
+import { randomUUID } from 'node:crypto';
+import { concatBatches, emptyBatch, type Batch, type Schema } from '../batch.js';
+import { DataError } from '../errors.js';
+import { planArrowChunks } from '../io/arrow.js';
+import { inferCsvLayout, materializeCsvInput, planCsvChunks } from '../io/csv/index.js';
+import { planParquetChunks } from '../io/parquet.js';
+import { finalizeAggregate, mergePartials, PartialAggregator, type PartialAggregate } from '../ops/aggregate/index.js';
+import { JoinBuildTable, unmatchedRightRows } from '../ops/join/index.js';
+import type { FinalAggregateNode, JoinNode, PlanNode, ScanNode } from '../plan/nodes.js';
+import { schemaOf } from '../plan/schema.js';
+import type { RunContext } from './context.js';
+import type { Fragment, SpillSet } from './fragment.js';
+import { runStream, withOp, type Stream } from './stream.js';
+
+export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream> {
+  switch (node.kind) {
+    case 'scan':
+      return scanStream(node, ctx);
+    case 'project':
+      return withOp(await physical(node.input, ctx), { kind: 'project', columns: node.columns }, schemaOf(node));
+    case 'final-aggregate':
+      return singleBatchStream(await runAggregate(node, ctx));
+    case 'join':
+      return node.strategy === 'partitioned' ? partitionedJoin(node, ctx) : broadcastJoin(node, ctx);
+    case 'aggregate':
+    case 'partial-aggregate':
+      throw new Error(`${node.kind} must be rewritten by the optimiser before execution`);
+    case 'predict':
+      throw new Error('predict is executed by the ML runner');
+  }
+}
+
+/** Runs a stream to the end and returns all its rows as one batch. */
+export async function collect(stream: Stream, ctx: RunContext, label: string): Promise<Batch> {
+  const parts: Batch[] = [];
+  await runStream(ctx, stream, { kind: 'collect' }, label, (r) => { parts.push(...r.batches!); });
+  return parts.length === 0 ? emptyBatch(stream.schema) : concatBatches(stream.schema, parts);
+}
+
+async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
+  const columns = scan.columns ?? scan.schema.map((f) => f.name);
+  const fragments: Fragment[] = [];
+  const add = (f: Omit<Fragment, 'index' | 'ops'>) => fragments.push({ ...f, index: fragments.length, ops: [] });
+  for (const file of scan.files) {
+    if (scan.format === 'csv') {
+      const options = scan.csv!;
+      const plain = await materializeCsvInput(file.path, ctx.tmpDir);
+      const layout = await inferCsvLayout(plain, file.displayName, options);
+      checkSameColumns(scan, layout.schema, file.displayName);
+      for (const chunk of await planCsvChunks(layout, options, ctx.blocksize)) {
+        add({ source: { kind: 'csv', chunk, layout, options, columns }, bytes: chunk.end - chunk.start });
+      }
+    } else if (scan.format === 'parquet') {
+      const { schema, chunks } = await planParquetChunks(file.path, ctx.blocksize);
+      checkSameColumns(scan, schema, file.displayName);
+      const per = file.bytes / Math.max(1, chunks.length);
+      for (const chunk of chunks) add({ source: { kind: 'parquet', chunk, columns }, bytes: per });
+    } else {
+      const { schema, chunks } = await planArrowChunks(file.path, scan.format === 'arrow' ? 'file' : 'stream', ctx.blocksize);
+      checkSameColumns(scan, schema, file.displayName);
+      const per = file.bytes / Math.max(1, chunks.length);
+      for (const chunk of chunks) add({ source: { kind: 'arrow', chunk, columns }, bytes: per });
+    }
+  }
+  return { schema: schemaOf(scan), fragments };
+}
+
+/** Every file of a multi-file scan must hold the columns of the first, with the same types. */
+function checkSameColumns(scan: ScanNode, schema: Schema, file: string): void {
+  for (const f of scan.schema) {
+    const g = schema.find((x) => x.name === f.name);
+    if (!g) throw new DataError(`has no column '${f.name}' (the first input has it)`, { file });
+    if (g.type !== f.type) throw new DataError(`column '${f.name}' is ${g.type} here but ${f.type} in the first input; pass --dtypes ${f.name}=${f.type === 'string' || g.type === 'string' ? 'string' : 'float64'}`, { file });
+  }
+}
+
+function singleBatchStream(batch: Batch): Stream {
+  return { schema: batch.schema, fragments: [{ index: 0, source: { kind: 'batch', batch }, ops: [], bytes: 0 }] };
+}
+
+async function runAggregate(node: FinalAggregateNode, ctx: RunContext): Promise<Batch> {
+  const input = await physical(node.input.input, ctx);
+  let merged: PartialAggregate | null = null;
+  await runStream(ctx, input, { kind: 'partial-aggregate', spec: node.spec, inputSchema: input.schema }, 'groupby', (r) => {
+    merged = merged === null ? r.partial! : mergePartials(merged, r.partial!);
+  });
+  if (merged === null) {
+    // No partitions at all (empty input): aggregate nothing, for the right schema and semantics.
+    merged = new PartialAggregator(input.schema, node.spec).finish();
+  }
+  return finalizeAggregate(merged);
+}
+
+async function broadcastJoin(node: JoinNode, ctx: RunContext): Promise<Stream> {
+  const right = await collect(await physical(node.right, ctx), ctx, 'merge: build side');
+  const left = await physical(node.left, ctx);
+  const id = randomUUID();
+  ctx.runner.broadcast({ id, batch: right, spec: node.spec });
+  const stream = withOp(left, { kind: 'probe', broadcastId: id, spec: node.spec, leftSchema: left.schema }, schemaOf(node));
+  if (node.spec.how !== 'right' && node.spec.how !== 'outer') return stream;
+  const leftSchema = left.schema;
+  return {
+    ...stream,
+    epilogue: (matched) => {
+      const table = new JoinBuildTable(right, node.spec);
+      const batch = unmatchedRightRows(table, matched[id] ?? new Uint8Array(right.length), leftSchema, node.spec);
+      return [{ index: stream.fragments.length, source: { kind: 'batch', batch }, ops: [], bytes: 0 }];
+    },
+  };
+}
+
+async function partitionedJoin(node: JoinNode, ctx: RunContext): Promise<Stream> {
+  const buckets = node.buckets ?? 16;
+  const shuffle = async (side: PlanNode, keys: string[], prefix: string): Promise<SpillSet[]> => {
+    const stream = await physical(side, ctx);
+    const perBucket: string[][] = Array.from({ length: buckets }, () => []);
+    await runStream(ctx, stream, { kind: 'hash-partition', keys, buckets, dir: ctx.tmpDir, prefix }, `merge: partition ${prefix}`, (r) => {
+      r.spills!.forEach((file, b) => { if (file !== null) perBucket[b].push(file); });
+    });
+    return perBucket.map((files) => ({ schema: stream.schema, files }));
+  };
+  const tag = randomUUID().slice(0, 8);
+  const left = await shuffle(node.left, node.spec.leftOn, `${tag}-left`);
+  const right = await shuffle(node.right, node.spec.rightOn, `${tag}-right`);
+  const fragments: Fragment[] = left.map((l, b) => ({
+    index: b,
+    source: { kind: 'join-bucket', left: l, right: right[b], spec: node.spec },
+    ops: [],
+    bytes: 0,
+  }));
+  return { schema: schemaOf(node), fragments };
+}

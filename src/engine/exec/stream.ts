@@ -1,0 +1,88 @@
+// A partitioned stream: the physical form of a plan node. Its fragments run in parallel, and
+// their results are consumed strictly in fragment order, which fixes every reduction order.
+
+import type { Schema } from '../batch.js';
+import type { RunContext } from './context.js';
+import type { Fragment, FragmentResult, OpSpec, Task, Terminal } from './fragment.js';
+
+export interface Stream {
+  schema: Schema;
+  fragments: Fragment[];
+  /** Fragments that can only be built after all others ran (the unmatched build rows of a
+   *  right/outer broadcast join), given the build rows every fragment matched, by broadcast id. */
+  epilogue?: (matched: Record<string, Uint8Array>) => Fragment[];
+}
+
+export function withOp(stream: Stream, op: OpSpec, schema: Schema): Stream {
+  const add = (f: Fragment): Fragment => ({ ...f, ops: [...f.ops, op] });
+  const epilogue = stream.epilogue;
+  return {
+    schema,
+    fragments: stream.fragments.map(add),
+    epilogue: epilogue && ((matched) => epilogue(matched).map(add)),
+  };
+}
+
+/**
+ * Runs every fragment of `stream` with `terminal` and hands each result to `consume` in fragment
+ * order. At most `window` results are in flight or waiting, which bounds memory (backpressure).
+ */
+export async function runStream(
+  ctx: RunContext,
+  stream: Stream,
+  terminal: Terminal,
+  label: string,
+  consume: (result: FragmentResult, fragment: Fragment) => Promise<void> | void,
+): Promise<void> {
+  const matched: Record<string, Uint8Array> = {};
+  const totalBytes = stream.fragments.reduce((s, f) => s + f.bytes, 0);
+  ctx.progress.start(totalBytes, label);
+  try {
+    await runOrdered(ctx, stream.fragments, terminal, label, async (result, fragment) => {
+      for (const [id, flags] of Object.entries(result.matched ?? {})) orInto(matched, id, flags);
+      for (const w of result.warnings) ctx.warn(w);
+      ctx.progress.advance(fragment.bytes, result.rows);
+      await consume(result, fragment);
+    });
+    if (stream.epilogue) {
+      const extra = stream.epilogue(matched);
+      await runOrdered(ctx, extra, terminal, `${label} (epilogue)`, async (result, fragment) => consume(result, fragment));
+    }
+  } finally {
+    ctx.progress.stop();
+  }
+}
+
+async function runOrdered(
+  ctx: RunContext,
+  fragments: Fragment[],
+  terminal: Terminal,
+  label: string,
+  consume: (result: FragmentResult, fragment: Fragment) => Promise<void>,
+): Promise<void> {
+  const window = Math.max(2, ctx.runner.size * 2);
+  const inFlight = new Map<number, Promise<FragmentResult>>();
+  let next = 0;
+  const launch = () => {
+    while (next < fragments.length && inFlight.size < window) {
+      const f = fragments[next];
+      const task: Task = { fragment: f, terminal };
+      const p = ctx.runner.run(task, `${label} #${f.index} (${f.source.kind})`);
+      p.catch(() => {}); // awaited in order below; avoid unhandled-rejection noise meanwhile
+      inFlight.set(next++, p);
+    }
+  };
+  launch();
+  for (let i = 0; i < fragments.length; i++) {
+    const result = await inFlight.get(i)!;
+    inFlight.delete(i);
+    launch();
+    await consume(result, fragments[i]);
+  }
+}
+
+function orInto(acc: Record<string, Uint8Array>, id: string, flags: Uint8Array): void {
+  const have = acc[id];
+  if (!have) { acc[id] = flags.slice(); return; }
+  for (let i = 0; i < flags.length; i++) have[i] |= flags[i];
+}

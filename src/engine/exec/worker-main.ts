@@ -1,0 +1,30 @@
+// Entry point of a CPU worker process: receives broadcasts and tasks from the parent over IPC,
+// runs them, and answers with results or errors. One task at a time.
+
+import { serializeError } from '../errors.js';
+import type { Broadcast, Task } from './fragment.js';
+import { BroadcastCache, runTask } from './run-fragment.js';
+import { maybeInjectFault } from './fault-hook.js';
+
+type ParentMessage =
+  | { type: 'broadcast'; broadcast: Broadcast }
+  | { type: 'task'; id: number; task: Task };
+
+const cache = new BroadcastCache();
+let tasksRun = 0;
+
+process.on('message', (msg: ParentMessage) => {
+  if (msg.type === 'broadcast') {
+    cache.add(msg.broadcast);
+    return;
+  }
+  tasksRun++;
+  maybeInjectFault(tasksRun);
+  runTask(msg.task, cache).then(
+    (result) => process.send!({ type: 'result', id: msg.id, result }),
+    (err) => process.send!({ type: 'error', id: msg.id, error: serializeError(err) }),
+  );
+});
+
+// The parent going away (killed, Ctrl-C) ends the worker too.
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,37 @@
+// The output schema of each plan node, derived (never stored) so that a plan cannot disagree with itself.
+
+import type { Schema } from '../batch.js';
+import { requireColumn } from '../errors.js';
+import { aggregateOutputSchema } from '../ops/aggregate/index.js';
+import { joinOutputSchema } from '../ops/join/index.js';
+import type { PlanNode } from './nodes.js';
+
+export function schemaOf(node: PlanNode): Schema {
+  switch (node.kind) {
+    case 'scan':
+      return node.columns === null ? node.schema : pick(node.schema, node.columns);
+    case 'project':
+      return pick(schemaOf(node.input), node.columns);
+    case 'aggregate':
+    case 'final-aggregate':
+      return aggregateOutputSchema(schemaOf(node.input), node.spec);
+    case 'partial-aggregate':
+      // A partial aggregate yields partial states, not rows; its "schema" is its input's for explain purposes.
+      return schemaOf(node.input);
+    case 'join':
+      return joinOutputSchema(schemaOf(node.left), schemaOf(node.right), node.spec);
+    case 'predict': {
+      const input = schemaOf(node.input);
+      const kept = node.keep === null ? input : pick(input, node.keep);
+      return [...kept, { name: 'prediction', type: 'float64' }];
+    }
+  }
+}
+
+export function pick(schema: Schema, columns: readonly string[]): Schema {
+  const names = schema.map((f) => f.name);
+  return columns.map((c) => {
+    requireColumn(c, names);
+    return schema[names.indexOf(c)];
+  });
+}

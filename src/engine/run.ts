@@ -1,0 +1,109 @@
+// Running a plan: sets up the run's resources (worker pool, temp dir, trace, progress), makes sure
+// they are released however the run ends (success, error, Ctrl-C), and streams the result rows
+// into a writer in partition order.
+
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Batch, Schema } from './batch.js';
+import { Interrupted } from './errors.js';
+import type { RunContext } from './exec/context.js';
+import { physical } from './exec/physical.js';
+import { InProcessRunner, ProcessPool } from './exec/pool.js';
+import { silentProgress, terminalProgress } from './exec/progress.js';
+import { runStream } from './exec/stream.js';
+import { Tracer } from './exec/trace.js';
+import { optimize } from './optimizer/index.js';
+import { scansOf, type PlanNode } from './plan/nodes.js';
+import { schemaOf } from './plan/schema.js';
+
+export interface RunSettings {
+  /** CPU worker processes; 0 runs everything in this process. */
+  workers: number;
+  blocksize: number;
+  memoryLimit: number;
+  progress: boolean;
+  tracePath?: string;
+  warn(message: string): void;
+}
+
+export interface ResultSink {
+  write(batch: Batch): Promise<void>;
+}
+
+/** Optimises and runs `plan`, handing its rows, in order, to the sink that `open` returns. */
+export async function runPlan(plan: PlanNode, settings: RunSettings, open: (schema: Schema) => Promise<ResultSink>): Promise<void> {
+  await withRunContext(settings, plan, async (ctx) => {
+    const optimised = optimize(plan, { memoryLimit: settings.memoryLimit });
+    const stream = await physical(optimised, ctx);
+    const sink = await open(schemaOf(optimised));
+    await runStream(ctx, stream, { kind: 'collect' }, 'run', async (r) => {
+      for (const b of r.batches!) await sink.write(b);
+    });
+  });
+}
+
+const TMP_PREFIX = 'gpuframe-run-';
+const cleanups = new Set<() => void>();
+
+/** Registers work to undo if the process is interrupted (temp output files, child processes). */
+export function onInterrupt(cleanup: () => void): () => void {
+  cleanups.add(cleanup);
+  return () => cleanups.delete(cleanup);
+}
+
+let signalsInstalled = false;
+function installSignalHandlers(): void {
+  if (signalsInstalled) return;
+  signalsInstalled = true;
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      for (const c of [...cleanups].reverse()) {
+        try { c(); } catch { /* keep cleaning */ }
+      }
+      const err = new Interrupted(signal);
+      process.stderr.write(`gpuframe: ${err.message}\n`);
+      process.exit(err.exitCode);
+    });
+  }
+}
+
+export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | null, body: (ctx: RunContext) => Promise<T>): Promise<T> {
+  installSignalHandlers();
+  removeStaleRunDirs();
+  const tmpDir = mkdtempSync(join(tmpdir(), `${TMP_PREFIX}${process.pid}-`));
+  const tracer = settings.tracePath ? new Tracer() : undefined;
+  const runner = settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer);
+  const temporaryInputs = plan ? scansOf(plan).flatMap((s) => s.files.filter((f) => f.temporary).map((f) => f.path)) : [];
+  const release = () => {
+    void runner.close();
+    rmSync(tmpDir, { recursive: true, force: true });
+    for (const f of temporaryInputs) rmSync(f, { force: true });
+  };
+  const unregister = onInterrupt(release);
+  const progress = settings.progress ? terminalProgress() : silentProgress;
+  try {
+    return await body({ runner, blocksize: settings.blocksize, memoryLimit: settings.memoryLimit, tmpDir, progress, tracer, warn: settings.warn });
+  } finally {
+    progress.stop();
+    unregister();
+    release();
+    if (tracer && settings.tracePath) tracer.write(settings.tracePath);
+  }
+}
+
+/** Temp dirs of runs that were killed (SIGKILL leaves no chance to clean up) are removed by the next run. */
+function removeStaleRunDirs(): void {
+  let entries: string[];
+  try { entries = readdirSync(tmpdir()); } catch { return; }
+  for (const name of entries) {
+    if (!name.startsWith(TMP_PREFIX)) continue;
+    const pid = Number(name.slice(TMP_PREFIX.length).split('-')[0]);
+    if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue;
+    rmSync(join(tmpdir(), name), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try { process.kill(pid, 0); return true; } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM'; }
+}

@@ -1,0 +1,66 @@
+// Bad input: each case gets the contract's exit code, a message naming what and where, no stack
+// trace, and no output file.
+
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { gpuframe } from './helpers/cli.js';
+import { tempDir } from './helpers/data.js';
+
+const dir = tempDir('errors');
+const file = (name: string, text: string) => { const p = join(dir, name); writeFileSync(p, text); return p; };
+const good = file('good.csv', 'k,v\na,1\nb,2\n');
+
+interface Case { name: string; args: string[]; code: number; message: RegExp }
+
+const cases: Case[] = [
+  { name: 'unterminated quote', args: ['read-csv', file('unterminated.csv', 'k,v\na,1\n"b,2\nc,3\n')], code: 3, message: /unterminated\.csv:3.*quote/i },
+  { name: 'ragged row', args: ['read-csv', file('ragged.csv', 'k,v\na,1\nb,2,3\n')], code: 3, message: /ragged\.csv:3.*(2|expected).*3/i },
+  { name: 'unparsable value for a --dtypes type', args: ['read-csv', file('badint.csv', 'k,v\na,1\nb,x7\n'), '--dtypes', 'v=int64'], code: 3, message: /badint\.csv:3:2.*'?v'?.*x7/ },
+  { name: 'unknown --by column names the closest', args: ['groupby', good, '--by', 'kk', '--agg', 'count()'], code: 2, message: /unknown.*'kk'.*did you mean 'k'/ },
+  { name: 'unknown aggregate column', args: ['groupby', good, '--by', 'k', '--agg', 'sum(vv)'], code: 2, message: /'vv'.*did you mean 'v'/ },
+  { name: 'bad aggregate expression', args: ['groupby', good, '--by', 'k', '--agg', 'median(v)'], code: 2, message: /median/ },
+  { name: 'missing file', args: ['read-csv', join(dir, 'nope.csv')], code: 3, message: /nope\.csv.*no such file/i },
+  { name: 'empty file', args: ['read-csv', file('empty.csv', '')], code: 3, message: /empty\.csv.*empty/i },
+  { name: 'unknown flag', args: ['read-csv', good, '--frobnicate'], code: 2, message: /frobnicate/ },
+  { name: 'bad --blocksize', args: ['read-csv', good, '--blocksize', 'lots'], code: 2, message: /--blocksize/ },
+  { name: 'merge key missing on the right', args: ['merge', good, file('r.csv', 'x,y\n1,2\n'), '--on', 'k'], code: 2, message: /'k'/ },
+  { name: '-o equal to an input', args: ['read-csv', good, '-o', good], code: 2, message: /also an input/ },
+];
+
+describe('bad input', () => {
+  for (const c of cases) {
+    it(`${c.name}: exit ${c.code}`, async () => {
+      const out = join(dir, `out-${c.name.replace(/\W+/g, '-')}.csv`);
+      const args = c.args.includes('-o') ? c.args : [...c.args, '-o', out];
+      const res = await gpuframe(args);
+      expect(res.stderr).toMatch(c.message);
+      expect(res.code).toBe(c.code);
+      expect(res.stderr).not.toMatch(/\n\s+at /); // no stack trace
+      if (!c.args.includes('-o')) expect(existsSync(out)).toBe(false);
+    });
+  }
+
+  it('unwritable output: exit 1, nothing written', async () => {
+    const locked = join(dir, 'locked');
+    mkdirSync(locked, { recursive: true });
+    chmodSync(locked, 0o500);
+    const target = process.getuid?.() === 0 ? join(dir, 'missing-dir', 'out.csv') : join(locked, 'out.csv');
+    const res = await gpuframe(['read-csv', good, '-o', target]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/out\.csv/);
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it('a failure mid-run leaves neither the output nor a temp file behind', async () => {
+    const lines = ['k,v'];
+    for (let i = 0; i < 50_000; i++) lines.push(`k${i % 10},${i}`);
+    lines.push('k1,oops');
+    const bad = file('late-error.csv', lines.join('\n') + '\n');
+    const outDir = join(dir, 'late');
+    mkdirSync(outDir, { recursive: true });
+    const res = await gpuframe(['read-csv', bad, '--dtypes', 'v=int64', '-o', join(outDir, 'out.csv'), '--blocksize', '64KB', '--workers', '2']);
+    expect(res.code).toBe(3);
+    expect(readdirSync(outDir)).toEqual([]);
+  });
+});

@@ -1,0 +1,99 @@
+// The lazy plan over shell pipes: earlier stages emit a one-line plan and read no data; the last
+// stage runs the whole DAG once. Plus output format selection and determinism of output bytes.
+
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { gpuframe, shell } from './helpers/cli.js';
+import { factCsv, tempDir } from './helpers/data.js';
+import { query } from './helpers/duckdb.js';
+
+const dir = tempDir('pipes');
+const facts = join(dir, 'facts.csv');
+const dims = join(dir, 'dims.csv');
+const poisoned = join(dir, 'poisoned.csv');
+
+beforeAll(() => {
+  factCsv(facts, { rows: 30_000, groups: 200, seed: 5 });
+  const d = ['ki,label'];
+  for (let g = -100; g < 100; g += 2) d.push(`${g},label ${g}`);
+  writeFileSync(dims, d.join('\n') + '\n');
+  // Valid for the first 150,000 rows (far past any inference sample), then one bad integer.
+  const lines = ['k,v'];
+  for (let i = 0; i < 150_000; i++) lines.push(`k${i % 10},${i}`);
+  lines.push('k1,not-a-number');
+  writeFileSync(poisoned, lines.join('\n') + '\n');
+});
+
+describe('plans over pipes', () => {
+  it('a stage whose stdout is a pipe writes one line of versioned JSON with a hint', async () => {
+    const res = await gpuframe(['read-csv', facts]); // stdout is a pipe here
+    expect(res.code, res.stderr).toBe(0);
+    const lines = res.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    const plan = JSON.parse(lines[0]);
+    expect(plan.version).toBe(1);
+    expect(plan.hint).toMatch(/--format csv/);
+    expect(plan.plan.kind).toBe('scan');
+  });
+
+  it('three stages run once, in the last process; earlier stages read no data', async () => {
+    // If stage 1 or 2 parsed the file they would fail on the poisoned last row; they must not.
+    const first = await shell(`gpuframe read-csv '${poisoned}' | gpuframe groupby --by k --agg 'sum(v)' | cat`);
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).plan.kind).toBe('aggregate');
+    const out = join(dir, 'never.csv');
+    const last = await shell(`gpuframe read-csv '${poisoned}' | gpuframe groupby --by k --agg 'sum(v)' | gpuframe read-csv -o '${out}'`);
+    expect(last.code).toBe(3);
+    expect(last.stderr).toMatch(/poisoned\.csv:150002/);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('read-csv | merge - dims | groupby -o runs the joined aggregate correctly', async () => {
+    const out = join(dir, 'pipeline.csv');
+    const trace = join(dir, 'trace.json');
+    const res = await shell(`gpuframe read-csv '${facts}' | gpuframe merge - '${dims}' --on ki | gpuframe groupby --by label --agg 'count(),sum(i)' -o '${out}' --trace '${trace}'`);
+    expect(res.code, res.stderr).toBe(0);
+    const ref = await query(`select label, count(*)::VARCHAR, sum(i)::VARCHAR from read_csv('${facts}', types={'i':'BIGINT','ki':'BIGINT'}) f
+      join read_csv('${dims}') d on f.ki = d.ki group by label order by label`);
+    const ours = readFileSync(out, 'utf8').trim().split('\n').slice(1).map((l) => l.split(','));
+    expect(ours).toEqual(ref.map((r) => r.map(String)));
+    const events = JSON.parse(readFileSync(trace, 'utf8')).traceEvents.filter((e: { ph: string }) => e.ph === 'X');
+    expect(events.length).toBeGreaterThan(0);
+  });
+
+  it('explain prints the optimised plan with projection pushed into the scan', async () => {
+    const res = await shell(`gpuframe read-csv '${facts}' | gpuframe groupby --by ks --agg 'sum(i)' | gpuframe explain`);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/FinalAggregate/);
+    expect(res.stdout).toMatch(/PartialAggregate/);
+    expect(res.stdout).toMatch(/columns \[ks, i\] of 6/);
+    const dot = await gpuframe(['groupby', facts, '--by', 'ks', '--agg', 'count()', '--explain', '--dot']);
+    expect(dot.stdout).toMatch(/^digraph plan \{/);
+  });
+
+  it('--format picks the stdout format; a regular-file stdout gets CSV', async () => {
+    const jsonl = await gpuframe(['groupby', facts, '--by', 'b', '--agg', 'count()', '--format', 'jsonl']);
+    expect(jsonl.code, jsonl.stderr).toBe(0);
+    const rows = jsonl.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(rows.map((r) => r.b)).toEqual([false, true, null]);
+    const file = join(dir, 'redirected.csv');
+    const res = await shell(`gpuframe groupby '${facts}' --by b --agg 'count()' > '${file}'`);
+    expect(res.code, res.stderr).toBe(0);
+    expect(readFileSync(file, 'utf8').split('\n')[0]).toBe('b,count');
+  });
+});
+
+describe('determinism', () => {
+  it('the same bytes for --workers 1, 2 and several block sizes', async () => {
+    const variants = [['--workers', '1', '--blocksize', '64MB'], ['--workers', '2', '--blocksize', '100KB'], ['--workers', '2', '--blocksize', '17KB'], ['--workers', '0', '--blocksize', '1MB']];
+    const outputs: Buffer[] = [];
+    for (const [i, v] of variants.entries()) {
+      const out = join(dir, `det-${i}.csv`);
+      const res = await gpuframe(['groupby', facts, '--by', 'ks,b', '--agg', 'count(),sum(f),mean(f),var(f),std(i),sum(i),nunique(ki)', '-o', out, ...v]);
+      expect(res.code, res.stderr).toBe(0);
+      outputs.push(readFileSync(out));
+    }
+    for (const o of outputs.slice(1)) expect(o.equals(outputs[0])).toBe(true);
+  });
+});
