@@ -1,0 +1,39 @@
+// Turning typed column batches into the row-major float64 design matrix the trainers use.
+
+import { int64AsNumber, int64Words, type Batch, type Column } from '../batch.js';
+import { DataError, requireColumn } from '../errors.js';
+
+export interface DesignMatrix { rows: number; cols: number; x: Float64Array; y: Float64Array | null }
+
+/** Numeric (float64, int64, bool, timestamp) columns `features` and optional `target` of a batch; nulls are data errors. */
+export function designMatrix(batch: Batch, features: readonly string[], target: string | null, file?: string): DesignMatrix {
+  const names = batch.schema.map((f) => f.name);
+  const column = (name: string): Column => {
+    requireColumn(name, names);
+    return batch.columns[names.indexOf(name)];
+  };
+  const rows = batch.length, cols = features.length;
+  const x = new Float64Array(rows * cols);
+  features.forEach((name, j) => {
+    const v = numericValues(column(name), name, file);
+    for (let r = 0; r < rows; r++) x[r * cols + j] = v[r];
+  });
+  return { rows, cols, x, y: target === null ? null : numericValues(column(target), target, file) };
+}
+
+function numericValues(col: Column, name: string, file?: string): Float64Array {
+  if (col.valid) {
+    const row = col.valid.indexOf(0);
+    if (row >= 0) throw new DataError(`null in column '${name}' (row ${row + 1} of its batch); machine learning needs complete rows`, { file, column: name });
+  }
+  switch (col.type) {
+    case 'float64': return col.values;
+    case 'bool': return Float64Array.from(col.values);
+    case 'int64':
+    case 'timestamp': {
+      const w = int64Words(col);
+      return Float64Array.from({ length: col.values.length }, (_, r) => int64AsNumber(w, r));
+    }
+    case 'string': throw new DataError(`column '${name}' holds strings; machine learning needs numeric columns`, { file, column: name });
+  }
+}
