@@ -109,7 +109,13 @@ function valueFormatter(col: Column, style: ValueStyle): (row: number) => string
       const text = (i: number) => buf.toString('utf8', o[i], o[i + 1]);
       if (style === 'csv') return (i) => csvQuote(text(i));
       if (style === 'json') return (i) => JSON.stringify(text(i));
-      return text;
+      return (i) => escapeControls(text(i)); // one table row per line
+
     }
   }
+}
+
+/** Line breaks and tabs as visible escapes, so a table cell stays on one line. */
+function escapeControls(s: string): string {
+  return /[\r\n\t]/.test(s) ? s.replaceAll('\r', '\\r').replaceAll('\n', '\\n').replaceAll('\t', '\\t') : s;
 }

@@ -1,0 +1,55 @@
+// Shared by the io-arrow, io-parquet and io-output tests: a batch exercising every DType with
+// nulls, int64 past 2^53, unicode and CSV-hostile strings, and timestamps before 1970 and with
+// microseconds; and DuckDB as the independent reader to compare against.
+
+import { DuckDBInstance } from '@duckdb/node-api';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Batch, type Column, type DType, columnFromValues, valueAt } from '../src/engine/batch.js';
+
+const STRINGS = ['héllo', '日本語', 'emoji 🚀', 'a,b', 'say "hi"', 'two\nlines', ' lead', 'trail ', '', 'plain'];
+
+export function sampleBatch(n: number, offset = 0): Batch {
+  const idx = Array.from({ length: n }, (_, k) => k + offset);
+  const spec: [string, DType, (i: number) => unknown][] = [
+    ['id', 'int64', (i) => BigInt(i)],
+    ['big', 'int64', (i) => (i % 5 === 3 ? null : (i % 2 ? -1n : 1n) * (2n ** 53n + BigInt(i) * 1_000_003n) * (i % 7 === 0 ? 1000n : 1n))],
+    ['x', 'float64', (i) => (i % 6 === 1 ? null : (i - 3) / 7 * 10 ** ((i % 9) - 4))],
+    ['s', 'string', (i) => (i % 11 === 10 ? null : STRINGS[i % STRINGS.length] + (i % 3 === 0 ? '' : String(i)))],
+    ['b', 'bool', (i) => (i % 4 === 2 ? null : i % 3 === 0)],
+    ['ts', 'timestamp', (i) => (i % 8 === 5 ? null : (BigInt(i) - 20n) * 86_400_000_123n * 13n + BigInt(i % 3) * 500_000n)],
+  ];
+  const columns: Column[] = spec.map(([, type, f]) => columnFromValues(type, idx.map(f)));
+  return { schema: spec.map(([name, type]) => ({ name, type })), length: n, columns };
+}
+
+/** Rows of a batch as JS values (bigint, number, string, boolean, null), for comparisons. */
+export function batchRows(batch: Batch): unknown[][] {
+  return Array.from({ length: batch.length }, (_, r) => batch.columns.map((c) => valueAt(c, r)));
+}
+
+const DUCK_CAST: Record<DType, (c: string) => string> = {
+  int64: (c) => `${c}::BIGINT`,
+  float64: (c) => `${c}::DOUBLE`,
+  string: (c) => `${c}::VARCHAR`,
+  bool: (c) => `${c}::BOOLEAN`,
+  timestamp: (c) => `epoch_us(${c}::TIMESTAMP)`,
+};
+
+let duck: Promise<import('@duckdb/node-api').DuckDBConnection> | null = null;
+export function duckdb() {
+  duck ??= DuckDBInstance.create(':memory:').then((db) => db.connect());
+  return duck;
+}
+
+/** Rows of `relation` (a DuckDB table expression) read the way `batch` types its columns. */
+export async function duckRowsLike(batch: Batch, relation: string): Promise<unknown[][]> {
+  const cols = batch.schema.map((f) => DUCK_CAST[f.type](`"${f.name}"`)).join(', ');
+  const reader = await (await duckdb()).runAndReadAll(`SELECT ${cols} FROM ${relation}`);
+  return reader.getRows() as unknown[][];
+}
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `gpuframe-${prefix}-`));
+}
