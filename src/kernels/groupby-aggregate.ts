@@ -49,7 +49,7 @@ export interface GroupAggregates {
 
 const INT_WIDTH = 8, FLOAT_WIDTH = 14, MINMAX_WIDTH = 4;
 
-function nextPow2(n: number): number {
+export function nextPow2(n: number): number {
   let c = 16;
   while (c < n) c *= 2;
   return c;
@@ -81,10 +81,15 @@ export async function groupbyAggregate(ctx: GpuContext, keys: GroupKeys, columns
   }
 }
 
-interface Table { owner: GPUBuffer; counts: GPUBuffer; firstRow: GPUBuffer; rowSlot: GPUBuffer }
+/** A built key table: slot owners (row + 1), rows per slot (2 words), first row per slot, slot per row. */
+export interface KeyTable { owner: GPUBuffer; counts: GPUBuffer; firstRow: GPUBuffer; rowSlot: GPUBuffer }
+type Table = KeyTable;
 
-/** Builds the table; null when it overflowed (the caller retries with a larger capacity). */
-async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, capacity: number): Promise<Table | null> {
+/**
+ * Builds the key table over `capacity` slots (a power of two; slot `capacity` holds null keys).
+ * Null when it overflowed: the caller retries with a larger capacity. Also used by hash-join.
+ */
+export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, capacity: number): Promise<Table | null> {
   const slots = capacity + 1;
   const t: Table = {
     owner: storageBuffer(ctx, slots * 4, 'group owners'),
