@@ -105,10 +105,12 @@ export function nullKeyMask(cols: readonly Column[], length: number): Uint8Array
 // ---- Key stores: one growable column of distinct key values per key column ----
 
 interface KeyStore {
-  /** Appends row `row` of `col` as the value of the next id. */
-  push(col: Column, row: number): void;
-  /** Whether row `row` of `col` equals stored id `id` (null equals null). */
-  equals(col: Column, row: number, id: number): boolean;
+  /** Sets the column that the next push/equals calls read rows from (once per batch, not per row). */
+  bind(col: Column): void;
+  /** Appends row `row` of the bound column as the value of the next id. */
+  push(row: number): void;
+  /** Whether row `row` of the bound column equals stored id `id` (null equals null). */
+  equals(row: number, id: number): boolean;
   /** The stored values as a column of `length` rows. */
   toColumn(length: number): Column;
 }
@@ -124,17 +126,18 @@ class ValidityStore {
   valid = new Uint8Array(16);
   hasNull = false;
   size = 0;
-  /** Records presence of row `row`; returns whether it is present. */
-  push(col: Column, row: number): boolean {
-    const ok = col.valid === null || col.valid[row] === 1;
+  probe: Uint8Array | null = null;
+  /** Records presence of row `row` of the bound column; returns whether it is present. */
+  push(row: number): boolean {
+    const ok = this.probe === null || this.probe[row] === 1;
     this.valid = grow(this.valid, this.size + 1);
     this.valid[this.size++] = ok ? 1 : 0;
     if (!ok) this.hasNull = true;
     return ok;
   }
   /** Both null: 1, exactly one null: 0, both present: -1 (compare values). */
-  nullMatch(col: Column, row: number, id: number): number {
-    const a = col.valid === null || col.valid[row] === 1;
+  nullMatch(row: number, id: number): number {
+    const a = this.probe === null || this.probe[row] === 1;
     const b = this.valid[id] === 1;
     return a && b ? -1 : a === b ? 1 : 0;
   }
@@ -143,30 +146,37 @@ class ValidityStore {
   }
 }
 
-function asFloatAt(col: Column, row: number): number {
-  if (col.type === 'float64') return col.values[row];
-  const w = int64Words(col as Int64Column);
-  return w[2 * row + 1] * 4294967296 + (w[2 * row] >>> 0);
+function int64AsFloats(col: Int64Column): Float64Array {
+  const w = int64Words(col);
+  const out = new Float64Array(col.values.length);
+  for (let i = 0; i < out.length; i++) out[i] = w[2 * i + 1] * 4294967296 + (w[2 * i] >>> 0);
+  return out;
 }
 
 class Int64Store implements KeyStore {
   private words = new Int32Array(32);
   private v = new ValidityStore();
+  private probeWords: Int32Array = new Int32Array(0);
+  private probeFloats: Float64Array | null = null; // a float64 probe column (mixed-type join keys)
   constructor(private readonly type: 'int64' | 'timestamp') {}
-  push(col: Column, row: number): void {
+  bind(col: Column): void {
+    this.v.probe = col.valid;
+    this.probeFloats = col.type === 'float64' ? col.values : null;
+    if (col.type !== 'float64') this.probeWords = int64Words(col as Int64Column | TimestampColumn);
+  }
+  push(row: number): void {
     const i = this.v.size;
     this.words = grow(this.words, 2 * i + 2);
-    if (this.v.push(col, row)) {
-      const w = int64Words(col as Int64Column | TimestampColumn);
-      this.words[2 * i] = w[2 * row];
-      this.words[2 * i + 1] = w[2 * row + 1];
+    if (this.v.push(row)) {
+      this.words[2 * i] = this.probeWords[2 * row];
+      this.words[2 * i + 1] = this.probeWords[2 * row + 1];
     }
   }
-  equals(col: Column, row: number, id: number): boolean {
-    const m = this.v.nullMatch(col, row, id);
+  equals(row: number, id: number): boolean {
+    const m = this.v.nullMatch(row, id);
     if (m >= 0) return m === 1;
-    if (col.type === 'float64') return col.values[row] === this.words[2 * id + 1] * 4294967296 + (this.words[2 * id] >>> 0);
-    const w = int64Words(col as Int64Column);
+    if (this.probeFloats !== null) return this.probeFloats[row] === this.words[2 * id + 1] * 4294967296 + (this.words[2 * id] >>> 0);
+    const w = this.probeWords;
     return w[2 * row] === this.words[2 * id] && w[2 * row + 1] === this.words[2 * id + 1];
   }
   toColumn(length: number): Column {
@@ -178,15 +188,21 @@ class Int64Store implements KeyStore {
 class FloatStore implements KeyStore {
   private values = new Float64Array(16);
   private v = new ValidityStore();
-  push(col: Column, row: number): void {
+  private probe: Float64Array = new Float64Array(0);
+  bind(col: Column): void {
+    this.v.probe = col.valid;
+    // An int64 probe column (mixed-type join keys) compares as float64.
+    this.probe = col.type === 'float64' ? col.values : int64AsFloats(col as Int64Column);
+  }
+  push(row: number): void {
     const i = this.v.size;
     this.values = grow(this.values, i + 1);
-    if (this.v.push(col, row)) this.values[i] = canonicalFloat((col as { values: Float64Array }).values[row]);
+    if (this.v.push(row)) this.values[i] = canonicalFloat(this.probe[row]);
   }
-  equals(col: Column, row: number, id: number): boolean {
-    const m = this.v.nullMatch(col, row, id);
+  equals(row: number, id: number): boolean {
+    const m = this.v.nullMatch(row, id);
     if (m >= 0) return m === 1;
-    const a = asFloatAt(col, row);
+    const a = this.probe[row];
     const b = this.values[id];
     return a === b || (a !== a && b !== b);
   }
@@ -198,15 +214,20 @@ class FloatStore implements KeyStore {
 class BoolStore implements KeyStore {
   private values = new Uint8Array(16);
   private v = new ValidityStore();
-  push(col: Column, row: number): void {
+  private probe: Uint8Array = new Uint8Array(0);
+  bind(col: Column): void {
+    this.v.probe = col.valid;
+    this.probe = (col as { values: Uint8Array }).values;
+  }
+  push(row: number): void {
     const i = this.v.size;
     this.values = grow(this.values, i + 1);
-    if (this.v.push(col, row)) this.values[i] = (col as { values: Uint8Array }).values[row];
+    if (this.v.push(row)) this.values[i] = this.probe[row];
   }
-  equals(col: Column, row: number, id: number): boolean {
-    const m = this.v.nullMatch(col, row, id);
+  equals(row: number, id: number): boolean {
+    const m = this.v.nullMatch(row, id);
     if (m >= 0) return m === 1;
-    return (col as { values: Uint8Array }).values[row] === this.values[id];
+    return this.probe[row] === this.values[id];
   }
   toColumn(length: number): Column {
     return { type: 'bool', values: this.values.slice(0, length), valid: this.v.toValidity(length) };
@@ -217,12 +238,17 @@ class StringStore implements KeyStore {
   private offsets = new Int32Array(17);
   private data = new Uint8Array(256);
   private v = new ValidityStore();
-  push(col: Column, row: number): void {
+  private probe: StringColumn = { type: 'string', offsets: new Int32Array(1), data: new Uint8Array(0), valid: null };
+  bind(col: Column): void {
+    this.v.probe = col.valid;
+    this.probe = col as StringColumn;
+  }
+  push(row: number): void {
     const i = this.v.size;
-    const s = col as StringColumn;
+    const s = this.probe;
     this.offsets = grow(this.offsets, i + 2);
     const start = this.offsets[i];
-    if (this.v.push(col, row)) {
+    if (this.v.push(row)) {
       const len = s.offsets[row + 1] - s.offsets[row];
       this.data = grow(this.data, start + len);
       this.data.set(s.data.subarray(s.offsets[row], s.offsets[row + 1]), start);
@@ -231,10 +257,10 @@ class StringStore implements KeyStore {
       this.offsets[i + 1] = start;
     }
   }
-  equals(col: Column, row: number, id: number): boolean {
-    const m = this.v.nullMatch(col, row, id);
+  equals(row: number, id: number): boolean {
+    const m = this.v.nullMatch(row, id);
     if (m >= 0) return m === 1;
-    const s = col as StringColumn;
+    const s = this.probe;
     const a = s.offsets[row], len = s.offsets[row + 1] - a;
     const b = this.offsets[id];
     if (this.offsets[id + 1] - b !== len) return false;
@@ -275,15 +301,17 @@ export class KeyTable {
 
   /** Id of each row's key (rows 0..length), inserting keys not seen before. Rows with skip[i] = 1 get -1. */
   insert(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null = null): Int32Array {
+    this.bind(cols);
     const out = new Int32Array(length);
-    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(cols, i, hashes[i], true);
+    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(i, hashes[i], true);
     return out;
   }
 
   /** Id of each row's key, or -1 where absent. Rows with skip[i] = 1 get -1 without probing. */
   lookup(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null = null): Int32Array {
+    this.bind(cols);
     const out = new Int32Array(length);
-    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(cols, i, hashes[i], false);
+    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(i, hashes[i], false);
     return out;
   }
 
@@ -297,7 +325,11 @@ export class KeyTable {
     return this.stores.map((s) => s.toColumn(this.size));
   }
 
-  private findOrInsert(cols: readonly Column[], row: number, hash: number, insert: boolean): number {
+  private bind(cols: readonly Column[]): void {
+    for (let c = 0; c < this.stores.length; c++) this.stores[c].bind(cols[c]);
+  }
+
+  private findOrInsert(row: number, hash: number, insert: boolean): number {
     const stores = this.stores;
     let slot = hash & this.mask;
     for (;;) {
@@ -305,14 +337,14 @@ export class KeyTable {
       if (id < 0) break;
       if (this.idHashes[id] === hash) {
         let same = true;
-        for (let c = 0; c < stores.length && same; c++) same = stores[c].equals(cols[c], row, id);
+        for (let c = 0; c < stores.length && same; c++) same = stores[c].equals(row, id);
         if (same) return id;
       }
       slot = (slot + 1) & this.mask;
     }
     if (!insert) return -1;
     const id = this.size++;
-    for (let c = 0; c < stores.length; c++) stores[c].push(cols[c], row);
+    for (let c = 0; c < stores.length; c++) stores[c].push(row);
     if (id >= this.idHashes.length) this.idHashes = grow(this.idHashes, id + 1);
     this.idHashes[id] = hash;
     this.slots[slot] = id;

@@ -77,9 +77,50 @@ export function rowComparer(cols: readonly Column[]): RowCompare {
 
 /** Row indices 0..length ordered by the key columns (stable: ties keep row order). */
 export function sortIndicesByKeys(cols: readonly Column[], length: number): Int32Array {
+  if (cols.length === 1 && cols[0].type !== 'string') return radixSortIndices(cols[0], length);
   const idx = new Int32Array(length);
   for (let i = 0; i < length; i++) idx[i] = i;
   const cmp = rowComparer(cols);
-  // TypedArray sort is stable in V8 when given a comparator.
   return idx.sort((a, b) => cmp(a, b) || a - b);
+}
+
+/**
+ * Stable LSD radix sort (16-bit digits) of one numeric column, for the common single-key case.
+ * Each value becomes an unsigned 64-bit (hi, lo) word pair that orders like the value; nulls go last.
+ */
+function radixSortIndices(col: Exclude<Column, StringColumn>, length: number): Int32Array {
+  const hi = new Uint32Array(length), lo = new Uint32Array(length);
+  if (col.type === 'float64') {
+    const bits = new Uint32Array(2);
+    const f = new Float64Array(bits.buffer);
+    for (let i = 0; i < length; i++) {
+      const x = col.values[i];
+      f[0] = x === 0 ? 0 : x !== x ? NaN : x; // -0 sorts with 0, one NaN after +Infinity
+      const neg = bits[1] >>> 31 === 1;
+      hi[i] = neg ? ~bits[1] >>> 0 : (bits[1] | 0x80000000) >>> 0;
+      lo[i] = neg ? ~bits[0] >>> 0 : bits[0];
+    }
+  } else if (col.type === 'bool') {
+    lo.set(col.values.subarray(0, length));
+  } else {
+    const w = int64Words(col);
+    for (let i = 0; i < length; i++) { hi[i] = (w[2 * i + 1] ^ 0x80000000) >>> 0; lo[i] = w[2 * i] >>> 0; }
+  }
+  const idx = new Int32Array(length);
+  let n = 0;
+  const valid = col.valid;
+  for (let i = 0; i < length; i++) if (valid === null || valid[i] === 1) idx[n++] = i;
+  const present = n;
+  const tmp = new Int32Array(present);
+  const counts = new Int32Array(65536);
+  for (const [words, shift] of [[lo, 0], [lo, 16], [hi, 0], [hi, 16]] as const) {
+    counts.fill(0);
+    for (let j = 0; j < present; j++) counts[(words[idx[j]] >>> shift) & 0xffff]++;
+    if (present === 0 || counts[(words[idx[0]] >>> shift) & 0xffff] === present) continue; // one digit value: order unchanged
+    for (let d = 0, sum = 0; d < 65536; d++) { const c = counts[d]; counts[d] = sum; sum += c; }
+    for (let j = 0; j < present; j++) { const r = idx[j]; tmp[counts[(words[r] >>> shift) & 0xffff]++] = r; }
+    idx.set(tmp);
+  }
+  for (let i = 0; i < length; i++) if (valid !== null && valid[i] === 0) idx[n++] = i;
+  return idx;
 }

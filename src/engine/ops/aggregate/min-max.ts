@@ -3,7 +3,7 @@
 // column of the current extremes with null where a group has none, so merging is just `add`.
 import { int64Words, type Column, type DType, type Int64Column, type StringColumn } from '../../batch.js';
 import { compareBytes } from '../sort.js';
-import type { Accumulator, AggState } from './state.js';
+import { validityFromFlags, type Accumulator, type AggState } from './state.js';
 
 export class MinMaxAccumulator implements Accumulator {
   private has = new Uint8Array(0);
@@ -85,10 +85,10 @@ export class MinMaxAccumulator implements Accumulator {
       for (let g = 0; g < groups; g++) offsets[g + 1] = offsets[g] + (this.strings[g]?.length ?? 0);
       const data = new Uint8Array(offsets[groups]);
       for (let g = 0; g < groups; g++) if (this.strings[g]) data.set(this.strings[g]!, offsets[g]);
-      const valid = someMissing(groups, (g) => this.strings[g] !== undefined);
+      const valid = validityFromFlags((g) => this.strings[g] !== undefined, groups);
       return { type: 'string', offsets, data, valid };
     }
-    const valid = someMissing(groups, (g) => this.has[g] === 1);
+    const valid = validityFromFlags((g) => this.has[g] === 1, groups);
     switch (this.type) {
       case 'float64': return { type: 'float64', values: this.nums.slice(0, groups), valid };
       case 'bool': return { type: 'bool', values: Uint8Array.from(this.nums.subarray(0, groups)), valid };
@@ -101,9 +101,4 @@ function numberOrder(x: number, y: number): number {
   if (x < y) return -1;
   if (x > y) return 1;
   return (x !== x ? 1 : 0) - (y !== y ? 1 : 0);
-}
-
-function someMissing(groups: number, present: (g: number) => boolean): Uint8Array | null {
-  const valid = Uint8Array.from({ length: groups }, (_, g) => (present(g) ? 1 : 0));
-  return valid.every((v) => v === 1) ? null : valid;
 }
