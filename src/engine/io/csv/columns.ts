@@ -1,7 +1,7 @@
 // Converts one column of a FieldTable into a typed column of src/engine/batch.ts.
 import { int64Words, type Column, type DType, type StringColumn } from '../../batch.js';
 import type { CsvDialect } from './options.js';
-import { ESCAPED, type FieldTable } from './tokenizer.js';
+import type { FieldTable } from './tokenizer.js';
 import { isNanText, isNullField, parseBool, parseFloat64, parseInt64Into } from './field-values.js';
 import { parseTimestampInto } from './timestamp.js';
 
@@ -21,8 +21,9 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
       const values = new Float64Array(n);
       for (let r = 0, i = column; r < n; r++, i += width) {
         if (valid !== null && valid[r] === 0) continue;
-        const x = parseFloat64(buf, starts[i], ends[i]);
-        if (x !== x && !isNanText(buf, starts[i], ends[i])) bad(r);
+        const s = starts[i];
+        const x = s < 0 ? NaN : parseFloat64(buf, s, ends[i]);
+        if (x !== x && (s < 0 || !isNanText(buf, s, ends[i]))) bad(r);
         values[r] = x;
       }
       return { type, values, valid };
@@ -31,7 +32,7 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
       const values = new Uint8Array(n);
       for (let r = 0, i = column; r < n; r++, i += width) {
         if (valid !== null && valid[r] === 0) continue;
-        const v = parseBool(buf, starts[i], ends[i]);
+        const v = starts[i] < 0 ? -1 : parseBool(buf, starts[i], ends[i]);
         if (v < 0) bad(r);
         values[r] = v;
       }
@@ -44,7 +45,7 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
       const parse = type === 'int64' ? parseInt64Into : parseTimestampInto;
       for (let r = 0, i = column; r < n; r++, i += width) {
         if (valid !== null && valid[r] === 0) continue;
-        if (!parse(buf, starts[i], ends[i], col.values, words, r)) bad(r);
+        if (starts[i] < 0 || !parse(buf, starts[i], ends[i], col.values, words, r)) bad(r);
       }
       return col;
     }
@@ -54,9 +55,9 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
 /** Validity of the column (1 = present), or null when no field is a null text. */
 function nullMask(buf: Buffer, t: FieldTable, width: number, column: number, d: CsvDialect): Uint8Array | null {
   let valid: Uint8Array | null = null;
-  const { starts, ends, flags } = t;
+  const { starts, ends } = t;
   for (let r = 0, i = column; r < t.records; r++, i += width) {
-    if (!isNullField(buf, starts[i], ends[i], (flags[i] & ESCAPED) !== 0, d)) continue;
+    if (!isNullField(buf, starts[i], ends[i], d)) continue;
     if (valid === null) valid = new Uint8Array(t.records).fill(1);
     valid[r] = 0;
   }
@@ -66,10 +67,10 @@ function nullMask(buf: Buffer, t: FieldTable, width: number, column: number, d: 
 /** Copies the UTF-8 bytes of each field (collapsing doubled quotes) into Arrow's offsets + data. */
 function buildStrings(buf: Buffer, t: FieldTable, width: number, column: number, valid: Uint8Array | null): StringColumn {
   const n = t.records;
-  const { starts, ends, flags } = t;
+  const { starts, ends } = t;
   let total = 0;
   for (let r = 0, i = column; r < n; r++, i += width) {
-    if (valid === null || valid[r] === 1) total += ends[i] - starts[i];
+    if (valid === null || valid[r] === 1) total += ends[i] - unescapedStart(starts[i]);
   }
   const offsets = new Int32Array(n + 1);
   const data = new Uint8Array(total);
@@ -77,7 +78,7 @@ function buildStrings(buf: Buffer, t: FieldTable, width: number, column: number,
   for (let r = 0, i = column; r < n; r++, i += width) {
     if (valid === null || valid[r] === 1) {
       const s = starts[i], e = ends[i];
-      if ((flags[i] & ESCAPED) !== 0) at = copyUnescaped(buf, s, e, data, at);
+      if (s < 0) at = copyUnescaped(buf, ~s, e, data, at);
       else if (e - s > 32) { data.set(buf.subarray(s, e), at); at += e - s; }
       else for (let k = s; k < e; k++) data[at++] = buf[k];
     }
@@ -99,7 +100,12 @@ function copyUnescaped(buf: Buffer, s: number, e: number, out: Uint8Array, at: n
 /** The text of one field, for headers and messages (not hot paths). */
 export function fieldText(buf: Buffer, t: FieldTable, i: number): string {
   const s = t.starts[i], e = t.ends[i];
-  if ((t.flags[i] & ESCAPED) === 0) return buf.toString('utf8', s, e);
-  const out = new Uint8Array(e - s);
-  return Buffer.from(out.buffer, 0, copyUnescaped(buf, s, e, out, 0)).toString('utf8');
+  if (s >= 0) return buf.toString('utf8', s, e);
+  const out = new Uint8Array(e - ~s);
+  return Buffer.from(out.buffer, 0, copyUnescaped(buf, ~s, e, out, 0)).toString('utf8');
+}
+
+/** A field's start whether or not it is marked as holding doubled quotes. */
+export function unescapedStart(start: number): number {
+  return start < 0 ? ~start : start;
 }

@@ -10,10 +10,12 @@ const INT64_MAX = 2n ** 63n - 1n;
 /** Exact powers of ten as doubles (10^22 is the largest exactly representable one). */
 const POW10 = Array.from({ length: 23 }, (_, i) => Number(`1e${i}`));
 
-/** True when the field's text is one of the null texts. Fields holding doubled quotes never are. */
-export function isNullField(buf: Uint8Array, s: number, e: number, escaped: boolean, d: CsvDialect): boolean {
+/** True when the field's text is one of the null texts. Fields holding doubled quotes (marked by
+ *  a negative start, see FieldTable) never are. */
+export function isNullField(buf: Uint8Array, s: number, e: number, d: CsvDialect): boolean {
+  if (s < 0) return false;
   const candidates = d.nullsByLength[e - s];
-  if (candidates === undefined || escaped) return false;
+  if (candidates === undefined) return false;
   next: for (const text of candidates) {
     for (let i = 0; i < text.length; i++) if (buf[s + i] !== text[i]) continue next;
     return true;

@@ -2,7 +2,7 @@
 // parses every non-null value. A column with no non-null value in the sample is a string.
 import type { DType } from '../../batch.js';
 import type { CsvDialect } from './options.js';
-import { ESCAPED, type FieldTable } from './tokenizer.js';
+import type { FieldTable } from './tokenizer.js';
 import { isNanText, isNullField, parseBool, parseFloat64, parseInt64Into } from './field-values.js';
 import { parseTimestampInto } from './timestamp.js';
 
@@ -26,8 +26,9 @@ export function inferColumnType(buf: Buffer, t: FieldTable, width: number, colum
   let sawValue = false;
   for (let r = 0, i = column; r < t.records && possible.length > 0; r++, i += width) {
     const s = t.starts[i], e = t.ends[i];
-    if (isNullField(buf, s, e, (t.flags[i] & ESCAPED) !== 0, d)) continue;
+    if (isNullField(buf, s, e, d)) continue;
     sawValue = true;
+    if (s < 0) return 'string'; // doubled quotes inside: text
     possible = possible.filter((type) => parses(type, buf, s, e));
   }
   return sawValue && possible.length > 0 ? possible[0] : 'string';

@@ -7,7 +7,7 @@ import { dialectOf, type CsvOptions } from './options.js';
 import type { CsvLayout } from './layout.js';
 import type { CsvChunk } from './chunks.js';
 import { tokenize } from './tokenizer.js';
-import { buildColumn } from './columns.js';
+import { buildColumn, fieldText, unescapedStart } from './columns.js';
 import { openInput, readBytes, Locator, dataProblems } from './input-file.js';
 
 export function readCsvChunk(chunk: CsvChunk, layout: CsvLayout, opts: CsvOptions, columns: readonly string[],
@@ -32,9 +32,9 @@ export function readCsvChunk(chunk: CsvChunk, layout: CsvLayout, opts: CsvOption
     const { name, type } = layout.schema[c];
     return buildColumn(buf, table, width, c, type, d, (record) => {
       const i = record * width + c;
-      const text = buf.toString('utf8', table.starts[i], table.ends[i]);
+      const text = fieldText(buf, table, i);
       throw loc.error(`cannot parse '${text}' as ${type} in column '${name}'; read it as text with --dtypes ${name}=string`,
-        table.starts[i], c + 1);
+        unescapedStart(table.starts[i]), c + 1);
     });
   });
   return { schema, length: table.records, columns: built };

@@ -1,21 +1,17 @@
 // Splits CSV bytes into records and fields (RFC 4180) without making strings: each field is a
-// byte range of the buffer plus flags. Column conversion happens later, per needed column.
+// byte range of the buffer. Column conversion happens later, per needed column.
 //
 // Strict about quotes so that chunk planning by quote parity stays exact: a quote may only open a
 // field or, doubled, appear inside a quoted one. A quote inside an unquoted field or text after a
 // closing quote is an error (use `--quote ''` to read quote characters literally).
 import { CR, LF, type CsvDialect } from './options.js';
 
-/** Field flag bits. */
-export const QUOTED = 1;
-/** The field holds doubled quotes that must be collapsed when its text is copied. */
-export const ESCAPED = 2;
-
-/** Fields of the records read, record-major: field c of record r is at index r * fieldsPerRecord + c. */
+/** Fields of the records read, record-major: field c of record r is at index r * fieldsPerRecord + c.
+ *  A field is the byte range [start, end) of its text (inside the quotes when quoted). A field
+ *  holding doubled quotes, whose text must be unescaped when copied, stores its start as ~start. */
 export class FieldTable {
   starts: Int32Array;
   ends: Int32Array;
-  flags: Uint8Array;
   /** Byte position where each kept record starts (for error locations). */
   recordStarts: Int32Array;
   records = 0;
@@ -27,7 +23,6 @@ export class FieldTable {
   constructor(capacityFields: number, capacityRecords: number) {
     this.starts = new Int32Array(capacityFields);
     this.ends = new Int32Array(capacityFields);
-    this.flags = new Uint8Array(capacityFields);
     this.recordStarts = new Int32Array(capacityRecords);
   }
 
@@ -35,7 +30,6 @@ export class FieldTable {
     const n = this.starts.length * 2 + 16;
     this.starts = grown(this.starts, new Int32Array(n));
     this.ends = grown(this.ends, new Int32Array(n));
-    this.flags = grown(this.flags, new Uint8Array(n));
   }
 
   growRecords(): void {
@@ -43,7 +37,7 @@ export class FieldTable {
   }
 }
 
-function grown<T extends Int32Array | Uint8Array>(old: T, bigger: T): T {
+function grown(old: Int32Array, bigger: Int32Array): Int32Array {
   bigger.set(old);
   return bigger;
 }
@@ -65,16 +59,31 @@ export interface TokenizeProblems {
   ragged(recordStart: number, got: number): void;
 }
 
+/** Sizes the field table from the density of delimiters and line breaks in the first 64 KiB,
+ *  so that big chunks rarely regrow it. */
+function estimateFields(buf: Buffer, from: number, to: number, stops: Uint8Array): number {
+  const probeEnd = Math.min(to, from + 65536);
+  let n = 0;
+  for (let i = from; i < probeEnd; i++) n += stops[buf[i]];
+  return Math.ceil(((n + 1) * (to - from)) / Math.max(1, probeEnd - from) * 1.1) + 64;
+}
+
 export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, req: TokenizeRequest,
-                         problems: TokenizeProblems, table?: FieldTable): FieldTable {
+                         problems: TokenizeProblems): FieldTable {
   const width = req.fieldsPerRecord;
   const anyWidth = width < 0;
-  const t = table ?? new FieldTable((to - from) / 12 + 64, (to - from) / 48 + 8);
   const delim = d.delimiter;
   const quote = d.quote;
+  // Bytes that end an unquoted field's scan: delimiter, line feed, and a quote (an error there).
+  const stops = new Uint8Array(256);
+  stops[delim] = 1;
+  stops[LF] = 1;
+  if (quote >= 0) stops[quote] = 1;
+  const fieldsGuess = req.maxRecords === 1 ? 64 : estimateFields(buf, from, to, stops);
+  const t = new FieldTable(fieldsGuess, anyWidth ? 1 : Math.ceil(fieldsGuess / width) + 8);
+  let starts = t.starts, ends = t.ends;
   let pos = from;
   let f = 0;
-  t.records = 0;
   t.consumed = from;
   records: while (pos < to && t.records < req.maxRecords) {
     const recordStart = pos;
@@ -88,9 +97,8 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
     for (;;) {
       let start = pos;
       let end: number;
-      let flag = 0;
+      let escaped = false;
       if (pos < to && buf[pos] === quote) {
-        flag = QUOTED;
         start = pos + 1;
         let q = start;
         for (;;) {
@@ -100,7 +108,7 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
             f = recordField0;
             break records; // unfinished record at the end of a sample
           }
-          if (close + 1 < to && buf[close + 1] === quote) { flag = QUOTED | ESCAPED; q = close + 2; continue; }
+          if (close + 1 < to && buf[close + 1] === quote) { escaped = true; q = close + 2; continue; }
           end = close;
           pos = close + 1;
           break;
@@ -114,11 +122,7 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
         }
       } else {
         let p = pos;
-        while (p < to) {
-          const b = buf[p];
-          if (b === delim || b === LF || b === quote) break;
-          p++;
-        }
+        while (p < to && stops[buf[p]] === 0) p++;
         if (p < to && buf[p] === quote) {
           problems.fail("quote character inside an unquoted field (quote the whole field, or pass --quote '' to read quotes literally)", p, c + 1);
         }
@@ -127,10 +131,9 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
         pos = p;
       }
       if (anyWidth || c < width) {
-        if (f >= t.starts.length) t.growFields();
-        t.starts[f] = start;
-        t.ends[f] = end;
-        t.flags[f] = flag;
+        if (f >= starts.length) { t.growFields(); starts = t.starts; ends = t.ends; }
+        starts[f] = escaped ? ~start : start;
+        ends[f] = end;
         f++;
       }
       c++;
