@@ -122,10 +122,17 @@ export async function readBack(ctx: GpuContext, src: GPUBuffer, bytes = src.size
   enc.copyBufferToBuffer(src, offset, staging, 0, size);
   ctx.device.queue.submit([enc.finish()]);
   await staging.mapAsync(GPUMapMode.READ);
+  throwIfGpuFailed(ctx);
   const out = staging.getMappedRange().slice(0, bytes);
   staging.unmap();
   staging.destroy();
   return out;
+}
+
+/** Validation or device errors surface here, at the next readback, as a RuntimeFailure. */
+export function throwIfGpuFailed(ctx: GpuContext): void {
+  const problem = ctx.lostReason ?? ctx.errors[0];
+  if (problem) throw new RuntimeFailure(`GPU error: ${problem}`);
 }
 
 export async function readU32(ctx: GpuContext, src: GPUBuffer, count: number, offsetWords = 0): Promise<Uint32Array> {
@@ -171,11 +178,11 @@ export class GpuKernel {
   }
 
   /** Records a dispatch into `encoder`, or submits it at once when none is given. */
-  dispatch(entry: string, buffers: readonly GPUBuffer[], workgroups: number, encoder?: GPUCommandEncoder, timestampWrites?: GPUComputePassTimestampWrites): void {
+  dispatch(entry: string, buffers: readonly (GPUBuffer | null)[], workgroups: number, encoder?: GPUCommandEncoder, timestampWrites?: GPUComputePassTimestampWrites): void {
     const pipeline = this.pipeline(entry);
     const bindGroup = this.ctx.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
-      entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
+      entries: buffers.flatMap((buffer, binding) => (buffer ? [{ binding, resource: { buffer } }] : [])),
     });
     const enc = encoder ?? this.ctx.device.createCommandEncoder();
     const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : {});

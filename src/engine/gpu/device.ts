@@ -16,6 +16,8 @@ export interface GpuContext {
   isSoftware: boolean;
   /** Set once the device is lost; callers stop dispatching and report a RuntimeFailure. */
   lostReason: string | null;
+  /** Uncaptured validation/out-of-memory errors (a kernel bug or exhausted memory). */
+  errors: string[];
 }
 
 export interface AdapterDescription {
@@ -89,7 +91,9 @@ export async function openGpu(options: { allowSoftware?: boolean } = {}): Promis
     hasTimestamps: requiredFeatures.includes('timestamp-query'),
     isSoftware,
     lostReason: null,
+    errors: [],
   };
+  device.onuncapturederror = (ev) => { ctx.errors.push(ev.error.message); };
   void device.lost.then((info) => { ctx.lostReason = info.message || info.reason || 'device lost'; });
   return ctx;
 }
