@@ -3,6 +3,9 @@
 // groups and only the needed columns, then crosses into JS as Arrow IPC (apache-arrow's
 // tableFromIPC) and from there into a column batch.
 // fs.openAsBlob gives parquet-wasm a lazily read file, so a chunk's read touches only its bytes.
+// Known gap: a file whose footer is intact but whose page data is damaged makes parquet-wasm
+// 0.8.0's async reader panic inside wasm (an uncaught RuntimeError, not a rejected promise);
+// its sync readParquet reports such damage cleanly but needs the whole file in wasm memory.
 
 import { tableFromIPC } from 'apache-arrow';
 import { openAsBlob } from 'node:fs';
