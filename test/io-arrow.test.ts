@@ -1,0 +1,120 @@
+import * as arrow from 'apache-arrow';
+import * as pw from 'parquet-wasm';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { concatBatches } from '../src/engine/batch.js';
+import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable, planArrowChunks, readArrowChunk } from '../src/engine/io/arrow.js';
+import { openFileWriter } from '../src/engine/io/output/index.js';
+import { batchRows, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
+
+const dir = tempDir('arrow');
+
+/** Input types that need conversion, built by apache-arrow with known values. */
+function variedTable(): arrow.Table {
+  const n = 6;
+  const days = [-1, 0, 1, 18262, null, 36524];
+  return new arrow.Table({
+    i8: arrow.vectorFromArray([-128, 0, 127, null, 5, -5], new arrow.Int8()),
+    u32: arrow.vectorFromArray([0, 1, 4294967295, 7, null, 3], new arrow.Uint32()),
+    u64: arrow.vectorFromArray([0n, 2n ** 63n - 1n, null, 9n, 10n, 11n], new arrow.Uint64()),
+    f32: arrow.vectorFromArray([0.5, -1.25, null, 3, 1e10, -0], new arrow.Float32()),
+    day: arrow.vectorFromArray(days.map((d) => (d === null ? null : new Date(d * 86_400_000))), new arrow.DateDay()),
+    tsns: arrow.makeVector(arrow.makeData({ type: new arrow.TimestampNanosecond('Europe/Paris'), length: n, nullCount: 0,
+      data: BigInt64Array.from([-1n, 0n, 999n, 1000n, 1_577_836_800_123_456_789n, -1_500n]) })),
+    tss: arrow.makeVector(arrow.makeData({ type: new arrow.TimestampSecond(), length: n, nullCount: 0,
+      data: BigInt64Array.from([-1n, 0n, 1n, 2n, 3n, 1_000_000_000n]) })),
+    dict: arrow.vectorFromArray(['a', 'bé', 'a', null, 'c', 'bé'], new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32())),
+    large: arrow.vectorFromArray(['x', '', null, '日本', 'y', 'z'], new arrow.LargeUtf8()),
+    bool: arrow.vectorFromArray([true, false, null, true, true, false], new arrow.Bool()),
+  });
+}
+
+describe('Arrow conversion', () => {
+  test('maps Arrow types onto ours with the right values', () => {
+    const b = arrowTableToBatch(variedTable());
+    expect(b.schema.map((f) => f.type)).toEqual(['int64', 'int64', 'int64', 'float64', 'timestamp', 'timestamp', 'timestamp', 'string', 'string', 'bool']);
+    const cols = b.schema.map((_, c) => batchRows(b).map((r) => r[c]));
+    expect(cols[0]).toEqual([-128n, 0n, 127n, null, 5n, -5n]);
+    expect(cols[1]).toEqual([0n, 1n, 4294967295n, 7n, null, 3n]);
+    expect(cols[2]).toEqual([0n, 2n ** 63n - 1n, null, 9n, 10n, 11n]);
+    expect(cols[3]).toEqual([0.5, -1.25, null, 3, 1e10, -0]);
+    expect(cols[4]).toEqual([-1n, 0n, 1n, 18262n, null, 36524n].map((d) => (d === null ? null : d * 86_400_000_000n)));
+    expect(cols[5]).toEqual([-1n, 0n, 0n, 1n, 1_577_836_800_123_456n, -2n]); // floor to microseconds
+    expect(cols[6]).toEqual([-1_000_000n, 0n, 1_000_000n, 2_000_000n, 3_000_000n, 1_000_000_000_000_000n]);
+    expect(cols[7]).toEqual(['a', 'bé', 'a', null, 'c', 'bé']);
+    expect(cols[8]).toEqual(['x', '', null, '日本', 'y', 'z']);
+    expect(cols[9]).toEqual([true, false, null, true, true, false]);
+  });
+
+  test('uint64 beyond int64 and unsupported types are DataErrors naming the column', () => {
+    const big = new arrow.Table({ u: arrow.vectorFromArray([1n, 2n ** 63n], new arrow.Uint64()) });
+    expect(() => arrowTableToBatch(big)).toThrow(expect.objectContaining({ exitCode: 3, message: expect.stringContaining("'u'") }));
+    const list = new arrow.Table({ l: arrow.vectorFromArray([[1, 2]], new arrow.List(new arrow.Field('item', new arrow.Int32()))) });
+    expect(() => arrowSchemaToSchema(list.schema)).toThrow(expect.objectContaining({ exitCode: 3, message: expect.stringContaining("'l'") }));
+  });
+
+  test('batch -> Arrow -> batch is lossless', () => {
+    const b = sampleBatch(500);
+    expect(batchRows(arrowTableToBatch(batchToArrowTable(b)))).toEqual(batchRows(b));
+  });
+});
+
+describe('Arrow IPC files and streams', () => {
+  const parts = [sampleBatch(400), sampleBatch(400, 400), sampleBatch(400, 800)];
+  const expected = parts.flatMap(batchRows);
+
+  test('our .arrow output: chunks by blocksize, values read back; DuckDB reads the same bytes via arrow-rs', async () => {
+    const path = join(dir, 'out.arrow');
+    const w = await openFileWriter(path, 'arrow', parts[0].schema);
+    for (const p of parts) await w.write(p);
+    await w.close();
+    const small = await planArrowChunks(path, 'file', 1);
+    expect(small.chunks.map((c) => c.batchIndices)).toEqual([[0], [1], [2]]);
+    expect(small.chunks.map((c) => c.rows)).toEqual([400, 400, 400]);
+    const big = await planArrowChunks(path, 'file', 1 << 30);
+    expect(big.chunks.map((c) => c.batchIndices)).toEqual([[0, 1, 2]]);
+    const names = small.schema.map((f) => f.name);
+    const back = concatBatches(parts[0].schema, await Promise.all(small.chunks.map((c) => readArrowChunk(c, names))));
+    expect(batchRows(back)).toEqual(expected);
+    // Independent reader: the file's messages (between the magic and the footer) form an IPC
+    // stream; arrow-rs (in parquet-wasm) decodes them and DuckDB reads the re-encoded Parquet.
+    // apache-arrow's file writer keeps the schema only in the footer, so prepend a schema message.
+    const bytes = readFileSync(path);
+    const footerLen = bytes.readInt32LE(bytes.length - 10);
+    const fb = arrow.Message.encode(arrow.Message.from(arrow.tableFromIPC(bytes).schema));
+    const schemaMsg = Buffer.alloc((fb.length + 8 + 7) & ~7);
+    schemaMsg.writeInt32LE(-1, 0);
+    schemaMsg.writeInt32LE(schemaMsg.length - 8, 4);
+    schemaMsg.set(fb, 8);
+    const eos = Buffer.from([255, 255, 255, 255, 0, 0, 0, 0]);
+    const stream = Buffer.concat([schemaMsg, bytes.subarray(8, bytes.length - 10 - footerLen), eos]);
+    const viaRust = join(dir, 'via-rust.parquet');
+    writeFileSync(viaRust, pw.writeParquet(pw.Table.fromIPCStream(stream)));
+    expect(await duckRowsLike(parts[0], `read_parquet('${viaRust}')`)).toEqual(expected);
+  });
+
+  test('.arrows streams: chunks and selected columns', async () => {
+    const path = join(dir, 'in.arrows');
+    writeFileSync(path, arrow.tableToIPC(new arrow.Table(parts.map((p) => batchToArrowTable(p).batches[0])), 'stream'));
+    const { chunks } = await planArrowChunks(path, 'stream', 1);
+    expect(chunks.map((c) => c.batchIndices)).toEqual([[0], [1], [2]]);
+    const b = await readArrowChunk(chunks[1], ['ts', 'id']);
+    expect(b.schema.map((f) => f.name)).toEqual(['ts', 'id']);
+    expect(batchRows(b)).toEqual(batchRows(parts[1]).map((r) => [r[5], r[0]]));
+  });
+
+  test('corrupt, truncated and mislabelled inputs are DataErrors naming the file', async () => {
+    const good = arrow.tableToIPC(batchToArrowTable(sampleBatch(100)), 'file');
+    const truncated = join(dir, 'truncated.arrow');
+    writeFileSync(truncated, good.subarray(0, good.length - 40));
+    await expect(planArrowChunks(truncated, 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining(truncated) });
+    const garbage = join(dir, 'garbage.arrow');
+    writeFileSync(garbage, 'definitely,not\narrow,data\n');
+    await expect(planArrowChunks(garbage, 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining(garbage) });
+    const streamAsFile = join(dir, 'stream.arrow');
+    writeFileSync(streamAsFile, arrow.tableToIPC(batchToArrowTable(sampleBatch(10)), 'stream'));
+    await expect(planArrowChunks(streamAsFile, 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining('.arrows') });
+    await expect(planArrowChunks(join(dir, 'missing.arrow'), 'file', 1)).rejects.toMatchObject({ exitCode: 2 });
+  });
+});
