@@ -99,9 +99,11 @@ describe('readCsvFile against DuckDB', () => {
 
 describe('values', () => {
   it('keeps int64 exact past 2^53 and overflows to float64 past int64', async () => {
-    const { layout, batch } = await read('a\n9007199254740993\n-9223372036854775808\n9223372036854775807\n-9007199254740993\n12\n');
+    const texts = ['9007199254740993', '-9223372036854775808', '9223372036854775807', '-9007199254740993', '12', '-0', '+7',
+      '999999999', '-999999999', '2147483648', '-2147483649', '4294967296', '-4294967296', '9999999999', '123456789012345'];
+    const { layout, batch } = await read(`a\n${texts.join('\n')}\n`);
     expect(layout.schema[0].type).toBe('int64');
-    expect(rows(batch).flat()).toEqual([9007199254740993n, -9223372036854775808n, 9223372036854775807n, -9007199254740993n, 12n]);
+    expect(rows(batch).flat()).toEqual(texts.map((t) => BigInt(t)));
     const over = await read('a\n9223372036854775808\n1\n');
     expect(over.layout.schema[0].type).toBe('float64');
   });

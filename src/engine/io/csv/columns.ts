@@ -38,14 +38,21 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
       }
       return { type, values, valid };
     }
-    case 'int64':
+    case 'int64': {
+      const col = { type, values: new BigInt64Array(n), valid };
+      const words = int64Words(col);
+      for (let r = 0, i = column; r < n; r++, i += width) {
+        if (valid !== null && valid[r] === 0) continue;
+        if (starts[i] < 0 || !parseInt64Into(buf, starts[i], ends[i], col.values, words, r)) bad(r);
+      }
+      return col;
+    }
     case 'timestamp': {
       const col = { type, values: new BigInt64Array(n), valid };
       const words = int64Words(col);
-      const parse = type === 'int64' ? parseInt64Into : parseTimestampInto;
       for (let r = 0, i = column; r < n; r++, i += width) {
         if (valid !== null && valid[r] === 0) continue;
-        if (starts[i] < 0 || !parse(buf, starts[i], ends[i], col.values, words, r)) bad(r);
+        if (starts[i] < 0 || !parseTimestampInto(buf, starts[i], ends[i], col.values, words, r)) bad(r);
       }
       return col;
     }

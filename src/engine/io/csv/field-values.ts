@@ -37,17 +37,34 @@ function trimEnd(buf: Uint8Array, s: number, e: number): number {
   return e;
 }
 
-/** Stores a safe integer as the (lo, hi) words of an int64. */
+/** Stores a safe integer as the (lo, hi) words of an int64 (`| 0` keeps the low 32 bits of any
+ *  safe integer in two's complement). */
 export function storeSafeInteger(words: Int32Array, row: number, x: number): void {
-  const hi = Math.floor(x / TWO_32);
-  words[2 * row] = (x - hi * TWO_32) | 0;
-  words[2 * row + 1] = hi;
+  words[2 * row] = x | 0;
+  words[2 * row + 1] = x >= 0 && x < TWO_32 ? 0 : Math.floor(x / TWO_32);
 }
 
 /** Optional sign and decimal digits. Up to 15 digits go through a double (exact below 10^15);
  *  longer ones through BigInt, so values past 2^53 stay exact. False when it does not parse or
  *  does not fit in int64. */
 export function parseInt64Into(buf: Buffer, s: number, e: number, values: BigInt64Array, words: Int32Array, row: number): boolean {
+  // The common case first: an optional minus and 1 to 9 digits (below 2^31, one word).
+  const unsigned = buf[s] === MINUS ? s + 1 : s;
+  if (e > unsigned && e - unsigned <= 9) {
+    let x = 0;
+    let i = unsigned;
+    for (; i < e; i++) {
+      const v = buf[i] - ZERO;
+      if (v < 0 || v > 9) break;
+      x = x * 10 + v;
+    }
+    if (i === e) {
+      const v = unsigned === s ? x : -x;
+      words[2 * row] = v;
+      words[2 * row + 1] = v < 0 ? -1 : 0;
+      return true;
+    }
+  }
   s = trimStart(buf, s, e);
   e = trimEnd(buf, s, e);
   let i = s;
