@@ -72,8 +72,12 @@ function mixColumn(h: Uint32Array, col: Column, length: number): void {
   }
   const f = numericAsFloat(col, length);
   const words = new Int32Array(f.buffer);
+  if (valid === null) {
+    for (let i = 0; i < length; i++) h[i] = mixWord(mixWord(h[i], words[2 * i]), words[2 * i + 1]);
+    return;
+  }
   for (let i = 0; i < length; i++) {
-    if (valid !== null && valid[i] === 0) h[i] = mixWord(h[i], NULL_HASH);
+    if (valid[i] === 0) h[i] = mixWord(h[i], NULL_HASH);
     else h[i] = mixWord(mixWord(h[i], words[2 * i]), words[2 * i + 1]);
   }
 }
@@ -154,9 +158,9 @@ function int64AsFloats(col: Int64Column): Float64Array {
 }
 
 class Int64Store implements KeyStore {
-  private words = new Int32Array(32);
-  private v = new ValidityStore();
-  private probeWords: Int32Array = new Int32Array(0);
+  words = new Int32Array(32);
+  readonly v = new ValidityStore();
+  probeWords: Int32Array = new Int32Array(0);
   private probeFloats: Float64Array | null = null; // a float64 probe column (mixed-type join keys)
   constructor(private readonly type: 'int64' | 'timestamp') {}
   bind(col: Column): void {
@@ -303,6 +307,11 @@ export class KeyTable {
   insert(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null = null): Int32Array {
     this.bind(cols);
     const out = new Int32Array(length);
+    const only = this.stores.length === 1 ? this.stores[0] : null;
+    if (only instanceof Int64Store && cols[0].valid === null && cols[0].type !== 'float64') {
+      this.insertInt64(only, hashes, length, skip, out);
+      return out;
+    }
     for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(i, hashes[i], true);
     return out;
   }
@@ -327,6 +336,25 @@ export class KeyTable {
 
   private bind(cols: readonly Column[]): void {
     for (let c = 0; c < this.stores.length; c++) this.stores[c].bind(cols[c]);
+  }
+
+  /** findOrInsert for the common single non-null int64 key, with the comparison inlined. */
+  private insertInt64(store: Int64Store, hashes: Uint32Array, length: number, skip: Uint8Array | null, out: Int32Array): void {
+    const pw = store.probeWords;
+    for (let i = 0; i < length; i++) {
+      if (skip !== null && skip[i] === 1) { out[i] = -1; continue; }
+      const hash = hashes[i], lo = pw[2 * i], hi = pw[2 * i + 1];
+      const slots = this.slots, mask = this.mask, idHashes = this.idHashes, words = store.words, valid = store.v.valid;
+      let slot = hash & mask;
+      let found = -1;
+      for (;;) {
+        const id = slots[slot];
+        if (id < 0) break;
+        if (idHashes[id] === hash && words[2 * id] === lo && words[2 * id + 1] === hi && valid[id] === 1) { found = id; break; }
+        slot = (slot + 1) & mask;
+      }
+      out[i] = found >= 0 ? found : this.findOrInsert(i, hash, true);
+    }
   }
 
   private findOrInsert(row: number, hash: number, insert: boolean): number {
