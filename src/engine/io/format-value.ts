@@ -18,12 +18,13 @@ export function formatFloat(x: number): string {
   if (x === Infinity) return 'inf';
   if (x === -Infinity) return '-inf';
   if (x === 0) return Object.is(x, -0) ? '-0.0' : '0.0';
-  const sci = x.toExponential(); // shortest round-trip digits, e.g. '1.2345e+17'
-  const e = Number(sci.slice(sci.indexOf('e') + 1));
-  if (e >= -4 && e < 16) {
+  const abs = Math.abs(x);
+  if (abs >= 1e-4 && abs < 1e16) {
     const fixed = String(x); // JS uses fixed notation for exponents -7..20
     return fixed.includes('.') ? fixed : fixed + '.0';
   }
+  const sci = x.toExponential(); // shortest round-trip digits, e.g. '1.2345e+17'
+  const e = Number(sci.slice(sci.indexOf('e') + 1));
   const mantissa = sci.slice(0, sci.indexOf('e'));
   const sign = e < 0 ? '-' : '+';
   return `${mantissa}e${sign}${String(Math.abs(e)).padStart(2, '0')}`;
@@ -44,17 +45,29 @@ function civilFromDays(days: number): [number, number, number] {
   return [yoe + era * 400 + (m <= 2 ? 1 : 0), m, d];
 }
 
-const MICROS_PER_DAY = 86_400_000_000n;
+const US_PER_DAY = 86_400_000_000;
+
+/** Whole days since 1970 (floored) and the microseconds into that day. Number arithmetic is
+ *  exact within ±2^53 us (years 1685..2255) and much faster than BigInt division. */
+function splitDays(micros: bigint): [number, number] {
+  if (micros > -9_007_199_254_740_991n && micros < 9_007_199_254_740_991n) {
+    const us = Number(micros);
+    const days = Math.floor(us / US_PER_DAY);
+    return [days, us - days * US_PER_DAY];
+  }
+  const big = BigInt(US_PER_DAY);
+  let days = micros / big;
+  let rest = micros % big;
+  if (rest < 0n) { rest += big; days -= 1n; }
+  return [Number(days), Number(rest)];
+}
 
 /** 'YYYY-MM-DD HH:MM:SS[.ffffff]' (separator ' ') or ISO 'YYYY-MM-DDTHH:MM:SS[.ffffff]Z'. */
 export function formatTimestamp(micros: bigint, iso = false): string {
-  let days = micros / MICROS_PER_DAY;
-  let rest = micros % MICROS_PER_DAY;
-  if (rest < 0n) { rest += MICROS_PER_DAY; days -= 1n; }
-  const [y, mo, d] = civilFromDays(Number(days));
-  const r = Number(rest);
+  const [days, r] = splitDays(micros);
+  const [y, mo, d] = civilFromDays(days);
   const secs = Math.floor(r / 1e6);
-  const frac = r % 1e6;
+  const frac = r - secs * 1e6;
   const date = `${String(y).padStart(4, '0')}-${pad2(mo)}-${pad2(d)}`;
   const time = `${pad2(Math.floor(secs / 3600))}:${pad2(Math.floor(secs / 60) % 60)}:${pad2(secs % 60)}`;
   const fraction = frac === 0 ? '' : '.' + String(frac).padStart(6, '0');
