@@ -295,7 +295,8 @@ function storeFor(type: DType): KeyStore {
 export class KeyTable {
   size = 0;
   private readonly stores: KeyStore[];
-  private slots = new Int32Array(1024).fill(-1);
+  /** Slot s holds [id, hash] at 2s, 2s+1 (id -1 = empty): the hash check costs no extra cache miss. */
+  private slots = new Int32Array(2048).fill(-1);
   private mask = 1023;
   private idHashes = new Uint32Array(256);
 
@@ -344,13 +345,14 @@ export class KeyTable {
     for (let i = 0; i < length; i++) {
       if (skip !== null && skip[i] === 1) { out[i] = -1; continue; }
       const hash = hashes[i], lo = pw[2 * i], hi = pw[2 * i + 1];
-      const slots = this.slots, mask = this.mask, idHashes = this.idHashes, words = store.words, valid = store.v.valid;
+      const slots = this.slots, mask = this.mask, words = store.words, valid = store.v.valid, hasNull = store.v.hasNull;
+      const hash32 = hash | 0;
       let slot = hash & mask;
       let found = -1;
       for (;;) {
-        const id = slots[slot];
+        const id = slots[2 * slot];
         if (id < 0) break;
-        if (idHashes[id] === hash && words[2 * id] === lo && words[2 * id + 1] === hi && valid[id] === 1) { found = id; break; }
+        if (slots[2 * slot + 1] === hash32 && words[2 * id] === lo && words[2 * id + 1] === hi && (!hasNull || valid[id] === 1)) { found = id; break; }
         slot = (slot + 1) & mask;
       }
       out[i] = found >= 0 ? found : this.findOrInsert(i, hash, true);
@@ -359,11 +361,12 @@ export class KeyTable {
 
   private findOrInsert(row: number, hash: number, insert: boolean): number {
     const stores = this.stores;
+    const hash32 = hash | 0;
     let slot = hash & this.mask;
     for (;;) {
-      const id = this.slots[slot];
+      const id = this.slots[2 * slot];
       if (id < 0) break;
-      if (this.idHashes[id] === hash) {
+      if (this.slots[2 * slot + 1] === hash32) {
         let same = true;
         for (let c = 0; c < stores.length && same; c++) same = stores[c].equals(row, id);
         if (same) return id;
@@ -375,18 +378,21 @@ export class KeyTable {
     for (let c = 0; c < stores.length; c++) stores[c].push(row);
     if (id >= this.idHashes.length) this.idHashes = grow(this.idHashes, id + 1);
     this.idHashes[id] = hash;
-    this.slots[slot] = id;
-    if (this.size * 2 > this.slots.length) this.rehash();
+    this.slots[2 * slot] = id;
+    this.slots[2 * slot + 1] = hash32;
+    if (this.size * 2 > this.mask + 1) this.rehash();
     return id;
   }
 
   private rehash(): void {
-    const slots = new Int32Array(this.slots.length * 2).fill(-1);
-    const mask = slots.length - 1;
+    const mask = this.mask * 2 + 1;
+    const slots = new Int32Array(2 * (mask + 1)).fill(-1);
     for (let id = 0; id < this.size; id++) {
-      let s = this.idHashes[id] & mask;
-      while (slots[s] >= 0) s = (s + 1) & mask;
-      slots[s] = id;
+      const hash = this.idHashes[id];
+      let s = hash & mask;
+      while (slots[2 * s] >= 0) s = (s + 1) & mask;
+      slots[2 * s] = id;
+      slots[2 * s + 1] = hash | 0;
     }
     this.slots = slots;
     this.mask = mask;

@@ -106,20 +106,25 @@ function radixSortIndices(col: Exclude<Column, StringColumn>, length: number): I
     const w = int64Words(col);
     for (let i = 0; i < length; i++) { hi[i] = (w[2 * i + 1] ^ 0x80000000) >>> 0; lo[i] = w[2 * i] >>> 0; }
   }
-  const idx = new Int32Array(length);
-  let n = 0;
+  // Keys travel with their row index so that every pass reads sequentially.
   const valid = col.valid;
-  for (let i = 0; i < length; i++) if (valid === null || valid[i] === 1) idx[n++] = i;
+  let n = 0;
+  let idx = new Int32Array(length), kh = new Uint32Array(length), kl = new Uint32Array(length);
+  for (let i = 0; i < length; i++) if (valid === null || valid[i] === 1) { idx[n] = i; kh[n] = hi[i]; kl[n++] = lo[i]; }
   const present = n;
-  const tmp = new Int32Array(present);
+  let idx2 = new Int32Array(length), kh2 = new Uint32Array(length), kl2 = new Uint32Array(length);
   const counts = new Int32Array(65536);
-  for (const [words, shift] of [[lo, 0], [lo, 16], [hi, 0], [hi, 16]] as const) {
+  for (const [high, shift] of [[false, 0], [false, 16], [true, 0], [true, 16]] as const) {
+    const words = high ? kh : kl;
     counts.fill(0);
-    for (let j = 0; j < present; j++) counts[(words[idx[j]] >>> shift) & 0xffff]++;
-    if (present === 0 || counts[(words[idx[0]] >>> shift) & 0xffff] === present) continue; // one digit value: order unchanged
+    for (let j = 0; j < present; j++) counts[(words[j] >>> shift) & 0xffff]++;
+    if (present === 0 || counts[(words[0] >>> shift) & 0xffff] === present) continue; // one digit value: order unchanged
     for (let d = 0, sum = 0; d < 65536; d++) { const c = counts[d]; counts[d] = sum; sum += c; }
-    for (let j = 0; j < present; j++) { const r = idx[j]; tmp[counts[(words[r] >>> shift) & 0xffff]++] = r; }
-    idx.set(tmp);
+    for (let j = 0; j < present; j++) {
+      const to = counts[(words[j] >>> shift) & 0xffff]++;
+      idx2[to] = idx[j]; kh2[to] = kh[j]; kl2[to] = kl[j];
+    }
+    [idx, idx2, kh, kh2, kl, kl2] = [idx2, idx, kh2, kh, kl2, kl];
   }
   for (let i = 0; i < length; i++) if (valid !== null && valid[i] === 0) idx[n++] = i;
   return idx;

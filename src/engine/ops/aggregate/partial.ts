@@ -80,29 +80,52 @@ function identity(n: number): Int32Array {
   return map;
 }
 
-/** Combines two partials: a's groups first, then b's (a fixed order, for determinism). */
+/**
+ * A merged partial's hash table and accumulators, kept (in this process only) so that a chain
+ * merged = mergePartials(merged, next) extends them instead of rebuilding from `merged` every time.
+ * Structured clone does not carry this; a partial without an entry is rebuilt from its data.
+ */
+interface Live { table: KeyTable; accs: Accumulator[] }
+const liveState = new WeakMap<PartialAggregate, Live>();
+
+/** Table and accumulators holding p; takes over p's live entry when it has one. */
+function takeLive(p: PartialAggregate): Live {
+  const live = liveState.get(p);
+  if (live !== undefined) {
+    liveState.delete(p); // about to be extended past p's groups
+    return live;
+  }
+  const table = new KeyTable(p.keys.map((c) => c.type));
+  table.insert(p.keys, p.hashes, p.groups); // ids 0..p.groups-1 in p's own order
+  const accs = newAccumulators(p, p.groups);
+  const map = identity(p.groups);
+  accs.forEach((acc, i) => acc.merge(p.states[i], map));
+  return { table, accs };
+}
+
+function snapshot(header: PartialAggregate, live: Live): PartialAggregate {
+  const groups = live.table.size;
+  return { ...header, groups, keys: live.table.keyColumns(), hashes: live.table.hashes(), states: live.accs.map((acc) => acc.state(groups)) };
+}
+
+/** Combines two partials: a's groups first, then b's (a fixed order, for determinism). Neither input changes. */
 export function mergePartials(a: PartialAggregate, b: PartialAggregate): PartialAggregate {
-  const table = new KeyTable(a.keys.map((c) => c.type));
-  table.insert(a.keys, a.hashes, a.groups); // ids 0..a.groups-1, a's own order
-  const bMap = table.insert(b.keys, b.hashes, b.groups);
-  const groups = table.size;
-  const accs = newAccumulators(a, groups);
-  const aMap = identity(a.groups);
-  accs.forEach((acc, i) => {
-    acc.merge(a.states[i], aMap);
+  const live = takeLive(a);
+  const bMap = live.table.insert(b.keys, b.hashes, b.groups);
+  live.accs.forEach((acc, i) => {
+    acc.ensure(live.table.size);
     acc.merge(b.states[i], bMap);
   });
-  return { ...a, groups, keys: table.keyColumns(), hashes: table.hashes(), states: accs.map((acc) => acc.state(groups)) };
+  const merged = snapshot(a, live);
+  liveState.set(merged, live);
+  return merged;
 }
 
 /** The result: one row per group, sorted by the keys (sort.ts order: nulls last). */
 export function finalizeAggregate(p: PartialAggregate): Batch {
-  const accs = newAccumulators(p, p.groups);
-  const map = identity(p.groups);
-  const results = accs.map((acc, i) => {
-    acc.merge(p.states[i], map);
-    return acc.finalize(p.groups);
-  });
+  const live = takeLive(p);
+  liveState.set(p, live); // finalising does not change the state
+  const results = live.accs.map((acc) => acc.finalize(p.groups));
   const order = sortIndicesByKeys(p.keys, p.groups);
   const columns = [...p.keys, ...results].map((c) => takeColumn(c, order));
   return { schema: p.schema, length: p.groups, columns };
