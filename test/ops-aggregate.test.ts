@@ -177,6 +177,24 @@ describe('determinism and partial state', () => {
     expect(floatBits(finalizeAggregate(parts.reduce((a, b) => mergePartials(a, b))))).toBe(expected);
     expect(partialBytes(p)).toBeGreaterThan(partialBytes(parts[0]));
   });
+
+  test('merging never changes its inputs: a partial can be merged twice', () => {
+    const thirds = [0, 1, 2].map((i) => {
+      const agg = new PartialAggregator(data.schema, spec);
+      agg.add(sliceBatch(data, i * 10_000, (i + 1) * 10_000));
+      return agg.finish();
+    });
+    const ab = mergePartials(thirds[0], thirds[1]);
+    const abc = mergePartials(ab, thirds[2]);
+    const abAgain = mergePartials(ab, thirds[1]); // ab's cached table was taken by abc: rebuilt from its data
+    const whole = new PartialAggregator(data.schema, spec);
+    whole.add(sliceBatch(data, 0, 30_000));
+    expect(floatBits(finalizeAggregate(abc))).toBe(floatBits(finalizeAggregate(whole.finish())));
+    const twice = new PartialAggregator(data.schema, spec);
+    twice.add(sliceBatch(data, 0, 20_000));
+    twice.add(sliceBatch(data, 10_000, 20_000));
+    expect(floatBits(finalizeAggregate(abAgain))).toBe(floatBits(finalizeAggregate(twice.finish())));
+  });
 });
 
 describe('int64 sums', () => {
@@ -189,6 +207,22 @@ describe('int64 sums', () => {
     expect(out.columns[2].values[1]).toBe(Number(near + 3n) / 2);
     const over = makeBatch([['k', 'int64', [1n, 1n]], ['v', 'int64', [near, near]]]);
     expect(() => aggregate(over, { keys: ['k'], aggs: parseAggList('sum(v)'), dropna: false }, 1)).toThrow(RuntimeFailure);
+  });
+
+  test('timestamp keys and min/max of timestamps, NaN ordering in min/max', () => {
+    const t = (s: string) => BigInt(Date.parse(s)) * 1000n;
+    const b = makeBatch([
+      ['day', 'timestamp', [t('2024-01-02T00:00:00Z'), t('2024-01-01T00:00:00Z'), t('2024-01-02T00:00:00Z'), null]],
+      ['at', 'timestamp', [t('2024-01-02T05:00:00Z'), null, t('2024-01-02T01:00:00Z'), t('1969-12-31T23:00:00Z')]],
+      ['x', 'float64', [NaN, 2, 1, -Infinity]],
+    ]);
+    const out = aggregate(b, { keys: ['day'], aggs: parseAggList('min(at),max(at),min(x),max(x)'), dropna: false }, 3);
+    expect(out.schema.map((f) => f.type)).toEqual(['timestamp', 'timestamp', 'timestamp', 'float64', 'float64']);
+    expect(batchRows(out)).toEqual([
+      [t('2024-01-01T00:00:00Z'), null, null, 2, 2],
+      [t('2024-01-02T00:00:00Z'), t('2024-01-02T01:00:00Z'), t('2024-01-02T05:00:00Z'), 1, NaN],
+      [null, t('1969-12-31T23:00:00Z'), t('1969-12-31T23:00:00Z'), -Infinity, -Infinity],
+    ]);
   });
 
   test('all-null and single-value groups', () => {
