@@ -306,23 +306,12 @@ export class KeyTable {
 
   /** Id of each row's key (rows 0..length), inserting keys not seen before. Rows with skip[i] = 1 get -1. */
   insert(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null = null): Int32Array {
-    this.bind(cols);
-    const out = new Int32Array(length);
-    const only = this.stores.length === 1 ? this.stores[0] : null;
-    if (only instanceof Int64Store && cols[0].valid === null && cols[0].type !== 'float64') {
-      this.insertInt64(only, hashes, length, skip, out);
-      return out;
-    }
-    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(i, hashes[i], true);
-    return out;
+    return this.probe(cols, hashes, length, skip, true);
   }
 
   /** Id of each row's key, or -1 where absent. Rows with skip[i] = 1 get -1 without probing. */
   lookup(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null = null): Int32Array {
-    this.bind(cols);
-    const out = new Int32Array(length);
-    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(i, hashes[i], false);
-    return out;
+    return this.probe(cols, hashes, length, skip, false);
   }
 
   /** The hash of every id's key. */
@@ -335,12 +324,20 @@ export class KeyTable {
     return this.stores.map((s) => s.toColumn(this.size));
   }
 
-  private bind(cols: readonly Column[]): void {
+  private probe(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null, insert: boolean): Int32Array {
     for (let c = 0; c < this.stores.length; c++) this.stores[c].bind(cols[c]);
+    const out = new Int32Array(length);
+    const only = this.stores.length === 1 ? this.stores[0] : null;
+    if (only instanceof Int64Store && cols[0].valid === null && cols[0].type !== 'float64') {
+      this.probeInt64(only, hashes, length, skip, out, insert);
+      return out;
+    }
+    for (let i = 0; i < length; i++) out[i] = skip !== null && skip[i] === 1 ? -1 : this.findOrInsert(i, hashes[i], insert);
+    return out;
   }
 
   /** findOrInsert for the common single non-null int64 key, with the comparison inlined. */
-  private insertInt64(store: Int64Store, hashes: Uint32Array, length: number, skip: Uint8Array | null, out: Int32Array): void {
+  private probeInt64(store: Int64Store, hashes: Uint32Array, length: number, skip: Uint8Array | null, out: Int32Array, insert: boolean): void {
     const pw = store.probeWords;
     for (let i = 0; i < length; i++) {
       if (skip !== null && skip[i] === 1) { out[i] = -1; continue; }
@@ -355,7 +352,7 @@ export class KeyTable {
         if (slots[2 * slot + 1] === hash32 && words[2 * id] === lo && words[2 * id + 1] === hi && (!hasNull || valid[id] === 1)) { found = id; break; }
         slot = (slot + 1) & mask;
       }
-      out[i] = found >= 0 ? found : this.findOrInsert(i, hash, true);
+      out[i] = found >= 0 || !insert ? found : this.findOrInsert(i, hash, true);
     }
   }
 
