@@ -16,7 +16,7 @@ interface Case { name: string; args: string[]; code: number; message: RegExp }
 const cases: Case[] = [
   { name: 'unterminated quote', args: ['read-csv', file('unterminated.csv', 'k,v\na,1\n"b,2\nc,3\n')], code: 3, message: /unterminated\.csv:3.*quote/i },
   { name: 'ragged row', args: ['read-csv', file('ragged.csv', 'k,v\na,1\nb,2,3\n')], code: 3, message: /ragged\.csv:3.*(2|expected).*3/i },
-  { name: 'unparsable value for a --dtypes type', args: ['read-csv', file('badint.csv', 'k,v\na,1\nb,x7\n'), '--dtypes', 'v=int64'], code: 3, message: /badint\.csv:3:2.*'?v'?.*x7/ },
+  { name: 'unparsable value for a --dtypes type', args: ['read-csv', file('badint.csv', 'k,v\na,1\nb,x7\n'), '--dtypes', 'v=int64'], code: 3, message: /badint\.csv:3:2.*x7.*'v'/ },
   { name: 'unknown --by column names the closest', args: ['groupby', good, '--by', 'kk', '--agg', 'count()'], code: 2, message: /unknown.*'kk'.*did you mean 'k'/ },
   { name: 'unknown aggregate column', args: ['groupby', good, '--by', 'k', '--agg', 'sum(vv)'], code: 2, message: /'vv'.*did you mean 'v'/ },
   { name: 'bad aggregate expression', args: ['groupby', good, '--by', 'k', '--agg', 'median(v)'], code: 2, message: /median/ },

@@ -34,7 +34,7 @@ async function duck(file: string, keys: string, where = ''): Promise<Cell[][]> {
       ${where} group by ${keys} order by ${keys.split(',').map((k) => `${k} nulls last`).join(', ')}`);
   return rows.map((r) => r.map((v) => {
     if (typeof v === 'boolean') return String(v);
-    if (typeof v === 'string' && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+$/.test(v)) return v.replace(/\.0+$/, '').replace(/(\.\d*?)0+$/, '$1');
+    if (typeof v === 'string' && /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.000000$/.test(v)) return v.slice(0, -7);
     return normaliseCell(v);
   }));
 }

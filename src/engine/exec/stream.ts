@@ -60,7 +60,7 @@ async function runOrdered(
   label: string,
   consume: (result: FragmentResult, fragment: Fragment) => Promise<void>,
 ): Promise<void> {
-  const window = Math.max(2, ctx.runner.size * 2);
+  const window = taskWindow(ctx);
   const inFlight = new Map<number, Promise<FragmentResult>>();
   let next = 0;
   const launch = () => {
@@ -79,6 +79,19 @@ async function runOrdered(
     launch();
     await consume(result, fragments[i]);
   }
+}
+
+/** A task holds its raw chunk plus the parsed columns and results: a few times the block size. */
+const TASK_MEMORY_FACTOR = 4;
+
+/**
+ * How many tasks may be running or waiting to be consumed at once: two per worker (so a worker
+ * never idles while the parent consumes), fewer when --memory-limit cannot hold that many.
+ * This changes only concurrency, never partitioning, so results stay the same.
+ */
+export function taskWindow(ctx: RunContext): number {
+  const byMemory = Math.floor(ctx.memoryLimit / (ctx.blocksize * TASK_MEMORY_FACTOR));
+  return Math.max(1, Math.min(ctx.runner.size * 2, byMemory));
 }
 
 function orInto(acc: Record<string, Uint8Array>, id: string, flags: Uint8Array): void {
