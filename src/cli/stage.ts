@@ -12,6 +12,7 @@ import { explainDot, explainText } from '../engine/plan/explain.js';
 import { scansOf, type PlanNode } from '../engine/plan/nodes.js';
 import { serializePlan } from '../engine/plan/serialize.js';
 import { onInterrupt, runPlan, type RunSettings } from '../engine/run.js';
+import { parseGpuList, type DeviceMode } from '../engine/exec/gpu-select.js';
 import { parseSize } from './sizes.js';
 
 export interface RunFlagValues {
@@ -33,10 +34,9 @@ export interface StageFlags extends RunFlagValues {
 }
 
 export function runSettings(flags: RunFlagValues): RunSettings {
-  if (flags.device === 'gpu') {
-    throw new UsageError('--device gpu: this build runs plans on CPU workers only (the GPU executor is not available yet); use --device cpu or auto');
-  }
   return {
+    device: flags.device as DeviceMode,
+    gpus: flags.gpus === undefined ? undefined : parseGpuList(flags.gpus),
     workers: flags.workers ?? availableParallelism(),
     blocksize: parseSize(flags.blocksize, '--blocksize'),
     memoryLimit: flags['memory-limit'] ? parseSize(flags['memory-limit'], '--memory-limit') : Math.floor(totalmem() / 2),

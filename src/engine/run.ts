@@ -9,7 +9,7 @@ import type { Batch, Schema } from './batch.js';
 import { Interrupted } from './errors.js';
 import type { RunContext } from './exec/context.js';
 import { physical } from './exec/physical.js';
-import { InProcessRunner, ProcessPool } from './exec/pool.js';
+import { createRunner, type DeviceMode } from './exec/gpu-select.js';
 import { silentProgress, terminalProgress } from './exec/progress.js';
 import { runStream } from './exec/stream.js';
 import { Tracer } from './exec/trace.js';
@@ -20,6 +20,9 @@ import { schemaOf } from './plan/schema.js';
 export interface RunSettings {
   /** CPU worker processes; 0 runs everything in this process. */
   workers: number;
+  /** --device (default cpu) and --gpus (indices; all when absent). */
+  device?: DeviceMode;
+  gpus?: number[];
   blocksize: number;
   memoryLimit: number;
   progress: boolean;
@@ -71,9 +74,9 @@ function installSignalHandlers(): void {
 export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | null, body: (ctx: RunContext) => Promise<T>): Promise<T> {
   installSignalHandlers();
   removeStaleRunDirs();
-  const tmpDir = mkdtempSync(join(tmpdir(), `${TMP_PREFIX}${process.pid}-`));
   const tracer = settings.tracePath ? new Tracer() : undefined;
-  const runner = settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer);
+  const runner = await createRunner(settings, tracer);
+  const tmpDir = mkdtempSync(join(tmpdir(), `${TMP_PREFIX}${process.pid}-`));
   const temporaryInputs = plan ? scansOf(plan).flatMap((s) => s.files.filter((f) => f.temporary).map((f) => f.path)) : [];
   const release = () => {
     void runner.close();

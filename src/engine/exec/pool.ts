@@ -1,6 +1,8 @@
 // Runs tasks on a pool of worker processes (one task per worker at a time), or in the parent
-// process when there are no workers. A worker that dies has its task retried on a fresh worker;
+// process when there are no workers. A worker that dies has its task retried on another worker;
 // errors raised by the task itself (bad data) are final and are not retried.
+// WorkerProcessPool holds the queue, dispatch and retry logic; ProcessPool (CPU workers, here) and
+// GpuProcessPool (one worker per GPU, gpu-pool.ts) say how to start a worker and what a death means.
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -34,30 +36,48 @@ export class InProcessRunner implements TaskRunner {
   async close(): Promise<void> {}
 }
 
-interface Pending { id: number; task: Task; label: string; attempts: number; resolve: (r: FragmentResult) => void; reject: (e: Error) => void }
-interface Slot { child: ChildProcess; busy: Pending | null; startedAt: number; name: string }
+export interface PendingTask { id: number; task: Task; label: string; attempts: number; lastSlot: number; resolve: (r: FragmentResult) => void; reject: (e: Error) => void }
+export interface WorkerSlot { child: ChildProcess; busy: PendingTask | null; startedAt: number; name: string; retired: boolean }
+/** A message from a worker: result/error answer task `id`; other types go to onWorkerMessage. */
+export interface WorkerMessage { type: string; id?: number; result?: FragmentResult; error?: SerializedError; [key: string]: unknown }
 
-const MAX_ATTEMPTS = 3;
+export const MAX_ATTEMPTS = 3;
 
-export class ProcessPool implements TaskRunner {
-  private readonly slots: Slot[] = [];
-  private readonly queue: Pending[] = [];
+export abstract class WorkerProcessPool implements TaskRunner {
+  protected readonly slots: WorkerSlot[] = [];
+  private readonly queue: PendingTask[] = [];
   private readonly broadcasts: Broadcast[] = [];
   private nextId = 0;
-  private closed = false;
+  protected closed = false;
 
-  constructor(readonly size: number, private readonly tracer?: Tracer) {
-    for (let i = 0; i < size; i++) this.slots.push(this.spawn(i));
+  protected constructor(protected readonly tracer?: Tracer) {}
+
+  /** Workers alive (retired ones do not count). */
+  get size(): number {
+    return Math.max(1, this.slots.filter((s) => !s.retired).length);
   }
+
+  /** Starts the process of worker slot i. */
+  protected abstract spawnChild(i: number): { child: ChildProcess; name: string };
+
+  /** After worker i died: true starts a fresh process in its place, false retires the slot. */
+  protected abstract shouldRespawn(i: number, code: number | null, signal: NodeJS.Signals | null): boolean;
+
+  /** Why the run cannot go on once every slot is retired. */
+  protected abstract noWorkersLeft(): string;
+
+  /** Messages other than result/error (e.g. a GPU worker's ready report). */
+  protected onWorkerMessage(_slot: WorkerSlot, _msg: WorkerMessage): void {}
 
   broadcast(b: Broadcast): void {
     this.broadcasts.push(b);
-    for (const s of this.slots) s.child.send({ type: 'broadcast', broadcast: b });
+    for (const s of this.slots) if (!s.retired) s.child.send({ type: 'broadcast', broadcast: b });
   }
 
   run(task: Task, label: string): Promise<FragmentResult> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, task, label, attempts: 0, resolve, reject });
+      if (this.slots.every((s) => s.retired)) return reject(new RuntimeFailure(this.noWorkersLeft()));
+      this.queue.push({ id: this.nextId++, task, label, attempts: 0, lastSlot: -1, resolve, reject });
       this.dispatch();
     });
   }
@@ -69,10 +89,13 @@ export class ProcessPool implements TaskRunner {
     }
   }
 
-  private spawn(i: number): Slot {
-    const child = fork(workerEntry(), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-    const slot: Slot = { child, busy: null, startedAt: 0, name: `cpu-worker-${i}` };
-    child.on('message', (msg: { type: string; id?: number; result?: FragmentResult; error?: SerializedError }) => {
+  /** Starts slot i's worker (replacing a dead one) and wires its messages and exit. */
+  protected startSlot(i: number): WorkerSlot {
+    const { child, name } = this.spawnChild(i);
+    const slot: WorkerSlot = { child, busy: null, startedAt: 0, name, retired: false };
+    this.slots[i] = slot;
+    child.on('message', (msg: WorkerMessage) => {
+      if (msg.type !== 'result' && msg.type !== 'error') return this.onWorkerMessage(slot, msg);
       const job = slot.busy;
       if (!job || job.id !== msg.id) return;
       this.tracer?.record(job.label, slot.name, slot.startedAt, performance.now());
@@ -86,27 +109,55 @@ export class ProcessPool implements TaskRunner {
     return slot;
   }
 
-  private onExit(i: number, slot: Slot, code: number | null, signal: NodeJS.Signals | null): void {
-    if (this.closed || this.slots[i] !== slot) return;
+  /** Takes slot i out of service (its process is killed; its task, if any, is retried elsewhere). */
+  protected retire(i: number): void {
+    const slot = this.slots[i];
+    if (!slot || slot.retired) return;
+    slot.retired = true;
     const job = slot.busy;
     slot.busy = null;
-    this.slots[i] = this.spawn(i);
+    if (slot.child.exitCode === null && slot.child.signalCode === null) slot.child.kill('SIGKILL');
+    if (job) this.queue.unshift(job);
+    this.afterLoss();
+  }
+
+  private onExit(i: number, slot: WorkerSlot, code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.closed || this.slots[i] !== slot || slot.retired) return;
+    const job = slot.busy;
+    slot.busy = null;
+    if (this.shouldRespawn(i, code, signal)) this.startSlot(i);
+    else slot.retired = true;
     if (job) {
       if (job.attempts + 1 >= MAX_ATTEMPTS) {
         job.reject(new RuntimeFailure(`worker process died ${MAX_ATTEMPTS} times running ${job.label} (last: ${signal ?? `exit code ${code}`}); giving up`));
       } else {
         job.attempts++;
+        job.lastSlot = i;
         this.queue.unshift(job);
       }
+    }
+    this.afterLoss();
+  }
+
+  /** Fails everything still queued when no worker is left; otherwise hands out the queue. */
+  private afterLoss(): void {
+    if (this.slots.every((s) => s.retired)) {
+      const why = this.noWorkersLeft();
+      for (const job of this.queue.splice(0)) job.reject(new RuntimeFailure(why));
+      return;
     }
     this.dispatch();
   }
 
+  /** Idle workers pull from the shared queue; a retried task avoids the worker it died on when another is idle. */
   private dispatch(): void {
-    for (const slot of this.slots) {
-      if (this.queue.length === 0) return;
-      if (slot.busy) continue;
-      const job = this.queue.shift()!;
+    for (let i = 0; i < this.slots.length && this.queue.length > 0; i++) {
+      const slot = this.slots[i];
+      if (slot.busy || slot.retired) continue;
+      const othersAlive = this.slots.some((s, j) => j !== i && !s.retired);
+      let at = this.queue.findIndex((job) => job.lastSlot !== i || !othersAlive);
+      if (at < 0) at = 0;
+      const job = this.queue.splice(at, 1)[0];
       slot.busy = job;
       slot.startedAt = performance.now();
       slot.child.send({ type: 'task', id: job.id, task: job.task });
@@ -114,9 +165,26 @@ export class ProcessPool implements TaskRunner {
   }
 }
 
-/** The compiled worker entry; under vitest (running .ts sources) it is the built copy in dist/. */
-function workerEntry(): string {
-  const here = fileURLToPath(new URL('./worker-main.js', import.meta.url));
+/** CPU workers: `size` processes, each replaced by a fresh one when it dies. */
+export class ProcessPool extends WorkerProcessPool {
+  constructor(private readonly count: number, tracer?: Tracer) {
+    super(tracer);
+    for (let i = 0; i < count; i++) this.startSlot(i);
+  }
+
+  protected spawnChild(i: number): { child: ChildProcess; name: string } {
+    const child = fork(workerEntry('worker-main.js'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    return { child, name: `cpu-worker-${i}` };
+  }
+
+  protected shouldRespawn(): boolean { return true; }
+
+  protected noWorkersLeft(): string { return `all ${this.count} worker processes are gone`; }
+}
+
+/** A compiled worker entry next to this file; under vitest (running .ts sources) the built copy in dist/. */
+export function workerEntry(file: string): string {
+  const here = fileURLToPath(new URL(`./${file}`, import.meta.url));
   if (existsSync(here)) return here;
   const built = here.replace(/([/\\])src([/\\])engine/, '$1dist$2engine');
   if (existsSync(built)) return built;

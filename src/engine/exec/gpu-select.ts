@@ -1,0 +1,73 @@
+// Which runner a run gets: --device cpu -> CPU workers; --device gpu -> one worker per selected GPU
+// (software adapters such as lavapipe allowed); --device auto -> GPU workers when WebGPU finds
+// hardware GPUs, else CPU workers. --gpus 0,1 picks GPUs by their index in `gpuframe devices`.
+
+import { RuntimeFailure, UsageError } from '../errors.js';
+import { gpuBusIds, listGpus, type GpuInfo } from '../gpu/device.js';
+import { GpuProcessPool } from './gpu-pool.js';
+import { InProcessRunner, ProcessPool, type TaskRunner } from './pool.js';
+import type { Tracer } from './trace.js';
+
+export type DeviceMode = 'auto' | 'gpu' | 'cpu';
+
+export interface DeviceSettings {
+  device?: DeviceMode;
+  /** Indices into listGpus() (--gpus); all when absent. */
+  gpus?: number[];
+  workers: number;
+  warn(message: string): void;
+}
+
+/** Parses --gpus '0,1' into distinct non-negative indices. */
+export function parseGpuList(text: string): number[] {
+  const parts = text.split(',').map((p) => p.trim());
+  const out: number[] = [];
+  for (const p of parts) {
+    if (!/^\d+$/.test(p)) throw new UsageError(`--gpus '${text}': expected GPU indices such as 0,1 (see \`gpuframe devices\`)`);
+    if (out.includes(Number(p))) throw new UsageError(`--gpus '${text}' lists GPU ${p} twice`);
+    out.push(Number(p));
+  }
+  return out;
+}
+
+export interface GpuChoice {
+  /** GPUs the executor would use (empty: CPU workers). */
+  use: GpuInfo[];
+  /** Every GPU found, in index order. */
+  found: GpuInfo[];
+  allowSoftware: boolean;
+  /** Why the choice is what it is, in words. */
+  reason: string;
+}
+
+/** The GPUs a run with these flags would use. Throws for --device gpu without a usable adapter. */
+export async function chooseGpus(device: DeviceMode, indices: number[] | undefined, found?: GpuInfo[]): Promise<GpuChoice> {
+  if (device === 'cpu') return { use: [], found: found ?? [], allowSoftware: false, reason: '--device cpu' };
+  // auto without any GPU on the PCI bus: skip probing (it starts a process) — CPU it is.
+  if (device === 'auto' && found === undefined && gpuBusIds().length === 0) {
+    return { use: [], found: [], allowSoftware: false, reason: 'no GPU on this machine; CPU workers' };
+  }
+  const all = found ?? (await listGpus());
+  for (const i of indices ?? []) {
+    if (i >= all.length) throw new UsageError(`--gpus: there is no GPU ${i}; WebGPU sees ${all.length} (${all.map((g, k) => `${k}: ${g.adapter?.name ?? 'no adapter'}`).join(', ') || 'none'})`);
+  }
+  const picked = (indices ?? all.map((_, i) => i)).map((i) => all[i]).filter((g) => g.adapter !== null);
+  if (device === 'auto') {
+    const hardware = picked.filter((g) => !g.adapter!.isSoftware);
+    return hardware.length > 0
+      ? { use: hardware, found: all, allowSoftware: false, reason: `--device auto found ${hardware.length} hardware GPU(s)` }
+      : { use: [], found: all, allowSoftware: false, reason: '--device auto found no hardware GPU; CPU workers' };
+  }
+  if (picked.length === 0) {
+    const why = all.length === 0 ? 'WebGPU found no adapter (no Vulkan driver or ICD; install mesa-vulkan-drivers for lavapipe, or the GPU vendor\'s Vulkan driver)' : all.map((g, i) => `GPU ${i}: ${g.error ?? 'no adapter'}`).join('; ');
+    throw new RuntimeFailure(`--device gpu: no usable GPU: ${why}`);
+  }
+  return { use: picked, found: all, allowSoftware: true, reason: `--device gpu: ${picked.length} GPU(s)` };
+}
+
+/** The task runner for a run: GPU workers, CPU workers, or (workers 0, CPU) this process. */
+export async function createRunner(settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner> {
+  const choice = await chooseGpus(settings.device ?? 'cpu', settings.gpus);
+  if (choice.use.length > 0) return GpuProcessPool.create({ gpus: choice.use, allowSoftware: choice.allowSoftware, tracer, warn: settings.warn });
+  return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer);
+}

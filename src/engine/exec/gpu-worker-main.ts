@@ -1,0 +1,69 @@
+// Entry point of a GPU worker process (one per GPU; gpu-pool.ts starts it pinned to its GPU and
+// with node flags that avoid the dawn.node crash). Same IPC protocol as worker-main.ts, plus:
+//   -> { type: 'ready', adapter }        once the device is open (adapter null: none could be opened)
+//   -> { type: 'device-lost', reason }   then exits: the pool retries its task on another GPU
+// Test hook: GPUFRAME_GPU_FAULT=lose-device@K destroys the device at the K-th task.
+
+import { serializeError } from '../errors.js';
+import { describeAdapter, openGpu, type GpuContext } from '../gpu/device.js';
+import { memoryBudget } from '../gpu/buffers.js';
+import { maybeInjectFault } from './fault-hook.js';
+import type { Broadcast, Task } from './fragment.js';
+import { ResidentCache } from './gpu-resident.js';
+import { DeviceLost, runGpuTask, type GpuWorkerState } from './gpu-task.js';
+import { BroadcastCache } from './run-fragment.js';
+
+type ParentMessage =
+  | { type: 'broadcast'; broadcast: Broadcast }
+  | { type: 'task'; id: number; task: Task };
+
+const cache = new BroadcastCache();
+let tasksRun = 0;
+let worker: GpuWorkerState | null = null;
+
+const opened: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.GPUFRAME_GPU_SOFTWARE === '1' }).catch((err) => {
+  process.stderr.write(`gpuframe: GPU worker could not open its device: ${err instanceof Error ? err.message : String(err)}\n`);
+  return null;
+});
+
+void opened.then((gpu) => {
+  process.send!({ type: 'ready', adapter: gpu ? describeAdapter(gpu) : null });
+  if (!gpu) return;
+  // Half the device budget may stay resident between tasks; the rest is for the task at hand.
+  worker = { gpu, resident: new ResidentCache(memoryBudget(gpu).limitBytes / 2) };
+  void gpu.device.lost.then((info) => reportLost(info.message || String(info.reason)));
+});
+
+function reportLost(reason: string): void {
+  process.send!({ type: 'device-lost', reason }, () => process.exit(75));
+}
+
+function maybeLoseDevice(gpu: GpuContext): void {
+  const m = /^lose-device@(\d+)$/.exec(process.env.GPUFRAME_GPU_FAULT ?? '');
+  if (!m || Number(m[1]) !== tasksRun) return;
+  gpu.device.destroy();
+  throw new DeviceLost('device destroyed by GPUFRAME_GPU_FAULT');
+}
+
+process.on('message', (msg: ParentMessage) => {
+  if (msg.type === 'broadcast') {
+    cache.add(msg.broadcast);
+    return;
+  }
+  void opened.then(async (gpu) => {
+    tasksRun++;
+    maybeInjectFault(tasksRun);
+    try {
+      if (!gpu || !worker) throw new DeviceLost('this GPU worker has no device');
+      maybeLoseDevice(gpu);
+      const result = await runGpuTask(msg.task, cache, worker);
+      process.send!({ type: 'result', id: msg.id, result });
+    } catch (err) {
+      if (err instanceof DeviceLost) reportLost(err.message);
+      else process.send!({ type: 'error', id: msg.id, error: serializeError(err) });
+    }
+  });
+});
+
+// The parent going away (killed, Ctrl-C) ends the worker too.
+process.on('disconnect', () => process.exit(0));
