@@ -97,3 +97,23 @@ describe('determinism', () => {
     for (const o of outputs.slice(1)) expect(o.equals(outputs[0])).toBe(true);
   });
 });
+
+describe('memory limit', () => {
+  it('a groupby whose groups exceed --memory-limit spills by key range and gives the same bytes', async () => {
+    const file = join(dir, 'many-groups.csv');
+    const lines = ['k,s,v'];
+    for (let i = 0; i < 200_000; i++) lines.push(`${(i * 7919) % 100_003},name_${i % 1009},${(i % 997) * 0.37 - 100}`);
+    writeFileSync(file, lines.join('\n') + '\n');
+    const args = ['groupby', file, '--by', 'k,s', '--agg', 'count(),sum(v),var(v),nunique(s)', '--blocksize', '256KB', '--workers', '2'];
+    const free = join(dir, 'groups-free.csv');
+    const tight = join(dir, 'groups-tight.csv');
+    const trace = join(dir, 'groups-tight.json');
+    expect((await gpuframe([...args, '-o', free])).code).toBe(0);
+    const res = await gpuframe([...args, '-o', tight, '--memory-limit', '8MB', '--trace', trace]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(readFileSync(tight).equals(readFileSync(free))).toBe(true);
+    // The spilled result comes back as several key-range fragments instead of one batch.
+    const spilled = JSON.parse(readFileSync(trace, 'utf8')).traceEvents.filter((e: { name?: string }) => e.name?.includes('(spilled)'));
+    expect(spilled.length).toBeGreaterThan(1);
+  });
+});

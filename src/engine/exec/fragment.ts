@@ -15,6 +15,8 @@ export type SourceSpec =
   | { kind: 'arrow'; chunk: ArrowChunk; columns: string[] }
   /** Rows computed in the parent (aggregate results, unmatched build rows). */
   | { kind: 'batch'; batch: Batch }
+  /** A batch the parent spilled to the run's temp dir (v8-serialised). */
+  | { kind: 'spilled'; file: string }
   /** One bucket of a hash-partitioned join: spill files of both sides, in partition order. */
   | { kind: 'join-bucket'; left: SpillSet; right: SpillSet; spec: JoinSpec };
 

@@ -8,9 +8,9 @@ import { DataError } from '../errors.js';
 import { planArrowChunks } from '../io/arrow.js';
 import { inferCsvLayout, materializeCsvInput, planCsvChunks } from '../io/csv/index.js';
 import { planParquetChunks } from '../io/parquet.js';
-import { finalizeAggregate, mergePartials, PartialAggregator, type PartialAggregate } from '../ops/aggregate/index.js';
 import { JoinBuildTable, unmatchedRightRows } from '../ops/join/index.js';
-import type { FinalAggregateNode, JoinNode, PlanNode, ScanNode } from '../plan/nodes.js';
+import type { JoinNode, PlanNode, ScanNode } from '../plan/nodes.js';
+import { aggregateStream } from './aggregate-stage.js';
 import { schemaOf } from '../plan/schema.js';
 import type { RunContext } from './context.js';
 import type { Fragment, SpillSet } from './fragment.js';
@@ -23,7 +23,7 @@ export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream>
     case 'project':
       return withOp(await physical(node.input, ctx), { kind: 'project', columns: node.columns }, schemaOf(node));
     case 'final-aggregate':
-      return singleBatchStream(await runAggregate(node, ctx));
+      return aggregateStream(node, await physical(node.input.input, ctx), ctx);
     case 'join':
       return node.strategy === 'partitioned' ? partitionedJoin(node, ctx) : broadcastJoin(node, ctx);
     case 'aggregate':
@@ -76,23 +76,6 @@ function checkSameColumns(scan: ScanNode, schema: Schema, file: string): void {
     if (!g) throw new DataError(`has no column '${f.name}' (the first input has it)`, { file });
     if (g.type !== f.type) throw new DataError(`column '${f.name}' is ${g.type} here but ${f.type} in the first input; pass --dtypes ${f.name}=${f.type === 'string' || g.type === 'string' ? 'string' : 'float64'}`, { file });
   }
-}
-
-function singleBatchStream(batch: Batch): Stream {
-  return { schema: batch.schema, fragments: [{ index: 0, source: { kind: 'batch', batch }, ops: [], bytes: 0 }] };
-}
-
-async function runAggregate(node: FinalAggregateNode, ctx: RunContext): Promise<Batch> {
-  const input = await physical(node.input.input, ctx);
-  let merged: PartialAggregate | null = null;
-  await runStream(ctx, input, { kind: 'partial-aggregate', spec: node.spec, inputSchema: input.schema }, 'groupby', (r) => {
-    merged = merged === null ? r.partial! : mergePartials(merged, r.partial!);
-  });
-  if (merged === null) {
-    // No partitions at all (empty input): aggregate nothing, for the right schema and semantics.
-    merged = new PartialAggregator(input.schema, node.spec).finish();
-  }
-  return finalizeAggregate(merged);
 }
 
 async function broadcastJoin(node: JoinNode, ctx: RunContext): Promise<Stream> {

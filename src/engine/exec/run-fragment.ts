@@ -69,6 +69,8 @@ async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch
       return [await readArrowChunk(source.chunk, source.columns)];
     case 'batch':
       return [source.batch];
+    case 'spilled':
+      return [deserialize(readFileSync(source.file)) as Batch];
     case 'join-bucket': {
       const left = readSpills(source.left.files, source.left.schema);
       const right = readSpills(source.right.files, source.right.schema);

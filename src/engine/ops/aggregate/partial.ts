@@ -134,12 +134,16 @@ export function finalizeAggregate(p: PartialAggregate): Batch {
 /** Splits the groups into `parts` partials by key hash (for spilling); merging them back gives p again. */
 export function splitPartial(p: PartialAggregate, parts: number): PartialAggregate[] {
   const bucket = new Int32Array(p.groups);
+  for (let g = 0; g < p.groups; g++) bucket[g] = bucketOf(p.hashes[g], parts);
+  return partitionPartial(p, bucket, parts);
+}
+
+/** Splits the groups into `parts` partials: group g goes to part `partOfGroup[g]`, keeping group order. */
+export function partitionPartial(p: PartialAggregate, partOfGroup: Int32Array, parts: number): PartialAggregate[] {
+  const bucket = partOfGroup;
   const newId = new Int32Array(p.groups);
   const sizes = new Int32Array(parts);
-  for (let g = 0; g < p.groups; g++) {
-    bucket[g] = bucketOf(p.hashes[g], parts);
-    newId[g] = sizes[bucket[g]]++;
-  }
+  for (let g = 0; g < p.groups; g++) newId[g] = sizes[bucket[g]]++;
   return Array.from({ length: parts }, (_, part) => {
     const groups = new Int32Array(sizes[part]);
     for (let g = 0; g < p.groups; g++) if (bucket[g] === part) groups[newId[g]] = g;
