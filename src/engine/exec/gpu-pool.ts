@@ -108,7 +108,7 @@ export class GpuProcessPool extends WorkerProcessPool {
       s.device.adapter = (msg.adapter as AdapterDescription | null) ?? null;
       s.onReady?.(s.device.adapter);
       s.onReady = null;
-    } else if (msg.type === 'device-lost') {
+    } else if (msg.type === 'device-lost' && s.gone === null) {
       s.gone = `device lost (${String(msg.reason)})`;
       this.options.warn(`${this.label(i)}: ${s.gone}; its tasks move to the other GPUs`);
     }

@@ -54,10 +54,15 @@ export class ResidentCache<T extends ResidentEntry = ResidentEntry> {
   }
 }
 
-/** The cache key of a fragment's rows: its source and operators; null for rows made in the parent. */
+/** The cache key of a fragment's rows: its file range and operators; null for rows made during the run. */
 export function partitionKey(f: Fragment): string | null {
   const s = f.source;
-  if (s.kind === 'batch') return null;
-  if (s.kind === 'join-bucket') return JSON.stringify([s.kind, s.left.files, s.right.files, f.ops]);
-  return JSON.stringify([s.kind, s.chunk, s.columns, f.ops]);
+  switch (s.kind) {
+    case 'csv':
+    case 'parquet':
+    case 'arrow':
+      return JSON.stringify([s.kind, s.chunk, s.columns, f.ops]);
+    default:
+      return null;
+  }
 }

@@ -1,0 +1,126 @@
+// The GPU executor on lavapipe: GPU partial aggregates match the CPU ones (in process, with many
+// GPU calls per partition), groupby through the CLI with --device gpu gives the same bytes as
+// --device cpu, a killed GPU worker's task is retried, a lost device fails the run clearly, and
+// the device-select output that identifies a worker's GPU is parsed.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Batch } from '../src/engine/batch.js';
+import { readCsvFile } from '../src/engine/io/csv/index.js';
+import { finalizeAggregate, parseAggList, PartialAggregator, type AggregateSpec } from '../src/engine/ops/aggregate/index.js';
+import { gpuPartialAggregate, gpuSupports } from '../src/engine/exec/gpu-aggregate.js';
+import { parseDeviceSelect } from '../src/engine/exec/gpu-pool.js';
+import { ResidentCache } from '../src/engine/exec/gpu-resident.js';
+import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+import { gpuframe } from './helpers/cli.js';
+import { factCsv, tempDir } from './helpers/data.js';
+
+const dir = tempDir('gpu-exec');
+const facts = join(dir, 'facts.csv');
+const GPU_AGGS = 'count(),count(i),count(ks),sum(i),mean(i),min(i),max(i),sum(f),mean(f),min(f),max(f),min(ts),max(ts)';
+
+beforeAll(() => {
+  factCsv(facts, { rows: 30_000, groups: 300, seed: 5, nullShare: 0.1 });
+});
+
+describe.skipIf(skipGpuTests)('GPU partial aggregates equal CPU ones', () => {
+  let batch: Batch;
+  beforeAll(async () => {
+    batch = (await readCsvFile(facts)).batch;
+  });
+  afterEach(() => { delete process.env.GPUFRAME_GPU_MAX_ROWS; });
+
+  for (const [keys, dropna] of [['ki', false], ['ki', true], ['ts', false], ['ks', false], ['ks,b', true], ['b', false]] as const) {
+    it(`keys ${keys}${dropna ? ', dropna' : ''}, 4096 rows per GPU call`, async () => {
+      process.env.GPUFRAME_GPU_MAX_ROWS = '4096';
+      const spec: AggregateSpec = { keys: keys.split(','), aggs: parseAggList(GPU_AGGS), dropna };
+      expect(gpuSupports(spec, batch.schema)).toBe(true);
+      const cpu = new PartialAggregator(batch.schema, spec);
+      cpu.add(batch);
+      const expected = finalizeAggregate(cpu.finish());
+      const got = finalizeAggregate(await gpuPartialAggregate(await testGpu(), [batch], batch.schema, spec));
+      expect(got.length).toBe(expected.length);
+      expect(got.schema).toEqual(expected.schema);
+      got.columns.forEach((c, i) => expect(c, got.schema[i].name).toEqual(expected.columns[i]));
+    });
+  }
+
+  it('says which aggregates have no GPU form', () => {
+    const spec = (agg: string): AggregateSpec => ({ keys: ['ks'], aggs: parseAggList(agg), dropna: false });
+    expect(gpuSupports(spec('var(f)'), batch.schema)).toBe(false);
+    expect(gpuSupports(spec('nunique(i)'), batch.schema)).toBe(false);
+    expect(gpuSupports(spec('min(ks)'), batch.schema)).toBe(false);
+    expect(gpuSupports(spec('count(b),max(ts)'), batch.schema)).toBe(true);
+  });
+});
+
+describe.skipIf(skipGpuTests)('groupby --device gpu through the CLI', () => {
+  const run = async (name: string, args: string[], env: Record<string, string> = {}) => {
+    const out = join(dir, `${name}.csv`);
+    const res = await gpuframe(['groupby', facts, ...args, '-o', out, '--blocksize', '256KB', '--workers', '2'], { env });
+    return { ...res, out: res.code === 0 ? readFileSync(out) : null };
+  };
+
+  it('same bytes as --device cpu: string, int and two-column keys; a CPU-only aggregate', async () => {
+    for (const [by, aggs] of [['ks', GPU_AGGS], ['ki', GPU_AGGS], ['ks,b', `${GPU_AGGS},var(f),nunique(i)`]]) {
+      const name = by.replace(',', '_');
+      const gpu = await run(`${name}-gpu`, ['--by', by, '--agg', aggs, '--device', 'gpu']);
+      const cpu = await run(`${name}-cpu`, ['--by', by, '--agg', aggs, '--device', 'cpu']);
+      expect(gpu.stderr, by).not.toMatch(/warning|error/i);
+      expect(gpu.code).toBe(0);
+      expect(cpu.code).toBe(0);
+      expect(gpu.out!.equals(cpu.out!), `output for --by ${by}`).toBe(true);
+    }
+  }, 60_000);
+
+  it('a GPU worker killed mid-run has its task retried; the output does not change', async () => {
+    const marker = join(dir, 'killed.marker');
+    const args = ['--by', 'ki', '--agg', GPU_AGGS, '--dropna'];
+    const killed = await run('killed', [...args, '--device', 'gpu'], { GPUFRAME_FAULT: 'kill-worker@2', GPUFRAME_FAULT_MARKER: marker });
+    expect(existsSync(marker)).toBe(true);
+    expect(killed.code).toBe(0);
+    const cpu = await run('killed-ref', [...args, '--device', 'cpu']);
+    expect(killed.out!.equals(cpu.out!)).toBe(true);
+  }, 40_000);
+
+  it('a lost device with no other GPU fails the run and says why', async () => {
+    const res = await run('lost', ['--by', 'ki', '--agg', 'count()', '--device', 'gpu'], { GPUFRAME_GPU_FAULT: 'lose-device@1' });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/no GPU is left .*device lost/);
+  }, 30_000);
+
+  it('--device gpu without any Vulkan driver: exit 1 naming what is missing; a bad --gpus is a usage error', async () => {
+    const none = await run('none', ['--by', 'ki', '--agg', 'count()', '--device', 'gpu'], { VK_ICD_FILENAMES: join(dir, 'none.json'), VK_DRIVER_FILES: join(dir, 'none.json') });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/--device gpu: no usable GPU: WebGPU found no adapter/);
+    const bad = await run('bad', ['--by', 'ki', '--agg', 'count()', '--device', 'gpu', '--gpus', '7']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/there is no GPU 7/);
+  }, 30_000);
+});
+
+describe('identifying and caching', () => {
+  it('parses the device-select layer output', () => {
+    const h200 = ['selectable devices:', '  GPU 0: 10de:2335 "NVIDIA H200" discrete GPU 0000:06:00.0', '  GPU 1: 10de:2335 "NVIDIA H200" discrete GPU 0000:07:00.0',
+      'device-select: device_select_find_dri_prime_tag_default selected 1'];
+    expect(parseDeviceSelect(h200)).toEqual({ layer: true, selected: '10de:2335 "NVIDIA H200" discrete GPU 0000:07:00.0' });
+    expect(parseDeviceSelect(['selectable devices:', '  GPU 0: 10005:0 "llvmpipe (LLVM 15.0.6, 256 bits)" CPU'])).toEqual({ layer: true, selected: '10005:0 "llvmpipe (LLVM 15.0.6, 256 bits)" CPU' });
+    expect(parseDeviceSelect(['some other line'])).toEqual({ layer: false, selected: null });
+  });
+
+  it('the resident cache evicts least recently used entries past its budget', () => {
+    const released: string[] = [];
+    const entry = (name: string, bytes: number) => ({ bytes, release: () => released.push(name) });
+    const cache = new ResidentCache(100);
+    cache.put('a', entry('a', 40));
+    cache.put('b', entry('b', 40));
+    expect(cache.get('a')).toBeDefined(); // a is now the most recent
+    cache.put('c', entry('c', 40));
+    expect(released).toEqual(['b']);
+    expect(cache.bytesUsed).toBe(80);
+    expect(cache.put('huge', entry('huge', 200))).toBe(false);
+    cache.clear();
+    expect(released.sort()).toEqual(['a', 'b', 'c', 'huge']);
+  });
+});
