@@ -36,7 +36,8 @@ export async function runStream(
 ): Promise<void> {
   const matched: Record<string, Uint8Array> = {};
   const totalBytes = stream.fragments.reduce((s, f) => s + f.bytes, 0);
-  ctx.progress.start(totalBytes, label);
+  // Streams built in the parent (aggregate results) cover no input bytes: nothing to show.
+  if (totalBytes > 0) ctx.progress.start(totalBytes, label);
   try {
     await runOrdered(ctx, stream.fragments, terminal, label, async (result, fragment) => {
       for (const [id, flags] of Object.entries(result.matched ?? {})) orInto(matched, id, flags);
