@@ -1,0 +1,60 @@
+import { RandomForestClassifier } from 'ml-random-forest';
+import { describe, expect, it } from 'vitest';
+import { fitRandomForest } from '../src/engine/ml/forest.js';
+import { generateChunk } from '../src/engine/ml/generate.js';
+import { accuracy, r2 } from '../src/engine/ml/metrics.js';
+import { parseModel, serializeModel } from '../src/engine/ml/model-file.js';
+import { predictBatch } from '../src/engine/ml/predict.js';
+import { loadFixture, partitioned, rowsOf, split, type Dataset } from './ml-helpers.js';
+
+/** Test accuracy of our forest and of ml-random-forest with the same number of trees, depth and features. */
+async function compare(ds: Dataset, trees: number, maxDepth: number): Promise<{ ours: number; theirs: number }> {
+  const { train, test } = split(ds);
+  const features = Math.floor(Math.sqrt(train.cols));
+  const model = await fitRandomForest(partitioned(train, 200), { nEstimators: trees, maxDepth, maxFeatures: features, seed: 1 });
+  const ours = accuracy(test.y, predictBatch(model, test.x, test.rows).prediction);
+  const rf = new RandomForestClassifier({ nEstimators: trees, maxFeatures: features, replacement: false, seed: 1, treeOptions: { maxDepth }, noOOB: true });
+  rf.train(rowsOf(train.x, train.cols), Array.from(train.y));
+  const theirs = accuracy(test.y, rf.predict(rowsOf(test.x, test.cols)));
+  return { ours, theirs };
+}
+
+describe('random forest', () => {
+  it('breast cancer: accuracy no worse than ml-random-forest minus 1 point', async () => {
+    const { ours, theirs } = await compare(loadFixture('breast-cancer.csv'), 50, 10);
+    expect(ours).toBeGreaterThanOrEqual(theirs - 0.01);
+    expect(ours).toBeGreaterThan(0.9);
+  });
+
+  it('digits: accuracy no worse than ml-random-forest minus 1 point', async () => {
+    // ml-random-forest is slow on 64 features, so few trees here.
+    const { ours, theirs } = await compare(loadFixture('digits.csv'), 5, 10);
+    expect(ours).toBeGreaterThanOrEqual(theirs - 0.01);
+    expect(ours).toBeGreaterThan(0.8);
+  });
+
+  it('identical model files for 1, 2 and 5 partitions; files load back and predict the same', async () => {
+    const { train, test } = split(loadFixture('breast-cancer.csv'));
+    const files = await Promise.all([train.rows, Math.ceil(train.rows / 2), 90].map(async (size) =>
+      serializeModel(await fitRandomForest(partitioned(train, size), { nEstimators: 20, seed: 4, criterion: 'entropy' }))));
+    expect(files[1]).toBe(files[0]);
+    expect(files[2]).toBe(files[0]);
+    const loaded = parseModel(files[0], 'rf.json');
+    expect(serializeModel(loaded)).toBe(files[0]);
+    const p = predictBatch(loaded, test.x, test.rows, true);
+    expect(accuracy(test.y, p.prediction)).toBeGreaterThan(0.9);
+    for (let r = 0; r < test.rows; r++) expect(p.proba![2 * r] + p.proba![2 * r + 1]).toBeCloseTo(1, 12);
+  });
+
+  it('regression on make_regression reaches R² > 0.8 on held-out rows', async () => {
+    const b = generateChunk('regression', { nSamples: 4000, nFeatures: 4, nInformative: 2, noise: 1, seed: 8 }, 0, 4000);
+    const names = ['x0', 'x1', 'x2', 'x3'];
+    const x = new Float64Array(4000 * 4);
+    names.forEach((_, j) => (b.columns[j].values as Float64Array).forEach((v, r) => { x[r * 4 + j] = v; }));
+    const ds: Dataset = { names, rows: 4000, cols: 4, x, y: b.columns[4].values as Float64Array };
+    const { train, test } = split(ds);
+    const model = await fitRandomForest(partitioned(train, 1000), { task: 'regression', nEstimators: 30, nBins: 64, seed: 2 });
+    expect(model.task).toBe('regression');
+    expect(r2(test.y, predictBatch(model, test.x, test.rows).prediction)).toBeGreaterThan(0.8);
+  });
+});
