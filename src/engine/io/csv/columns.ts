@@ -9,17 +9,17 @@ import { parseTimestampInto } from './timestamp.js';
 export type BadValue = (record: number) => never;
 
 /** Field `column` of every record in `t`, as a column of `type`. */
-export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: number, type: DType,
+export function buildColumn(buf: Buffer, t: FieldTable, column: number, type: DType,
                             d: CsvDialect, bad: BadValue): Column {
   const n = t.records;
-  const valid = nullMask(buf, t, width, column, d);
+  const valid = nullMask(buf, t, column, d);
   const { starts, ends } = t;
   switch (type) {
     case 'string':
-      return buildStrings(buf, t, width, column, valid);
+      return buildStrings(buf, t, column, valid);
     case 'float64': {
       const values = new Float64Array(n);
-      for (let r = 0, i = column; r < n; r++, i += width) {
+      for (let r = 0, i = t.index(column, 0); r < n; r++, i++) {
         if (valid !== null && valid[r] === 0) continue;
         const s = starts[i];
         const x = s < 0 ? NaN : parseFloat64(buf, s, ends[i]);
@@ -30,7 +30,7 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
     }
     case 'bool': {
       const values = new Uint8Array(n);
-      for (let r = 0, i = column; r < n; r++, i += width) {
+      for (let r = 0, i = t.index(column, 0); r < n; r++, i++) {
         if (valid !== null && valid[r] === 0) continue;
         const v = starts[i] < 0 ? -1 : parseBool(buf, starts[i], ends[i]);
         if (v < 0) bad(r);
@@ -41,7 +41,7 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
     case 'int64': {
       const col = { type, values: new BigInt64Array(n), valid };
       const words = int64Words(col);
-      for (let r = 0, i = column; r < n; r++, i += width) {
+      for (let r = 0, i = t.index(column, 0); r < n; r++, i++) {
         if (valid !== null && valid[r] === 0) continue;
         if (starts[i] < 0 || !parseInt64Into(buf, starts[i], ends[i], col.values, words, r)) bad(r);
       }
@@ -50,7 +50,7 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
     case 'timestamp': {
       const col = { type, values: new BigInt64Array(n), valid };
       const words = int64Words(col);
-      for (let r = 0, i = column; r < n; r++, i += width) {
+      for (let r = 0, i = t.index(column, 0); r < n; r++, i++) {
         if (valid !== null && valid[r] === 0) continue;
         if (starts[i] < 0 || !parseTimestampInto(buf, starts[i], ends[i], col.values, words, r)) bad(r);
       }
@@ -60,10 +60,10 @@ export function buildColumn(buf: Buffer, t: FieldTable, width: number, column: n
 }
 
 /** Validity of the column (1 = present), or null when no field is a null text. */
-function nullMask(buf: Buffer, t: FieldTable, width: number, column: number, d: CsvDialect): Uint8Array | null {
+function nullMask(buf: Buffer, t: FieldTable, column: number, d: CsvDialect): Uint8Array | null {
   let valid: Uint8Array | null = null;
   const { starts, ends } = t;
-  for (let r = 0, i = column; r < t.records; r++, i += width) {
+  for (let r = 0, i = t.index(column, 0); r < t.records; r++, i++) {
     if (!isNullField(buf, starts[i], ends[i], d)) continue;
     if (valid === null) valid = new Uint8Array(t.records).fill(1);
     valid[r] = 0;
@@ -72,17 +72,17 @@ function nullMask(buf: Buffer, t: FieldTable, width: number, column: number, d: 
 }
 
 /** Copies the UTF-8 bytes of each field (collapsing doubled quotes) into Arrow's offsets + data. */
-function buildStrings(buf: Buffer, t: FieldTable, width: number, column: number, valid: Uint8Array | null): StringColumn {
+function buildStrings(buf: Buffer, t: FieldTable, column: number, valid: Uint8Array | null): StringColumn {
   const n = t.records;
   const { starts, ends } = t;
   let total = 0;
-  for (let r = 0, i = column; r < n; r++, i += width) {
+  for (let r = 0, i = t.index(column, 0); r < n; r++, i++) {
     if (valid === null || valid[r] === 1) total += ends[i] - unescapedStart(starts[i]);
   }
   const offsets = new Int32Array(n + 1);
   const data = new Uint8Array(total);
   let at = 0;
-  for (let r = 0, i = column; r < n; r++, i += width) {
+  for (let r = 0, i = t.index(column, 0); r < n; r++, i++) {
     if (valid === null || valid[r] === 1) {
       const s = starts[i], e = ends[i];
       if (s < 0) at = copyUnescaped(buf, ~s, e, data, at);
@@ -105,7 +105,8 @@ function copyUnescaped(buf: Buffer, s: number, e: number, out: Uint8Array, at: n
 }
 
 /** The text of one field, for headers and messages (not hot paths). */
-export function fieldText(buf: Buffer, t: FieldTable, i: number): string {
+export function fieldText(buf: Buffer, t: FieldTable, column: number, record: number): string {
+  const i = t.index(column, record);
   const s = t.starts[i], e = t.ends[i];
   if (s >= 0) return buf.toString('utf8', s, e);
   const out = new Uint8Array(e - ~s);

@@ -21,10 +21,10 @@ function parses(type: DType, buf: Buffer, s: number, e: number): boolean {
   }
 }
 
-export function inferColumnType(buf: Buffer, t: FieldTable, width: number, column: number, d: CsvDialect): DType {
+export function inferColumnType(buf: Buffer, t: FieldTable, column: number, d: CsvDialect): DType {
   let possible = CANDIDATES.slice();
   let sawValue = false;
-  for (let r = 0, i = column; r < t.records && possible.length > 0; r++, i += width) {
+  for (let r = 0, i = t.index(column, 0); r < t.records && possible.length > 0; r++, i++) {
     const s = t.starts[i], e = t.ends[i];
     if (isNullField(buf, s, e, d)) continue;
     sawValue = true;

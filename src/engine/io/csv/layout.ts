@@ -65,7 +65,7 @@ function layoutFromSample(buf: Buffer, wholeFile: boolean, path: string, display
   }
   const width = first.lastRecordWidth;
   const headerLine = loc.line(first.recordStarts[0]);
-  const names = Array.from({ length: width }, (_, c) => (opts.header ? fieldText(buf, first, c) : '') || `column${c}`);
+  const names = Array.from({ length: width }, (_, c) => (opts.header ? fieldText(buf, first, c, 0) : '') || `column${c}`);
   checkUniqueNames(names, displayName, headerLine);
   const dataStart = opts.header ? first.consumed : first.recordStarts[0];
 
@@ -76,7 +76,7 @@ function layoutFromSample(buf: Buffer, wholeFile: boolean, path: string, display
   return {
     path, displayName, fileSize, dataStart,
     dataStartLine: 1 + countLineBreaks(buf, 0, dataStart),
-    schema: names.map((name, c) => ({ name, type: overrides.get(name) ?? inferColumnType(buf, sample, width, c, d) })),
+    schema: names.map((name, c) => ({ name, type: overrides.get(name) ?? inferColumnType(buf, sample, c, d) })),
   };
 }
 

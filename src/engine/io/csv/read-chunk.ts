@@ -30,11 +30,10 @@ export function readCsvChunk(chunk: CsvChunk, layout: CsvLayout, opts: CsvOption
   const schema = indices.map((c) => layout.schema[c]);
   const built = indices.map((c) => {
     const { name, type } = layout.schema[c];
-    return buildColumn(buf, table, width, c, type, d, (record) => {
-      const i = record * width + c;
-      const text = fieldText(buf, table, i);
+    return buildColumn(buf, table, c, type, d, (record) => {
+      const text = fieldText(buf, table, c, record);
       throw loc.error(`cannot parse '${text}' as ${type} in column '${name}'; read it as text with --dtypes ${name}=string`,
-        unescapedStart(table.starts[i]), c + 1);
+        unescapedStart(table.starts[table.index(c, record)]), c + 1);
     });
   });
   return { schema, length: table.records, columns: built };

@@ -6,40 +6,57 @@
 // closing quote is an error (use `--quote ''` to read quote characters literally).
 import { CR, LF, type CsvDialect } from './options.js';
 
-/** Fields of the records read, record-major: field c of record r is at index r * fieldsPerRecord + c.
- *  A field is the byte range [start, end) of its text (inside the quotes when quoted). A field
- *  holding doubled quotes, whose text must be unescaped when copied, stores its start as ~start. */
+/** Fields of the records read, column-major so that converting one column reads memory in order:
+ *  field c of record r is at index c * stride + r (see `index`). A field is the byte range
+ *  [start, end) of its text (inside the quotes when quoted). A field holding doubled quotes, whose
+ *  text must be unescaped when copied, stores its start as ~start. */
 export class FieldTable {
   starts: Int32Array;
   ends: Int32Array;
   /** Byte position where each kept record starts (for error locations). */
   recordStarts: Int32Array;
+  /** Record capacity: distance between one column's fields and the next's. */
+  stride: number;
   records = 0;
   /** Position after the last complete record consumed. */
   consumed = 0;
-  /** In any-width mode: how many fields the last record had. */
+  /** How many fields the last record had (the header's width in any-width mode). */
   lastRecordWidth = 0;
 
-  constructor(capacityFields: number, capacityRecords: number) {
-    this.starts = new Int32Array(capacityFields);
-    this.ends = new Int32Array(capacityFields);
+  constructor(private width: number, capacityRecords: number) {
+    this.stride = capacityRecords;
+    this.starts = new Int32Array(width * capacityRecords);
+    this.ends = new Int32Array(width * capacityRecords);
     this.recordStarts = new Int32Array(capacityRecords);
   }
 
-  growFields(): void {
-    const n = this.starts.length * 2 + 16;
-    this.starts = grown(this.starts, new Int32Array(n));
-    this.ends = grown(this.ends, new Int32Array(n));
+  index(column: number, record: number): number {
+    return column * this.stride + record;
   }
 
+  /** Doubles the record capacity, moving each column's fields to their new place. */
   growRecords(): void {
-    this.recordStarts = grown(this.recordStarts, new Int32Array(this.recordStarts.length * 2 + 16));
+    const stride = this.stride * 2 + 16;
+    this.starts = restrided(this.starts, this.width, this.stride, stride);
+    this.ends = restrided(this.ends, this.width, this.stride, stride);
+    const recordStarts = new Int32Array(stride);
+    recordStarts.set(this.recordStarts);
+    this.recordStarts = recordStarts;
+    this.stride = stride;
+  }
+
+  /** Any-width mode holds one record: its fields are simply 0, 1, 2, ... */
+  growWidth(): void {
+    this.width = this.width * 2 + 16;
+    this.starts = restrided(this.starts, 1, this.starts.length, this.width);
+    this.ends = restrided(this.ends, 1, this.ends.length, this.width);
   }
 }
 
-function grown(old: Int32Array, bigger: Int32Array): Int32Array {
-  bigger.set(old);
-  return bigger;
+function restrided(old: Int32Array, width: number, oldStride: number, stride: number): Int32Array {
+  const out = new Int32Array(width * stride);
+  for (let c = 0; c < width; c++) out.set(old.subarray(c * oldStride, (c + 1) * oldStride), c * stride);
+  return out;
 }
 
 export interface TokenizeRequest {
@@ -59,19 +76,20 @@ export interface TokenizeProblems {
   ragged(recordStart: number, got: number): void;
 }
 
-/** Sizes the field table from the density of delimiters and line breaks in the first 64 KiB,
- *  so that big chunks rarely regrow it. */
-function estimateFields(buf: Buffer, from: number, to: number, stops: Uint8Array): number {
+/** Estimates the records in buf[from, to) from the line breaks in its first 64 KiB, so that big
+ *  chunks rarely regrow the field table. */
+function estimateRecords(buf: Buffer, from: number, to: number): number {
   const probeEnd = Math.min(to, from + 65536);
   let n = 0;
-  for (let i = from; i < probeEnd; i++) n += stops[buf[i]];
-  return Math.ceil(((n + 1) * (to - from)) / Math.max(1, probeEnd - from) * 1.1) + 64;
+  for (let i = buf.indexOf(LF, from); i >= 0 && i < probeEnd; i = buf.indexOf(LF, i + 1)) n++;
+  return Math.ceil(((n + 1) * (to - from)) / Math.max(1, probeEnd - from) * 1.1) + 16;
 }
 
 export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, req: TokenizeRequest,
                          problems: TokenizeProblems): FieldTable {
   const width = req.fieldsPerRecord;
   const anyWidth = width < 0;
+  if (anyWidth && req.maxRecords !== 1) throw new Error('any-width tokenizing reads one record at a time');
   const delim = d.delimiter;
   const quote = d.quote;
   // Bytes that end an unquoted field's scan: delimiter, line feed, and a quote (an error there).
@@ -79,11 +97,9 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
   stops[delim] = 1;
   stops[LF] = 1;
   if (quote >= 0) stops[quote] = 1;
-  const fieldsGuess = req.maxRecords === 1 ? 64 : estimateFields(buf, from, to, stops);
-  const t = new FieldTable(fieldsGuess, anyWidth ? 1 : Math.ceil(fieldsGuess / width) + 8);
-  let starts = t.starts, ends = t.ends;
+  const t = anyWidth ? new FieldTable(16, 1) : new FieldTable(width, Math.min(estimateRecords(buf, from, to), req.maxRecords));
+  let starts = t.starts, ends = t.ends, stride = t.stride;
   let pos = from;
-  let f = 0;
   t.consumed = from;
   records: while (pos < to && t.records < req.maxRecords) {
     const recordStart = pos;
@@ -92,8 +108,9 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
       if (b === LF) { pos++; t.consumed = pos; continue; }
       if (b === CR && pos + 1 < to && buf[pos + 1] === LF) { pos += 2; t.consumed = pos; continue; }
     }
-    const recordField0 = f;
+    if (t.records >= stride) { t.growRecords(); starts = t.starts; ends = t.ends; stride = t.stride; }
     let c = 0;
+    let f = t.records; // index of field c of this record
     for (;;) {
       let start = pos;
       let end: number;
@@ -105,7 +122,6 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
           const close = buf.indexOf(quote, q);
           if (close < 0 || close >= to) {
             if (req.toIsRecordEnd) problems.fail('unterminated quoted field', pos, c + 1);
-            f = recordField0;
             break records; // unfinished record at the end of a sample
           }
           if (close + 1 < to && buf[close + 1] === quote) { escaped = true; q = close + 2; continue; }
@@ -130,15 +146,18 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
         if (end > start && buf[end - 1] === CR && (p === to || buf[p] === LF)) end--;
         pos = p;
       }
-      if (anyWidth || c < width) {
-        if (f >= starts.length) { t.growFields(); starts = t.starts; ends = t.ends; }
+      if (anyWidth) {
+        if (c >= starts.length) { t.growWidth(); starts = t.starts; ends = t.ends; }
+        starts[c] = escaped ? ~start : start;
+        ends[c] = end;
+      } else if (c < width) {
         starts[f] = escaped ? ~start : start;
         ends[f] = end;
-        f++;
+        f += stride;
       }
       c++;
       if (pos >= to) {
-        if (!req.toIsRecordEnd) { f = recordField0; break records; }
+        if (!req.toIsRecordEnd) break records;
         break;
       }
       if (buf[pos] === delim) { pos++; continue; }
@@ -148,11 +167,9 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
     }
     t.consumed = pos;
     if (!anyWidth && c !== width) {
-      f = recordField0;
-      problems.ragged(recordStart, c);
+      problems.ragged(recordStart, c); // the record is not kept: its fields get overwritten
       continue;
     }
-    if (t.records >= t.recordStarts.length) t.growRecords();
     t.recordStarts[t.records++] = recordStart;
     t.lastRecordWidth = c;
   }
