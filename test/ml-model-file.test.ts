@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { DataError } from '../src/engine/errors.js';
+import { fitKMeans } from '../src/engine/ml/kmeans.js';
+import { fitLinReg } from '../src/engine/ml/linreg.js';
+import { parseModel, serializeModel } from '../src/engine/ml/model-file.js';
+import { predictBatch } from '../src/engine/ml/predict.js';
+import { Rng } from '../src/engine/ml/random.js';
+import { partitioned } from './ml-helpers.js';
+
+const rng = new Rng(1, 'model-file-test');
+const x = Float64Array.from({ length: 300 }, () => rng.normal());
+const y = Float64Array.from({ length: 100 }, (_, r) => x[3 * r] - 2 * x[3 * r + 1] + 0.1 * rng.normal());
+const data = { names: ['a', 'b', 'c'], cols: 3, x, y };
+
+function rejects(text: string, field: string): void {
+  let err: unknown;
+  try { parseModel(text, 'm.json'); } catch (e) { err = e; }
+  expect(err).toBeInstanceOf(DataError);
+  expect((err as DataError).exitCode).toBe(3);
+  expect((err as Error).message).toContain('m.json');
+  expect((err as Error).message).toContain(field);
+}
+
+describe('model files', () => {
+  it('round-trip k-means and linreg models with identical predictions and bytes', async () => {
+    for (const model of [await fitKMeans(partitioned(data, 40), { k: 3, seed: 2 }), await fitLinReg(partitioned(data, 40))]) {
+      const text = serializeModel(model);
+      const back = parseModel(text, 'm.json');
+      expect(serializeModel(back)).toBe(text);
+      expect(predictBatch(back, x, 100).prediction).toEqual(predictBatch(model, x, 100).prediction);
+    }
+  });
+
+  it('writes numbers as shortest round-trip text in a stable key order', async () => {
+    const text = serializeModel(await fitLinReg(partitioned(data, 100)));
+    const obj = JSON.parse(text);
+    expect(Object.keys(obj).slice(0, 8)).toEqual(['kind', 'formatVersion', 'featureNames', 'featureTypes', 'target', 'classes', 'params', 'metrics']);
+    expect(text).toContain(`"intercept":${String(obj.intercept)}`);
+  });
+
+  it('rejects untrusted content with a DataError naming the file and field', async () => {
+    const good = JSON.parse(serializeModel(await fitLinReg(partitioned(data, 100))));
+    const edit = (f: (o: any) => void): string => { const o = structuredClone(good); f(o); return JSON.stringify(o); };
+    rejects('{not json', 'JSON');
+    rejects(edit((o) => { o.kind = 'svm'; }), 'kind');
+    rejects(edit((o) => { o.formatVersion = 2; }), 'formatVersion');
+    rejects(edit((o) => { o.coefficients.push(1); }), 'coefficients');
+    rejects(edit((o) => { o.featureTypes = ['float64']; }), 'featureTypes');
+    rejects(JSON.stringify(good).replace('"params":{', '"params":{"__proto__":{"x":1},'), '__proto__');
+    rejects(JSON.stringify(good).replace('"metrics":{', '"metrics":{"constructor":1,'), 'constructor');
+    rejects(JSON.stringify(good).replace(/"intercept":[^,}]+/, '"intercept":"1e999"'), 'intercept');
+    rejects(JSON.stringify(good).replace(/"coefficients":\[[^\]]*\]/, '"coefficients":[1,null,3]'), 'coefficients');
+  });
+
+  it('rejects forests with cyclic or out-of-range nodes and absurd sizes', () => {
+    const forest = {
+      kind: 'random-forest', formatVersion: 1, featureNames: ['a'], featureTypes: ['float64'], target: 'y', classes: [0, 1],
+      params: {}, metrics: {}, task: 'classification',
+      trees: { valueWidth: 2, treeOffsets: [0, 3], feature: [0, -1, -1], threshold: [0.5, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [0.5, 0.5, 1, 0, 0, 1] },
+    };
+    const ok = parseModel(JSON.stringify(forest), 'f.json');
+    expect(Array.from(predictBatch(ok, new Float64Array([0, 1]), 2).prediction)).toEqual([0, 1]);
+    const bad = (f: (o: any) => void): string => { const o = structuredClone(forest); f(o); return JSON.stringify(o); };
+    rejects(bad((o) => { o.trees.left[0] = 0; }), 'left/right');
+    rejects(bad((o) => { o.trees.feature[0] = 4; }), 'trees.feature');
+    rejects(bad((o) => { o.trees.value.pop(); }), 'trees.value');
+    rejects(bad((o) => { o.trees.treeOffsets = [0, 2]; }), 'treeOffsets');
+    rejects(bad((o) => { o.trees.valueWidth = 3; }), 'valueWidth');
+    rejects(bad((o) => { o.k = 1; o.kind = 'kmeans'; o.centroids = []; o.featureNames = ['a']; o.k = 1e12; }), 'k');
+  });
+});
