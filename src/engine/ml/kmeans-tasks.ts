@@ -37,7 +37,12 @@ function assign(part: MatrixPartition, { centers, k }: AssignArgs): AssignResult
   const counts = new Float64Array(k);
   const sums = ddZeros(k * d), inertia = ddZeros(1);
   for (let r = 0; r < rows; r++) {
-    const [c, dist] = nearestCenter(x, r * d, centers, k, d);
+    // Inlined nearestCenter: this is the hot loop, so no tuple per row.
+    let c = 0, dist = Infinity;
+    for (let j = 0; j < k; j++) {
+      const dj = distSq(x, r * d, centers, j * d, d, dist);
+      if (dj < dist) { dist = dj; c = j; }
+    }
     counts[c]++;
     ddAdd(inertia, 0, dist);
     for (let j = 0; j < d; j++) ddAdd(sums, c * d + j, x[r * d + j]);
