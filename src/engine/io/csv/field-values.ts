@@ -44,27 +44,24 @@ export function storeSafeInteger(words: Int32Array, row: number, x: number): voi
   words[2 * row + 1] = x >= 0 && x < TWO_32 ? 0 : Math.floor(x / TWO_32);
 }
 
+/** The common int64 case, small enough for the JIT to inline: an optional minus and 1 to 9
+ *  digits (so below 2^31). NaN for anything else, which parseInt64Into then handles. */
+export function shortInt(buf: Uint8Array, s: number, e: number): number {
+  const unsigned = buf[s] === MINUS ? s + 1 : s;
+  if (e <= unsigned || e - unsigned > 9) return NaN;
+  let x = 0;
+  for (let i = unsigned; i < e; i++) {
+    const v = buf[i] - ZERO;
+    if (!(v >= 0 && v <= 9)) return NaN; // also rejects bytes outside buf
+    x = x * 10 + v;
+  }
+  return unsigned === s ? x : -x;
+}
+
 /** Optional sign and decimal digits. Up to 15 digits go through a double (exact below 10^15);
  *  longer ones through BigInt, so values past 2^53 stay exact. False when it does not parse or
  *  does not fit in int64. */
 export function parseInt64Into(buf: Buffer, s: number, e: number, values: BigInt64Array, words: Int32Array, row: number): boolean {
-  // The common case first: an optional minus and 1 to 9 digits (below 2^31, one word).
-  const unsigned = buf[s] === MINUS ? s + 1 : s;
-  if (e > unsigned && e - unsigned <= 9) {
-    let x = 0;
-    let i = unsigned;
-    for (; i < e; i++) {
-      const v = buf[i] - ZERO;
-      if (v < 0 || v > 9) break;
-      x = x * 10 + v;
-    }
-    if (i === e) {
-      const v = unsigned === s ? x : -x;
-      words[2 * row] = v;
-      words[2 * row + 1] = v < 0 ? -1 : 0;
-      return true;
-    }
-  }
   s = trimStart(buf, s, e);
   e = trimEnd(buf, s, e);
   let i = s;
