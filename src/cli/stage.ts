@@ -4,7 +4,7 @@
 import { fstatSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { resolve } from 'node:path';
-import type { Schema } from '../engine/batch.js';
+import type { Batch, Schema } from '../engine/batch.js';
 import { UsageError } from '../engine/errors.js';
 import { formatFromPath, openFileWriter, openStreamWriter, type BatchWriter, type OutputFormat } from '../engine/io/output/index.js';
 import { optimize } from '../engine/optimizer/index.js';
@@ -61,7 +61,8 @@ function destination(flags: StageFlags): Destination {
   return { kind: 'stdout', format: 'csv' };
 }
 
-export async function finishStage(plan: PlanNode, flags: StageFlags): Promise<void> {
+/** Runs or hands on the plan; `observe` sees every result batch before it is written. */
+export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (batch: Batch) => void): Promise<void> {
   if (flags.explain || flags.dot) {
     const settings = runSettings(flags);
     const optimised = optimize(plan, { memoryLimit: settings.memoryLimit });
@@ -82,7 +83,7 @@ export async function finishStage(plan: PlanNode, flags: StageFlags): Promise<vo
   try {
     await runPlan(plan, settings, async (schema: Schema) => {
       writer = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, schema) : openStreamWriter(process.stdout, dest.format, schema);
-      return { write: async (b) => { rows += b.length; await writer!.write(b); } };
+      return { write: async (b) => { rows += b.length; observe?.(b); await writer!.write(b); } };
     });
     await (writer as BatchWriter | null)?.close();
   } catch (err) {

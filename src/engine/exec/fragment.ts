@@ -8,6 +8,7 @@ import type { ArrowChunk } from '../io/arrow.js';
 import type { ParquetChunk } from '../io/parquet.js';
 import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
 import type { JoinSpec } from '../ops/join/index.js';
+import type { GenerateParams, GeneratorKind } from '../ml/generate.js';
 
 export type SourceSpec =
   | { kind: 'csv'; chunk: CsvChunk; layout: CsvLayout; options: CsvOptions; columns: string[] }
@@ -15,6 +16,10 @@ export type SourceSpec =
   | { kind: 'arrow'; chunk: ArrowChunk; columns: string[] }
   /** Rows computed in the parent (aggregate results, unmatched build rows). */
   | { kind: 'batch'; batch: Batch }
+  /** Rows [chunkIndex × chunkRows, …) of a synthetic data set (make-blobs & co.). */
+  | { kind: 'generate'; generator: GeneratorKind; params: GenerateParams; chunkIndex: number; chunkRows: number; columns: string[] }
+  /** Reads nothing: the task works on data already resident in the worker (see matrix.ts). */
+  | { kind: 'none' }
   /** A batch the parent spilled to the run's temp dir (v8-serialised). */
   | { kind: 'spilled'; file: string }
   /** One bucket of a hash-partitioned join: spill files of both sides, in partition order. */
@@ -25,10 +30,18 @@ export interface SpillSet { schema: Schema; files: string[] }
 export type OpSpec =
   | { kind: 'project'; columns: string[] }
   /** Probe a broadcast build table (the join's right side), cached per worker by id. */
-  | { kind: 'probe'; broadcastId: string; spec: JoinSpec; leftSchema: Schema };
+  | { kind: 'probe'; broadcastId: string; spec: JoinSpec; leftSchema: Schema }
+  /** Append model predictions (the model travels as its file text). */
+  | { kind: 'predict'; modelText: string; modelPath: string; keep: string[] | null; proba: boolean; outputName: string };
 
 export type Terminal =
   | { kind: 'collect' }
+  /** Keep the rows in the worker as a numeric design-matrix partition for ML tasks (matrix.ts). */
+  | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null }
+  /** Run a named ML partition task over every partition of a matrix this worker holds. */
+  | { kind: 'map-matrix'; matrixId: string; task: string; args: unknown; firstRows: number[] }
+  /** Forget a matrix. */
+  | { kind: 'drop-matrix'; matrixId: string }
   | { kind: 'partial-aggregate'; spec: AggregateSpec; inputSchema: Schema }
   | { kind: 'hash-partition'; keys: string[]; buckets: number; dir: string; prefix: string };
 
@@ -48,6 +61,10 @@ export interface FragmentResult {
   partial?: PartialAggregate;
   /** hash-partition: for each bucket, the spill file written (or null when the bucket got no rows). */
   spills?: (string | null)[];
+  /** load-matrix: which process holds the partition now. */
+  holder?: number;
+  /** map-matrix: each held partition's result, by partition index. */
+  mapped?: { index: number; value: unknown }[];
   /** probe: build rows matched by this fragment, per broadcast id (for right/outer joins). */
   matched?: Record<string, Uint8Array>;
   rows: number;

@@ -9,7 +9,7 @@ import { planArrowChunks } from '../io/arrow.js';
 import { inferCsvLayout, materializeCsvInput, planCsvChunks } from '../io/csv/index.js';
 import { planParquetChunks } from '../io/parquet.js';
 import { JoinBuildTable, unmatchedRightRows } from '../ops/join/index.js';
-import type { JoinNode, PlanNode, ScanNode } from '../plan/nodes.js';
+import type { GenerateNode, JoinNode, PlanNode, ScanNode } from '../plan/nodes.js';
 import { aggregateStream } from './aggregate-stage.js';
 import { schemaOf } from '../plan/schema.js';
 import type { RunContext } from './context.js';
@@ -20,6 +20,8 @@ export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream>
   switch (node.kind) {
     case 'scan':
       return scanStream(node, ctx);
+    case 'generate':
+      return generateStream(node);
     case 'project':
       return withOp(await physical(node.input, ctx), { kind: 'project', columns: node.columns }, schemaOf(node));
     case 'final-aggregate':
@@ -29,8 +31,10 @@ export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream>
     case 'aggregate':
     case 'partial-aggregate':
       throw new Error(`${node.kind} must be rewritten by the optimiser before execution`);
-    case 'predict':
-      throw new Error('predict is executed by the ML runner');
+    case 'predict': {
+      const { modelText, modelPath, keep, proba, outputName } = node;
+      return withOp(await physical(node.input, ctx), { kind: 'predict', modelText, modelPath, keep, proba, outputName }, schemaOf(node));
+    }
   }
 }
 
@@ -67,6 +71,22 @@ async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
     }
   }
   return { schema: schemaOf(scan), fragments };
+}
+
+/** Rows per generated chunk: fixed, so generated data never depends on workers or block size. */
+const GENERATE_CHUNK_ROWS = 1 << 16;
+
+function generateStream(node: GenerateNode): Stream {
+  const columns = schemaOf(node).map((f) => f.name);
+  const chunks = Math.ceil(node.params.nSamples / GENERATE_CHUNK_ROWS);
+  const bytesPerRow = 8 * columns.length;
+  const fragments: Fragment[] = Array.from({ length: chunks }, (_, chunkIndex) => ({
+    index: chunkIndex,
+    source: { kind: 'generate', generator: node.generator, params: node.params, chunkIndex, chunkRows: GENERATE_CHUNK_ROWS, columns },
+    ops: [],
+    bytes: Math.min(GENERATE_CHUNK_ROWS, node.params.nSamples - chunkIndex * GENERATE_CHUNK_ROWS) * bytesPerRow,
+  }));
+  return { schema: schemaOf(node), fragments };
 }
 
 /** Every file of a multi-file scan must hold the columns of the first, with the same types. */

@@ -16,8 +16,13 @@ export interface TaskRunner {
   readonly size: number;
   broadcast(b: Broadcast): void;
   run(task: Task, label: string): Promise<FragmentResult>;
+  /** Runs `task` once on every live worker (for data resident in workers); a worker lost meanwhile rejects with WorkerLost. */
+  runOnEach(task: Task, label: string): Promise<FragmentResult[]>;
   close(): Promise<void>;
 }
+
+/** A task pinned to one worker could not finish there because the worker is gone (with whatever it held). */
+export class WorkerLost extends RuntimeFailure {}
 
 /** --workers 0: everything in this process (tests, debugging, tiny inputs). */
 export class InProcessRunner implements TaskRunner {
@@ -33,10 +38,13 @@ export class InProcessRunner implements TaskRunner {
       this.tracer?.record(label, 'parent', start, performance.now());
     }
   }
+  async runOnEach(task: Task, label: string): Promise<FragmentResult[]> {
+    return [await this.run(task, label)];
+  }
   async close(): Promise<void> {}
 }
 
-export interface PendingTask { id: number; task: Task; label: string; attempts: number; lastSlot: number; resolve: (r: FragmentResult) => void; reject: (e: Error) => void }
+export interface PendingTask { id: number; task: Task; label: string; attempts: number; lastSlot: number; pinnedSlot?: number; resolve: (r: FragmentResult) => void; reject: (e: Error) => void }
 export interface WorkerSlot { child: ChildProcess; busy: PendingTask | null; startedAt: number; name: string; retired: boolean }
 /** A message from a worker: result/error answer task `id`; other types go to onWorkerMessage. */
 export interface WorkerMessage { type: string; id?: number; result?: FragmentResult; error?: SerializedError; [key: string]: unknown }
@@ -82,6 +90,15 @@ export abstract class WorkerProcessPool implements TaskRunner {
     });
   }
 
+  runOnEach(task: Task, label: string): Promise<FragmentResult[]> {
+    const live = this.slots.map((s, i) => (s.retired ? -1 : i)).filter((i) => i >= 0);
+    if (live.length === 0) return Promise.reject(new RuntimeFailure(this.noWorkersLeft()));
+    return Promise.all(live.map((slot) => new Promise<FragmentResult>((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, task, label, attempts: 0, lastSlot: -1, pinnedSlot: slot, resolve, reject });
+      this.dispatch();
+    })));
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const s of this.slots) {
@@ -117,7 +134,8 @@ export abstract class WorkerProcessPool implements TaskRunner {
     const job = slot.busy;
     slot.busy = null;
     if (slot.child.exitCode === null && slot.child.signalCode === null) slot.child.kill('SIGKILL');
-    if (job) this.queue.unshift(job);
+    this.dropPinned(i, 'retired');
+    if (job) this.requeue(job, i, 'retired');
     this.afterLoss();
   }
 
@@ -127,16 +145,30 @@ export abstract class WorkerProcessPool implements TaskRunner {
     slot.busy = null;
     if (this.shouldRespawn(i, code, signal)) this.startSlot(i);
     else slot.retired = true;
-    if (job) {
-      if (job.attempts + 1 >= MAX_ATTEMPTS) {
-        job.reject(new RuntimeFailure(`worker process died ${MAX_ATTEMPTS} times running ${job.label} (last: ${signal ?? `exit code ${code}`}); giving up`));
-      } else {
-        job.attempts++;
-        job.lastSlot = i;
-        this.queue.unshift(job);
-      }
-    }
+    this.dropPinned(i, signal ?? `exit code ${code}`);
+    if (job) this.requeue(job, i, signal ?? `exit code ${code}`);
     this.afterLoss();
+  }
+
+  /** Jobs pinned to worker i can never run once it died: what they needed died with it. */
+  private dropPinned(slot: number, how: string): void {
+    for (const queued of this.queue.filter((q) => q.pinnedSlot === slot)) {
+      this.queue.splice(this.queue.indexOf(queued), 1);
+      queued.reject(new WorkerLost(`worker ${this.slots[slot].name} is gone (${how})`));
+    }
+  }
+
+  /** A job whose worker died: retried elsewhere (bounded), unless it was pinned to that worker. */
+  private requeue(job: PendingTask, slot: number, how: string): void {
+    if (job.pinnedSlot !== undefined) {
+      job.reject(new WorkerLost(`worker ${this.slots[slot].name} died running ${job.label} (${how})`));
+    } else if (job.attempts + 1 >= MAX_ATTEMPTS) {
+      job.reject(new RuntimeFailure(`worker process died ${MAX_ATTEMPTS} times running ${job.label} (last: ${how}); giving up`));
+    } else {
+      job.attempts++;
+      job.lastSlot = slot;
+      this.queue.unshift(job);
+    }
   }
 
   /** Fails everything still queued when no worker is left; otherwise hands out the queue. */
@@ -155,8 +187,10 @@ export abstract class WorkerProcessPool implements TaskRunner {
       const slot = this.slots[i];
       if (slot.busy || slot.retired) continue;
       const othersAlive = this.slots.some((s, j) => j !== i && !s.retired);
-      let at = this.queue.findIndex((job) => job.lastSlot !== i || !othersAlive);
-      if (at < 0) at = 0;
+      const mayRun = (job: PendingTask) => job.pinnedSlot === undefined || job.pinnedSlot === i;
+      let at = this.queue.findIndex((job) => mayRun(job) && (job.lastSlot !== i || !othersAlive));
+      if (at < 0) at = this.queue.findIndex(mayRun);
+      if (at < 0) continue;
       const job = this.queue.splice(at, 1)[0];
       slot.busy = job;
       slot.startedAt = performance.now();

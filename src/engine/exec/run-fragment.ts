@@ -10,6 +10,10 @@ import { readCsvChunk } from '../io/csv/index.js';
 import { readParquetChunk } from '../io/parquet.js';
 import { PartialAggregator } from '../ops/aggregate/index.js';
 import { JoinBuildTable, hashPartition, probeJoin, unmatchedRightRows } from '../ops/join/index.js';
+import { designMatrix } from '../ml/design-matrix.js';
+import { generateChunk } from '../ml/generate.js';
+import { appendPredictions, modelOf } from '../ml/predict-columns.js';
+import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import type { Broadcast, FragmentResult, OpSpec, SourceSpec, Task } from './fragment.js';
 
 /** Build tables of broadcast joins, kept for the life of the worker. */
@@ -27,9 +31,26 @@ export class BroadcastCache {
   }
 }
 
+/** ML design-matrix partitions held by this process, by matrix id then partition index. */
+const residentMatrices = new Map<string, Map<number, MatrixPartition>>();
+
 export async function runTask(task: Task, cache: BroadcastCache): Promise<FragmentResult> {
   const warnings: string[] = [];
   const { fragment, terminal } = task;
+  if (terminal.kind === 'map-matrix') {
+    const parts = [...(residentMatrices.get(terminal.matrixId)?.values() ?? [])].sort((a, b) => a.index - b.index);
+    const fn = PARTITION_TASKS[terminal.task];
+    if (!fn) throw new Error(`unknown partition task '${terminal.task}'`);
+    const mapped = parts.map((part) => {
+      part.firstRow = terminal.firstRows[part.index];
+      return { index: part.index, value: fn(part, terminal.args) };
+    });
+    return { mapped, rows: 0, warnings };
+  }
+  if (terminal.kind === 'drop-matrix') {
+    residentMatrices.delete(terminal.matrixId);
+    return { rows: 0, warnings };
+  }
   let batches = await readSource(fragment.source, warnings);
   const matched: Record<string, Uint8Array> = {};
   for (const op of fragment.ops) batches = batches.map((b) => applyOp(op, b, cache, matched));
@@ -38,6 +59,14 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
   switch (terminal.kind) {
     case 'collect':
       return { batches, matched, rows, warnings };
+    case 'load-matrix': {
+      const schema = batches[0]?.schema ?? [];
+      const m = designMatrix(concatBatches(schema, batches), terminal.features, terminal.target);
+      const held = residentMatrices.get(terminal.matrixId) ?? new Map<number, MatrixPartition>();
+      residentMatrices.set(terminal.matrixId, held);
+      held.set(fragment.index, { index: fragment.index, firstRow: -1, rows: m.rows, cols: m.cols, x: m.x, y: m.y });
+      return { holder: process.pid, matched, rows, warnings };
+    }
     case 'partial-aggregate': {
       const agg = new PartialAggregator(terminal.inputSchema, terminal.spec);
       for (const b of batches) agg.add(b);
@@ -67,6 +96,12 @@ async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch
       return [await readParquetChunk(source.chunk, source.columns)];
     case 'arrow':
       return [await readArrowChunk(source.chunk, source.columns)];
+    case 'none':
+      return [];
+    case 'generate': {
+      const batch = generateChunk(source.generator, source.params, source.chunkIndex, source.chunkRows);
+      return [selectColumns(batch, source.columns)];
+    }
     case 'batch':
       return [source.batch];
     case 'spilled':
@@ -94,6 +129,8 @@ function applyOp(op: OpSpec, batch: Batch, cache: BroadcastCache, matched: Recor
   switch (op.kind) {
     case 'project':
       return selectColumns(batch, op.columns);
+    case 'predict':
+      return appendPredictions(modelOf(op), batch, op.keep, op.outputName, op.proba);
     case 'probe': {
       const { table, rows } = cache.get(op.broadcastId);
       const flags = (matched[op.broadcastId] ??= new Uint8Array(rows));

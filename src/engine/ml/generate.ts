@@ -33,6 +33,13 @@ export interface GenerateParams {
   noise?: number;
 }
 
+/** The columns generateChunk produces: x0..x{d-1} (float64), then y (int64 labels, or float64 for regression). */
+export function generatedSchema(kind: GeneratorKind, params: GenerateParams): Field[] {
+  const fields: Field[] = Array.from({ length: params.nFeatures }, (_, j) => ({ name: `x${j}`, type: 'float64' as const }));
+  fields.push({ name: 'y', type: kind === 'regression' ? 'float64' : 'int64' });
+  return fields;
+}
+
 /** Rows [chunkIndex × chunkRows, …) of the data set, at most chunkRows of them. */
 export function generateChunk(kind: GeneratorKind, params: GenerateParams, chunkIndex: number, chunkRows: number): Batch {
   const { nSamples, nFeatures: d, seed = 0 } = params;

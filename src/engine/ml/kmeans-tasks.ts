@@ -110,6 +110,17 @@ function ppPick(part: MatrixPartition, { run, partition, target }: { run: string
   return part.x.slice(last * part.cols, (last + 1) * part.cols);
 }
 
+/** Greedy k-means++: the potential (sum of nearest squared distances) if each candidate were added. */
+function ppPotential(part: MatrixPartition, { run, candidates, trials }: { run: string; candidates: Float64Array; trials: number }): DDArray {
+  const { rows, cols: d, x } = part;
+  const minD2 = getScratch(part, run, () => new Float64Array(rows).fill(Infinity));
+  const totals = ddZeros(trials);
+  for (let t = 0; t < trials; t++) {
+    for (let r = 0; r < rows; r++) ddAdd(totals, t, Math.min(minD2[r], distSq(x, r * d, candidates, t * d, d, minD2[r])));
+  }
+  return totals;
+}
+
 function ppDrop(part: MatrixPartition, { run }: { run: string }): null {
   dropScratch(part, run);
   return null;
@@ -121,5 +132,6 @@ export const KMEANS_TASKS = {
   'kmeans.farthest': farthest,
   'kmeans.ppUpdate': ppUpdate,
   'kmeans.ppPick': ppPick,
+  'kmeans.ppPotential': ppPotential,
   'kmeans.ppDrop': ppDrop,
 };

@@ -16,6 +16,10 @@ function push(node: PlanNode, needed: readonly string[]): PlanNode {
       const order = node.columns ?? node.schema.map((f) => f.name);
       return { ...node, columns: order.filter((c) => needed.includes(c)) };
     }
+    case 'generate': {
+      const order = node.columns ?? schemaOf({ ...node, columns: null }).map((f) => f.name);
+      return { ...node, columns: order.filter((c) => needed.includes(c)) };
+    }
     case 'project': {
       const input = push(node.input, node.columns);
       // A projection that now matches its scan exactly adds nothing.
@@ -51,7 +55,7 @@ function push(node: PlanNode, needed: readonly string[]): PlanNode {
     }
     case 'predict':
       // The model's features are checked at run time; keep every input column.
-      return { ...node, input: push(node.input, schemaOf(node.input).map((f) => f.name)) };
+      return { ...node, input: push(node.input, schemaOf(node.input).map((f) => f.name)) } as PlanNode;
   }
 }
 

@@ -5,6 +5,7 @@ import type { PlanNode } from '../plan/nodes.js';
 export function mapChildren(node: PlanNode, f: (child: PlanNode) => PlanNode): PlanNode {
   switch (node.kind) {
     case 'scan':
+    case 'generate':
       return node;
     case 'join':
       return { ...node, left: f(node.left), right: f(node.right) };

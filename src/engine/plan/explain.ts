@@ -9,6 +9,11 @@ function label(node: PlanNode): string {
       const cols = node.columns === null ? 'all columns' : `columns [${node.columns.join(', ')}]`;
       return `Scan ${node.format} ${files} (${cols} of ${node.schema.length})`;
     }
+    case 'generate': {
+      const p = node.params;
+      const cols = node.columns === null ? '' : ` (columns [${node.columns.join(', ')}])`;
+      return `Generate make-${node.generator}: ${p.nSamples} rows × ${p.nFeatures} features, seed ${p.seed ?? 0}${cols}`;
+    }
     case 'project':
       return `Project [${node.columns.join(', ')}]`;
     case 'aggregate':

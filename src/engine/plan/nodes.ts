@@ -6,6 +6,7 @@ import type { Schema } from '../batch.js';
 import type { CsvOptions } from '../io/csv/index.js';
 import type { AggregateSpec } from '../ops/aggregate/index.js';
 import type { JoinSpec } from '../ops/join/index.js';
+import type { GenerateParams, GeneratorKind } from '../ml/generate.js';
 
 export type InputFormat = 'csv' | 'parquet' | 'arrow' | 'arrows';
 
@@ -56,13 +57,29 @@ export interface JoinNode {
 export interface PredictNode {
   kind: 'predict';
   input: PlanNode;
+  /** Where the model came from (for explain and messages). */
   modelPath: string;
+  /** The model file's text, so the plan stays self-contained when it travels. */
+  modelText: string;
+  /** Input columns to keep in front of the predictions (null: all). */
   keep: string[] | null;
   proba: boolean;
+  /** Name of the appended column. */
+  outputName: string;
+}
+
+/** Synthetic data (make-blobs, make-classification, make-regression), generated in parallel chunks. */
+export interface GenerateNode {
+  kind: 'generate';
+  generator: GeneratorKind;
+  params: GenerateParams;
+  /** Only these columns (projection pushdown; null = all). */
+  columns: string[] | null;
 }
 
 export type PlanNode =
   | ScanNode
+  | GenerateNode
   | ProjectNode
   | AggregateNode
   | PartialAggregateNode
@@ -72,7 +89,9 @@ export type PlanNode =
 
 export function childrenOf(node: PlanNode): PlanNode[] {
   switch (node.kind) {
-    case 'scan': return [];
+    case 'scan':
+    case 'generate':
+      return [];
     case 'join': return [node.left, node.right];
     default: return [node.input];
   }

@@ -5,6 +5,8 @@ import { requireColumn } from '../errors.js';
 import { aggregateOutputSchema } from '../ops/aggregate/index.js';
 import { joinOutputSchema } from '../ops/join/index.js';
 import type { PlanNode } from './nodes.js';
+import { generatedSchema } from '../ml/generate.js';
+import { modelOf, predictionFields } from '../ml/predict-columns.js';
 
 export function schemaOf(node: PlanNode): Schema {
   switch (node.kind) {
@@ -20,10 +22,14 @@ export function schemaOf(node: PlanNode): Schema {
       return schemaOf(node.input);
     case 'join':
       return joinOutputSchema(schemaOf(node.left), schemaOf(node.right), node.spec);
+    case 'generate': {
+      const all = generatedSchema(node.generator, node.params);
+      return node.columns === null ? all : pick(all, node.columns);
+    }
     case 'predict': {
       const input = schemaOf(node.input);
       const kept = node.keep === null ? input : pick(input, node.keep);
-      return [...kept, { name: 'prediction', type: 'float64' }];
+      return [...kept, ...predictionFields(modelOf(node), node.outputName, node.proba)];
     }
   }
 }

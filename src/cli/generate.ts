@@ -1,0 +1,16 @@
+// Flags shared by the make-* data generators.
+
+import { Flags } from '@oclif/core';
+import { UsageError } from '../engine/errors.js';
+
+export const generatorFlags = {
+  'n-samples': Flags.integer({ description: 'rows to generate', required: true, min: 0 }),
+  'n-features': Flags.integer({ description: "feature columns x0..x{n-1} (scikit-learn's default: 2 blobs, 20 classification, 100 regression)", min: 1 }),
+  seed: Flags.integer({ description: 'random seed (the same seed gives the same rows whatever the workers)', default: 0 }),
+};
+
+export function pair(text: string, flag: string): [number, number] {
+  const parts = text.split(',').map(Number);
+  if (parts.length !== 2 || parts.some((x) => !Number.isFinite(x))) throw new UsageError(`${flag} expects two numbers: min,max; got '${text}'`);
+  return [parts[0], parts[1]];
+}

@@ -1,0 +1,79 @@
+// What the training commands share: choosing feature columns, loading the rows into the workers
+// as a resident design matrix, and writing the model file atomically.
+
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { Flags } from '@oclif/core';
+import { RuntimeFailure, UsageError, requireColumn } from '../engine/errors.js';
+import { loadResidentMatrix, type ResidentMatrix } from '../engine/exec/matrix.js';
+import { physical } from '../engine/exec/physical.js';
+import type { RunContext } from '../engine/exec/context.js';
+import { optimize } from '../engine/optimizer/index.js';
+import type { PlanNode } from '../engine/plan/nodes.js';
+import { schemaOf } from '../engine/plan/schema.js';
+import { withRunContext } from '../engine/run.js';
+import { splitList } from './inputs.js';
+import { runSettings, type RunFlagValues } from './stage.js';
+
+export const featureFlags = {
+  features: Flags.string({ description: 'feature columns: a,b (default: every numeric column but the target)', exclusive: ['exclude'] }),
+  exclude: Flags.string({ description: 'columns to leave out of the features' }),
+  'model-out': Flags.string({ description: 'where to write the model file (JSON)', required: true }),
+  seed: Flags.integer({ description: 'random seed', default: 0 }),
+  json: Flags.boolean({ description: 'print the training summary as JSON on stdout' }),
+};
+
+/** The feature columns: --features as given, else every numeric column except the target and --exclude. */
+export function chooseFeatures(plan: PlanNode, target: string | null, flags: { features?: string; exclude?: string }): string[] {
+  const schema = schemaOf(plan);
+  const names = schema.map((f) => f.name);
+  if (target !== null) requireColumn(target, names, 'target column');
+  if (flags.features) {
+    const features = splitList(flags.features);
+    for (const f of features) requireColumn(f, names, 'feature column');
+    if (target !== null && features.includes(target)) throw new UsageError(`the target '${target}' cannot also be a feature`);
+    return features;
+  }
+  const excluded = flags.exclude ? splitList(flags.exclude) : [];
+  for (const e of excluded) requireColumn(e, names, '--exclude column');
+  const features = schema.filter((f) => f.type !== 'string' && f.name !== target && !excluded.includes(f.name)).map((f) => f.name);
+  if (features.length === 0) throw new UsageError('no numeric feature columns left to train on; name them with --features');
+  return features;
+}
+
+/** Runs `train` with the plan's rows resident in the workers as a design matrix. */
+export async function withTrainingMatrix<T>(
+  plan: PlanNode, features: string[], target: string | null, flags: RunFlagValues,
+  train: (matrix: ResidentMatrix, ctx: RunContext) => Promise<T>,
+): Promise<T> {
+  const settings = runSettings(flags);
+  const columns = target === null ? features : [...features, target];
+  return withRunContext(settings, plan, async (ctx) => {
+    const optimised = optimize({ kind: 'project', input: plan, columns }, { memoryLimit: settings.memoryLimit });
+    const matrix = await loadResidentMatrix(await physical(optimised, ctx), features, target, ctx);
+    if (matrix.rows === 0) throw new UsageError('the input has no rows to train on');
+    try {
+      return await train(matrix, ctx);
+    } finally {
+      await matrix.release();
+    }
+  });
+}
+
+/** Writes the model file whole or not at all (temp file, then rename). */
+export function writeModelFile(path: string, text: string): void {
+  const tmp = join(dirname(path), `.${basename(path)}.gpuframe-${process.pid}.tmp`);
+  try {
+    writeFileSync(tmp, text);
+    renameSync(tmp, path);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw new RuntimeFailure(`cannot write the model to ${path}: ${(err as Error).message}`);
+  }
+}
+
+/** A one-line summary on stderr, or JSON on stdout with --json. */
+export function report(flags: { json?: boolean; quiet?: boolean }, text: string, data: Record<string, unknown>): void {
+  if (flags.json) process.stdout.write(JSON.stringify(data) + '\n');
+  else if (!flags.quiet) process.stderr.write(text + '\n');
+}

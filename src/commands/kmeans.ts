@@ -1,0 +1,43 @@
+import { Flags } from '@oclif/core';
+import { GpuframeCommand } from '../cli/base-command.js';
+import { csvFlags, runFlags } from '../cli/flags.js';
+import { inputPlan } from '../cli/inputs.js';
+import { finishStage } from '../cli/stage.js';
+import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { fitKMeans } from '../engine/ml/kmeans.js';
+import { serializeModel } from '../engine/ml/model-file.js';
+import { schemaOf } from '../engine/plan/schema.js';
+
+export default class KMeans extends GpuframeCommand {
+  static summary = 'Cluster rows with k-means (k-means++ seeding, Lloyd iterations); prints inertia and iterations.';
+  static examples = ['<%= config.bin %> kmeans points.csv --k 8 --model-out km.json -o labels.csv'];
+  static strict = false;
+  static flags = {
+    k: Flags.integer({ description: 'number of clusters', required: true, min: 1 }),
+    'max-iter': Flags.integer({ description: 'Lloyd iterations per run at most', default: 300, min: 1 }),
+    tol: Flags.string({ description: "relative tolerance on the centres' movement (scikit-learn's meaning)", default: '1e-4' }),
+    init: Flags.string({ description: 'seeding', options: ['k-means++', 'random'], default: 'k-means++' }),
+    'n-init': Flags.integer({ description: 'runs with different seeds; the lowest inertia wins', default: 1, min: 1 }),
+    output: Flags.string({ char: 'o', description: 'also write the rows with their cluster in a `label` column' }),
+    ...featureFlags, ...csvFlags, ...runFlags,
+  };
+
+  async run(): Promise<void> {
+    const { argv, flags } = await this.parse(KMeans);
+    const plan = await inputPlan(argv as string[], flags);
+    const features = chooseFeatures(plan, null, flags);
+    const model = await withTrainingMatrix(plan, features, null, flags, (matrix) => fitKMeans(matrix, {
+      k: flags.k, maxIter: flags['max-iter'], tol: Number(flags.tol), init: flags.init as 'k-means++' | 'random', nInit: flags['n-init'], seed: flags.seed,
+    }));
+    const types = schemaOf(plan);
+    model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
+    const text = serializeModel(model);
+    writeModelFile(flags['model-out'], text);
+    const { inertia, iterations } = model.metrics;
+    report(flags, `k-means: k=${flags.k}, inertia ${inertia}, ${iterations} iterations; model written to ${flags['model-out']}`, { inertia, iterations, k: flags.k, model: flags['model-out'] });
+    if (flags.output) {
+      await finishStage({ kind: 'predict', input: plan, modelPath: flags['model-out'], modelText: text, keep: null, proba: false, outputName: 'label' },
+        { ...flags, output: flags.output, explain: false, dot: false });
+    }
+  }
+}

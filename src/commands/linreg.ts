@@ -1,0 +1,35 @@
+import { Flags } from '@oclif/core';
+import { GpuframeCommand } from '../cli/base-command.js';
+import { csvFlags, runFlags } from '../cli/flags.js';
+import { inputPlan } from '../cli/inputs.js';
+import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { fitLinReg } from '../engine/ml/linreg.js';
+import { serializeModel } from '../engine/ml/model-file.js';
+import { schemaOf } from '../engine/plan/schema.js';
+
+export default class LinReg extends GpuframeCommand {
+  static summary = 'Fit a linear regression (ordinary least squares, or ridge with --alpha); prints coefficients and R².';
+  static examples = ['<%= config.bin %> linreg houses.csv --target price --model-out lr.json'];
+  static strict = false;
+  static flags = {
+    target: Flags.string({ description: 'the column to predict', required: true }),
+    intercept: Flags.boolean({ description: 'fit an intercept', allowNo: true, default: true }),
+    alpha: Flags.string({ description: 'ridge penalty (0: ordinary least squares)', default: '0' }),
+    ...featureFlags, ...csvFlags, ...runFlags,
+  };
+
+  async run(): Promise<void> {
+    const { argv, flags } = await this.parse(LinReg);
+    const plan = await inputPlan(argv as string[], flags);
+    const features = chooseFeatures(plan, flags.target, flags);
+    const model = await withTrainingMatrix(plan, features, flags.target, flags, (matrix) =>
+      fitLinReg(matrix, { fitIntercept: flags.intercept, alpha: Number(flags.alpha), target: flags.target }));
+    const types = schemaOf(plan);
+    model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
+    writeModelFile(flags['model-out'], serializeModel(model));
+    const coefficients = Object.fromEntries(features.map((f, i) => [f, model.coefficients[i]]));
+    const lines = features.map((f, i) => `  ${f}: ${model.coefficients[i]}`).join('\n');
+    report(flags, `linreg on ${flags.target}: R² ${model.metrics.r2}, intercept ${model.intercept}\n${lines}\nmodel written to ${flags['model-out']}`,
+      { r2: model.metrics.r2, intercept: model.intercept, coefficients, rankDeficient: model.metrics.rankDeficient === 1, model: flags['model-out'] });
+  }
+}

@@ -1,0 +1,26 @@
+import { Flags } from '@oclif/core';
+import { GpuframeCommand } from '../cli/base-command.js';
+import { outputFlags, runFlags } from '../cli/flags.js';
+import { generatorFlags, pair } from '../cli/generate.js';
+import { finishStage } from '../cli/stage.js';
+import type { PlanNode } from '../engine/plan/nodes.js';
+
+export default class MakeBlobs extends GpuframeCommand {
+  static summary = "Generate isotropic Gaussian blobs for clustering (scikit-learn's make_blobs); the label column is y.";
+  static examples = ['<%= config.bin %> make-blobs --n-samples 1000000 --n-features 16 --seed 1 -o data.parquet'];
+  static flags = {
+    centers: Flags.integer({ description: 'number of clusters', default: 3, min: 1 }),
+    'cluster-std': Flags.string({ description: 'standard deviation of each cluster', default: '1.0' }),
+    'center-box': Flags.string({ description: 'bounds of the cluster centres: min,max', default: '-10,10' }),
+    ...generatorFlags, ...outputFlags, ...runFlags,
+  };
+
+  async run(): Promise<void> {
+    const { flags } = await this.parse(MakeBlobs);
+    const plan: PlanNode = {
+      kind: 'generate', generator: 'blobs', columns: null,
+      params: { nSamples: flags['n-samples'], nFeatures: flags['n-features'] ?? 2, seed: flags.seed, centers: flags.centers, clusterStd: Number(flags['cluster-std']), centerBox: pair(flags['center-box'], '--center-box'), },
+    };
+    await finishStage(plan, flags);
+  }
+}

@@ -1,0 +1,52 @@
+// Predictions as columns: what a predict step appends to each batch (`prediction`, and
+// `proba_<class>` per class with --proba), and the types of those columns.
+
+import { selectColumns, type Batch, type Column, type Field } from '../batch.js';
+import { designMatrix } from './design-matrix.js';
+import { parseModel } from './model-file.js';
+import type { Model } from './model.js';
+import { predictBatch } from './predict.js';
+
+/** Labels are integers for k-means and for classifiers whose classes are all integers. */
+function integerPredictions(model: Model): boolean {
+  return model.kind === 'kmeans' || (model.kind === 'random-forest' && model.task === 'classification' && model.classes.every(Number.isInteger));
+}
+
+export function predictionFields(model: Model, outputName: string, proba: boolean): Field[] {
+  const fields: Field[] = [{ name: outputName, type: integerPredictions(model) ? 'int64' : 'float64' }];
+  if (proba && model.kind === 'random-forest' && model.task === 'classification') {
+    for (const c of model.classes) fields.push({ name: `proba_${c}`, type: 'float64' });
+  }
+  return fields;
+}
+
+const parsed = new Map<string, Model>();
+
+/** The model held in a plan node's text (parsed once per process). */
+export function modelOf(node: { modelText: string; modelPath: string }): Model {
+  let model = parsed.get(node.modelText);
+  if (!model) {
+    model = parseModel(node.modelText, node.modelPath);
+    parsed.clear(); // one model per run: keep memory flat
+    parsed.set(node.modelText, model);
+  }
+  return model;
+}
+
+/** `batch`'s kept columns followed by the prediction columns. */
+export function appendPredictions(model: Model, batch: Batch, keep: string[] | null, outputName: string, proba: boolean): Batch {
+  const m = designMatrix(batch, model.featureNames, null);
+  const p = predictBatch(model, m.x, m.rows, proba);
+  const fields = predictionFields(model, outputName, proba);
+  const columns: Column[] = [];
+  if (fields[0].type === 'int64') columns.push({ type: 'int64', values: BigInt64Array.from(p.prediction, (v) => BigInt(v)), valid: null });
+  else columns.push({ type: 'float64', values: Float64Array.from(p.prediction), valid: null });
+  const width = fields.length - 1;
+  for (let c = 0; c < width; c++) {
+    const values = new Float64Array(m.rows);
+    for (let r = 0; r < m.rows; r++) values[r] = p.proba![r * width + c];
+    columns.push({ type: 'float64', values, valid: null });
+  }
+  const kept = keep === null ? batch : selectColumns(batch, keep);
+  return { schema: [...kept.schema, ...fields], length: batch.length, columns: [...kept.columns, ...columns] };
+}

@@ -1,0 +1,95 @@
+// Training and scoring through the CLI: quality on known data, model files identical whatever the
+// workers and block size, a worker killed mid-training costing a reload (not the run), and
+// generators that produce the same bytes however they are parallelised.
+
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { gpuframe, ROOT } from './helpers/cli.js';
+import { tempDir } from './helpers/data.js';
+
+const dir = tempDir('ml');
+const path = (name: string) => join(dir, name);
+
+async function ok(args: string[], env?: Record<string, string>) {
+  const res = await gpuframe(args, { env });
+  expect(res.code, res.stderr).toBe(0);
+  return res;
+}
+
+describe('generators', () => {
+  it('make-blobs gives the same bytes for 1 and 2 workers', async () => {
+    await ok(['make-blobs', '--n-samples', '150000', '--n-features', '4', '--centers', '4', '--seed', '5', '-o', path('b1.csv'), '--workers', '1']);
+    await ok(['make-blobs', '--n-samples', '150000', '--n-features', '4', '--centers', '4', '--seed', '5', '-o', path('b2.csv'), '--workers', '2']);
+    expect(readFileSync(path('b1.csv')).equals(readFileSync(path('b2.csv')))).toBe(true);
+    expect(readFileSync(path('b1.csv'), 'utf8').split('\n')[0]).toBe('x0,x1,x2,x3,y');
+  });
+});
+
+describe('kmeans', () => {
+  it('recovers well-separated blobs (ARI >= 0.99) with identical models for any workers and block size', async () => {
+    await ok(['make-blobs', '--n-samples', '60000', '--n-features', '6', '--centers', '5', '--cluster-std', '0.5', '--seed', '2', '-o', path('blobs.csv')]);
+    const models: string[] = [];
+    for (const [i, v] of [['--workers', '1'], ['--workers', '2', '--blocksize', '256KB'], ['--workers', '0', '--blocksize', '1MB']].entries()) {
+      const res = await ok(['kmeans', path('blobs.csv'), '--k', '5', '--exclude', 'y', '--seed', '1', '--model-out', path(`km${i}.json`), '--json', ...v]);
+      const summary = JSON.parse(res.stdout);
+      expect(summary.inertia).toBeGreaterThan(0);
+      models.push(readFileSync(path(`km${i}.json`), 'utf8'));
+    }
+    expect(models[1]).toBe(models[0]);
+    expect(models[2]).toBe(models[0]);
+    const scored = await ok(['predict', path('blobs.csv'), '--model', path('km0.json'), '--labels', 'y', '-o', path('km-pred.csv')]);
+    const ari = Number(/adjusted Rand index ([\d.e-]+)/.exec(scored.stderr)![1]);
+    expect(ari).toBeGreaterThanOrEqual(0.99);
+  });
+
+  it('a worker killed mid-training is replaced, its partitions reloaded, and the model is unchanged', async () => {
+    const marker = path('fault-marker');
+    const faulty = await ok(['kmeans', path('blobs.csv'), '--k', '5', '--exclude', 'y', '--seed', '1', '--model-out', path('km-fault.json'), '--workers', '2', '--blocksize', '256KB'],
+      { GPUFRAME_FAULT: 'kill-worker@12', GPUFRAME_FAULT_MARKER: marker });
+    expect(existsSync(marker)).toBe(true); // the fault really happened
+    expect(faulty.stderr).toMatch(/reloading|worker/);
+    await ok(['kmeans', path('blobs.csv'), '--k', '5', '--exclude', 'y', '--seed', '1', '--model-out', path('km-clean.json'), '--workers', '2', '--blocksize', '256KB']);
+    expect(readFileSync(path('km-fault.json'), 'utf8')).toBe(readFileSync(path('km-clean.json'), 'utf8'));
+  });
+});
+
+describe('linreg', () => {
+  it('recovers the generating coefficients and writes the same model for 1 and 2 workers', async () => {
+    await ok(['make-regression', '--n-samples', '40000', '--n-features', '5', '--n-informative', '5', '--bias', '3', '--seed', '4', '-o', path('reg.csv')]);
+    const a = JSON.parse((await ok(['linreg', path('reg.csv'), '--target', 'y', '--model-out', path('lr1.json'), '--json', '--workers', '1'])).stdout);
+    await ok(['linreg', path('reg.csv'), '--target', 'y', '--model-out', path('lr2.json'), '--json', '--workers', '2', '--blocksize', '300KB']);
+    expect(readFileSync(path('lr2.json'), 'utf8')).toBe(readFileSync(path('lr1.json'), 'utf8'));
+    // Noise-free data: y = X·coef + 3 exactly, so R² is 1 and the intercept is the bias.
+    expect(a.r2).toBeGreaterThan(1 - 1e-9);
+    expect(Math.abs(a.intercept - 3)).toBeLessThan(1e-6);
+  });
+});
+
+describe('random forest', () => {
+  it('breast cancer, fixed 75/25 split: accuracy >= 0.9, identical model files for 1 and 2 workers', async () => {
+    const lines = readFileSync(join(ROOT, 'fixtures/ml/breast-cancer.csv'), 'utf8').trimEnd().split('\n');
+    const cut = 1 + Math.floor((lines.length - 1) * 0.75);
+    writeFileSync(path('bc-train.csv'), lines.slice(0, cut).join('\n') + '\n');
+    writeFileSync(path('bc-test.csv'), [lines[0], ...lines.slice(cut)].join('\n') + '\n');
+    const args = ['rf-train', path('bc-train.csv'), '--target', 'y', '--n-estimators', '50', '--max-depth', '10', '--seed', '7'];
+    await ok([...args, '--model-out', path('rf1.json'), '--workers', '1']);
+    await ok([...args, '--model-out', path('rf2.json'), '--workers', '2', '--blocksize', '16KB']);
+    expect(readFileSync(path('rf2.json'), 'utf8')).toBe(readFileSync(path('rf1.json'), 'utf8'));
+    const scored = await ok(['predict', path('bc-test.csv'), '--model', path('rf1.json'), '--proba', '-o', path('bc-pred.csv')]);
+    const accuracy = Number(/accuracy ([\d.]+)/.exec(scored.stderr)![1]);
+    expect(accuracy).toBeGreaterThanOrEqual(0.9);
+    const header = readFileSync(path('bc-pred.csv'), 'utf8').split('\n')[0].split(',');
+    expect(header.slice(-3)).toEqual(['prediction', 'proba_0', 'proba_1']);
+  });
+
+  it('a tampered model file is rejected with exit 3 naming the file', async () => {
+    const model = JSON.parse(readFileSync(path('rf1.json'), 'utf8'));
+    model.trees.left[0] = 10 ** 9;
+    writeFileSync(path('rf-bad.json'), JSON.stringify(model));
+    const res = await gpuframe(['predict', path('bc-test.csv'), '--model', path('rf-bad.json'), '-o', path('never.csv')]);
+    expect(res.code).toBe(3);
+    expect(res.stderr).toMatch(/rf-bad\.json/);
+    expect(existsSync(path('never.csv'))).toBe(false);
+  });
+});
