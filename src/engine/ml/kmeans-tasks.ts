@@ -81,23 +81,41 @@ function farthest(part: MatrixPartition, { centers, k, m }: AssignArgs & { m: nu
   return bestRows(part, m, (r) => -nearestCenter(part.x, r * part.cols, centers, k, part.cols)[1]);
 }
 
-/** k-means++: folds a new centre into each row's nearest distance; returns the partition's total weight. */
-function ppUpdate(part: MatrixPartition, { run, center }: { run: string; center: Float64Array }): DDArray {
+/** Seeding state of one run: each row's squared distance to its nearest centre among the first `count`. */
+interface Seeding { minD2: Float64Array; count: number }
+
+/**
+ * Brings a partition's nearest distances up to the first `count` centres. The centres chosen so far
+ * travel with every call, so a partition reloaded on a fresh worker (whose state died with the old
+ * one) rebuilds it and seeding goes on exactly as it would have.
+ */
+function nearestSoFar(part: MatrixPartition, run: string, centers: Float64Array, count: number): Float64Array {
   const { rows, cols: d, x } = part;
-  const minD2 = getScratch(part, run, () => new Float64Array(rows).fill(Infinity));
-  const total = ddZeros(1);
-  for (let r = 0; r < rows; r++) {
-    const dist = distSq(x, r * d, center, 0, d, minD2[r]);
-    if (dist < minD2[r]) minD2[r] = dist;
-    ddAdd(total, 0, minD2[r]);
+  const s = getScratch<Seeding>(part, run, () => ({ minD2: new Float64Array(rows).fill(Infinity), count: 0 }));
+  for (; s.count < count; s.count++) {
+    const base = s.count * d;
+    for (let r = 0; r < rows; r++) {
+      const dist = distSq(x, r * d, centers, base, d, s.minD2[r]);
+      if (dist < s.minD2[r]) s.minD2[r] = dist;
+    }
   }
+  return s.minD2;
+}
+
+interface SeedingArgs { run: string; centers: Float64Array; count: number }
+
+/** k-means++: the partition's total weight (sum of nearest squared distances). */
+function ppTotal(part: MatrixPartition, { run, centers, count }: SeedingArgs): DDArray {
+  const minD2 = nearestSoFar(part, run, centers, count);
+  const total = ddZeros(1);
+  for (let r = 0; r < part.rows; r++) ddAdd(total, 0, minD2[r]);
   return total;
 }
 
 /** k-means++: the row of partition `partition` where the running weight passes `target`. */
-function ppPick(part: MatrixPartition, { run, partition, target }: { run: string; partition: number; target: number }): Float64Array | null {
+function ppPick(part: MatrixPartition, { run, centers, count, partition, target }: SeedingArgs & { partition: number; target: number }): Float64Array | null {
   if (part.index !== partition) return null;
-  const minD2 = getScratch(part, run, () => new Float64Array(part.rows).fill(Infinity));
+  const minD2 = nearestSoFar(part, run, centers, count);
   const acc = ddZeros(1);
   let last = -1;
   for (let r = 0; r < part.rows; r++) {
@@ -111,9 +129,9 @@ function ppPick(part: MatrixPartition, { run, partition, target }: { run: string
 }
 
 /** Greedy k-means++: the potential (sum of nearest squared distances) if each candidate were added. */
-function ppPotential(part: MatrixPartition, { run, candidates, trials }: { run: string; candidates: Float64Array; trials: number }): DDArray {
+function ppPotential(part: MatrixPartition, { run, centers, count, candidates, trials }: SeedingArgs & { candidates: Float64Array; trials: number }): DDArray {
   const { rows, cols: d, x } = part;
-  const minD2 = getScratch(part, run, () => new Float64Array(rows).fill(Infinity));
+  const minD2 = nearestSoFar(part, run, centers, count);
   const totals = ddZeros(trials);
   for (let t = 0; t < trials; t++) {
     for (let r = 0; r < rows; r++) ddAdd(totals, t, Math.min(minD2[r], distSq(x, r * d, candidates, t * d, d, minD2[r])));
@@ -130,7 +148,7 @@ export const KMEANS_TASKS = {
   'kmeans.assign': assign,
   'kmeans.smallestHash': smallestHash,
   'kmeans.farthest': farthest,
-  'kmeans.ppUpdate': ppUpdate,
+  'kmeans.ppTotal': ppTotal,
   'kmeans.ppPick': ppPick,
   'kmeans.ppPotential': ppPotential,
   'kmeans.ppDrop': ppDrop,

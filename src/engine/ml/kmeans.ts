@@ -118,29 +118,24 @@ export async function initialCenters(data: PartitionedMatrix, k: number, init: '
     // Greedy k-means++ (as scikit-learn): draw several candidates by D² sampling and keep the one
     // that lowers the potential most; one draw alone often seeds two centres in one cluster.
     const trials = 2 + Math.floor(Math.log(k));
-    let totals = await ppUpdate(data, scratchKey, centers.subarray(0, d));
     for (let c = 1; c < k; c++) {
+      const so = { run: scratchKey, centers: centers.slice(0, c * d), count: c };
+      const totals = (await data.map<DDArray>('kmeans.ppTotal', so)).map((t) => t.hi[0] + t.lo[0]);
       const candidates = new Float64Array(trials * d);
       for (let t = 0; t < trials; t++) {
         const [partition, target] = locateTarget(totals, rng.nextFloat());
-        const picked = await data.map<Float64Array | null>('kmeans.ppPick', { run: scratchKey, partition, target });
+        const picked = await data.map<Float64Array | null>('kmeans.ppPick', { ...so, partition, target });
         candidates.set(picked.find((p) => p !== null)!, t * d);
       }
-      const potentials = ddCombine(await data.map<DDArray>('kmeans.ppPotential', { run: scratchKey, candidates, trials }), trials);
+      const potentials = ddCombine(await data.map<DDArray>('kmeans.ppPotential', { ...so, candidates, trials }), trials);
       let best = 0;
       for (let t = 1; t < trials; t++) if (potentials[t] < potentials[best]) best = t;
       centers.set(candidates.subarray(best * d, (best + 1) * d), c * d);
-      if (c + 1 < k) totals = await ppUpdate(data, scratchKey, centers.subarray(c * d, (c + 1) * d));
     }
   } finally {
     await data.map('kmeans.ppDrop', { run: scratchKey });
   }
   return centers;
-}
-
-/** Folds a new centre into every row's nearest distance; returns each partition's total weight. */
-async function ppUpdate(data: PartitionedMatrix, run: string, center: Float64Array): Promise<number[]> {
-  return (await data.map<DDArray>('kmeans.ppUpdate', { run, center })).map((t) => t.hi[0] + t.lo[0]);
 }
 
 /** Which partition the point u × (total weight) falls in, and the remaining weight inside it. */
