@@ -60,6 +60,12 @@ export async function gpuPartialAggregate(gpu: GpuContext, batches: Batch[], inp
 /** How rows are grouped: key words for the GPU, and the partial's key columns for chosen groups. */
 interface Grouping {
   keys: GroupKeys;
+  /**
+   * Sizes the GPU table. It must not be too small: a full table costs every row a probe of the
+   * whole table before the kernel reports overflow and the table doubles. Host-numbered keys know
+   * their count; GPU-hashed ones assume every row may be distinct (maxRowsPerCall keeps that in bounds).
+   */
+  expectedGroups: number;
   /** Whether the GPU's null-key group is a real group (false: it holds skipped rows, dropped). */
   keepNullGroup: boolean;
   /** Key columns and their hashKeys for the GPU groups in `pick`. */
@@ -71,6 +77,7 @@ function groupingOf(keyCols: Column[], n: number, dropna: boolean): Grouping {
   if (only !== null && (only.type === 'int64' || only.type === 'timestamp')) {
     return {
       keys: { words: int64Words(only), valid: only.valid },
+      expectedGroups: n + 1,
       keepNullGroup: !dropna,
       keysOf(result, pick) {
         const rows = Int32Array.from(pick, (g) => result.firstRow[g]);
@@ -88,6 +95,7 @@ function groupingOf(keyCols: Column[], n: number, dropna: boolean): Grouping {
   fillIdWords(gids, words, valid);
   return {
     keys: { words, valid },
+    expectedGroups: table.size + 1,
     keepNullGroup: false,
     keysOf(result, pick) {
       const ids = Int32Array.from(pick, (g) => result.keyWords[2 * g]);
@@ -131,7 +139,7 @@ async function aggregateSlice(gpu: GpuContext, batch: Batch, input: Schema, spec
     inputSlot.set(ci, gpuInput === null ? -1 : inputs.length);
     if (gpuInput) inputs.push(gpuInput);
   }
-  const result = await groupbyAggregate(gpu, grouping.keys, inputs);
+  const result = await groupbyAggregate(gpu, grouping.keys, inputs, { expectedGroups: grouping.expectedGroups });
 
   const keep: number[] = [];
   for (let g = 0; g < result.groups; g++) if (!result.nullKey[g] || grouping.keepNullGroup) keep.push(g);

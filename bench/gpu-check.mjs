@@ -1,0 +1,115 @@
+// GPU executor check for the GPU machine: generates flights-like CSV data (bench/generate.mjs),
+// runs groupby and merge with --device cpu, --device gpu --gpus 0 and --device gpu --gpus 0,1,
+// checks that every GPU output has the CPU output's bytes, and prints timings as a markdown table.
+//   source .devkit/env.sh; node bench/gpu-check.mjs [--bytes 1e9] [--dir /tmp/gpuframe-check] [--timeout 240]
+// Progress lines and each result go to stdout as they happen, so a run cut short still reports.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateFlights } from './generate.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = join(ROOT, 'bin/run.js');
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : fallback;
+};
+const bytes = Number(arg('bytes', '1e9'));
+const dir = arg('dir', '/tmp/gpuframe-check');
+const timeoutS = Number(arg('timeout', '240'));
+const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
+
+function gpuframe(args, extraEnv = {}) {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...extraEnv }, encoding: 'utf8', timeout: timeoutS * 1000, maxBuffer: 64 << 20 });
+  return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr: (r.stderr ?? '').trim(), seconds: (performance.now() - t0) / 1000 };
+}
+
+/** The 300 airport codes generate.mjs uses, with a made-up region each: the merge's right side. */
+function writeDimension(path) {
+  const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+  const lines = ['origin,region,elevation'];
+  for (let i = 0; i < 300; i++) {
+    const code = letters[i % 26] + letters[Math.floor(i / 26) % 26] + letters[(i * 7) % 26];
+    lines.push(`${code},R${i % 9},${(i * 37) % 3000}`);
+  }
+  writeFileSync(path, `${lines.join('\n')}\n`);
+}
+
+mkdirSync(dir, { recursive: true });
+const data = join(dir, `flights-${bytes}.csv`);
+const dim = join(dir, 'airports.csv');
+if (!existsSync(data)) {
+  log(`generating ${(bytes / 1e9).toFixed(2)} GB of CSV at ${data}`);
+  const g = await generateFlights(data, bytes);
+  log(`generated ${g.rows} rows`);
+} else {
+  log(`reusing ${data} (${(statSync(data).size / 1e9).toFixed(2)} GB)`);
+}
+writeDimension(dim);
+
+log('gpuframe devices --json --device gpu');
+const devices = gpuframe(['devices', '--json', '--device', 'gpu']);
+let gpuCount = 0;
+try {
+  const d = JSON.parse(devices.stdout);
+  gpuCount = d.gpus.filter((g) => g.name !== null).length;
+  for (const g of d.gpus) log(`  GPU ${g.index}: ${g.name} bus ${g.busId} software=${g.isSoftware} storage binding ${g.limits.maxStorageBufferBindingSize}`);
+  log(`  executor: ${d.executor.reason}`);
+} catch {
+  log(`devices failed (exit ${devices.code}): ${devices.stderr || devices.stdout.slice(0, 500)}`);
+}
+
+const configs = [
+  { name: 'cpu', flags: ['--device', 'cpu', '--workers', String(availableParallelism())] },
+  { name: 'gpu 0', flags: ['--device', 'gpu', '--gpus', '0'] },
+  ...(gpuCount >= 2 ? [{ name: 'gpu 0,1', flags: ['--device', 'gpu', '--gpus', '0,1'] }] : []),
+];
+const AGGS = 'count(),sum(delay),mean(price),min(delay),max(distance),mean(delay)';
+const jobs = [
+  { name: 'groupby origin', args: (out) => ['groupby', data, '--by', 'origin', '--agg', AGGS, '-o', out] },
+  { name: 'groupby origin,dest', args: (out) => ['groupby', data, '--by', 'origin,dest', '--agg', AGGS, '-o', out] },
+  { name: 'groupby delay (int key)', args: (out) => ['groupby', data, '--by', 'delay', '--agg', AGGS, '-o', out] },
+  { name: 'merge (broadcast) -o csv', args: (out) => ['merge', data, dim, '--on', 'origin', '-o', out] },
+];
+
+const rows = [];
+const table = () => {
+  const header = `| job | ${configs.map((c) => c.name).join(' | ')} | GPU output = CPU output |\n| --- | ${configs.map(() => '---').join(' | ')} | --- |`;
+  return [header, ...rows.map((r) => `| ${r.job} | ${configs.map((c) => r.cells[c.name] ?? 'not run').join(' | ')} | ${r.agree} |`)].join('\n');
+};
+
+for (const job of jobs) {
+  const row = { job: job.name, cells: {}, agree: 'n/a' };
+  rows.push(row);
+  let reference = null;
+  const verdicts = [];
+  for (const c of configs) {
+    const out = join(dir, `${job.name.replace(/\W+/g, '_')}-${c.name.replace(/\W+/g, '_')}.csv`);
+    log(`${job.name} with ${c.flags.join(' ')} ...`);
+    const r = gpuframe([...job.args(out), ...c.flags, '--no-progress']);
+    if (r.stderr) log(`  stderr: ${r.stderr.split('\n').slice(-6).join(' | ')}`);
+    if (r.code !== 0) {
+      row.cells[c.name] = `failed (exit ${r.code})`;
+      verdicts.push(`${c.name}: failed`);
+      log(`  failed after ${r.seconds.toFixed(2)} s`);
+      continue;
+    }
+    row.cells[c.name] = `${r.seconds.toFixed(2)} s`;
+    log(`  ${r.seconds.toFixed(2)} s`);
+    const bytesOut = readFileSync(out);
+    if (c.name === 'cpu') { reference = bytesOut; continue; }
+    if (reference === null) { verdicts.push(`${c.name}: no CPU reference`); continue; }
+    if (reference.equals(bytesOut)) { verdicts.push(`${c.name}: identical`); continue; }
+    const a = reference.toString('utf8').split('\n'), b = bytesOut.toString('utf8').split('\n');
+    const at = a.findIndex((line, i) => line !== b[i]);
+    verdicts.push(`${c.name}: DIFFERS at line ${at + 1}`);
+    log(`  DIFFERS at line ${at + 1}: cpu '${a[at]}' vs ${c.name} '${b[at]}'`);
+  }
+  row.agree = verdicts.join(', ') || 'n/a';
+  console.log(`\n${table()}\n`);
+}
+log('done');
