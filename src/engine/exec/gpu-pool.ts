@@ -14,9 +14,11 @@ import { WorkerProcessPool, workerEntry, type WorkerMessage, type WorkerSlot } f
 import type { Tracer } from './trace.js';
 
 /**
- * Node flags of GPU workers. A process holding a dawn.node GPUDevice dies on hot JS loops that
- * V8 optimises on the stack while its GC threads run (notes/webgpu.md). These held in every
- * reproducer (c7, c9, t5; lavapipe) at a small cost to parsing speed; see the executor report.
+ * Node flags of GPU workers. A process holding a dawn.node GPUDevice dies on hot JS loops that V8
+ * optimises on the stack (OSR) or while parallel GC threads run (notes/webgpu.md). These held in
+ * every run of the reproducers (c7, c9, t5; lavapipe, 4 runs each); --no-concurrent-osr or
+ * --single-threaded-gc alone did not. Cost: readCsvChunk runs about 3.7x slower without OSR
+ * (20 MB flights CSV: 0.37 s -> 1.4 s); loops split into per-slice function calls avoid that.
  */
 export const GPU_WORKER_NODE_FLAGS = ['--no-use-osr', '--single-threaded-gc'];
 
