@@ -82,8 +82,13 @@ export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (
   const unregister = onInterrupt(() => { void writer?.abort(); });
   try {
     await runPlan(plan, settings, async (schema: Schema) => {
-      writer = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, schema) : openStreamWriter(process.stdout, dest.format, schema);
-      return { write: async (b) => { rows += b.length; observe?.(b); await writer!.write(b); } };
+      const w = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, schema) : openStreamWriter(process.stdout, dest.format, schema);
+      writer = w;
+      const textFormat = (dest.format === 'csv' || dest.format === 'jsonl') && !observe && w.writeEncoded ? dest.format : null;
+      return {
+        write: async (b) => { rows += b.length; observe?.(b); await w.write(b); },
+        encoded: textFormat === null ? undefined : { format: textFormat, write: async (bytes, n) => { rows += n; await w.writeEncoded!(bytes); } },
+      };
     });
     await (writer as BatchWriter | null)?.close();
   } catch (err) {

@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Batch, Schema } from './batch.js';
+import type { TextFormat } from './io/output/index.js';
 import { Interrupted } from './errors.js';
 import type { RunContext } from './exec/context.js';
 import { physical } from './exec/physical.js';
@@ -32,6 +33,8 @@ export interface RunSettings {
 
 export interface ResultSink {
   write(batch: Batch): Promise<void>;
+  /** When set, workers encode the rows in this text format and the sink receives the bytes. */
+  encoded?: { format: TextFormat; write(bytes: Uint8Array, rows: number): Promise<void> };
 }
 
 /** Optimises and runs `plan`, handing its rows, in order, to the sink that `open` returns. */
@@ -40,9 +43,14 @@ export async function runPlan(plan: PlanNode, settings: RunSettings, open: (sche
     const optimised = optimize(plan, { memoryLimit: settings.memoryLimit });
     const stream = await physical(optimised, ctx);
     const sink = await open(schemaOf(optimised));
-    await runStream(ctx, stream, { kind: 'collect' }, 'run', async (r) => {
-      for (const b of r.batches!) await sink.write(b);
-    });
+    const encoded = sink.encoded;
+    if (encoded) {
+      await runStream(ctx, stream, { kind: 'encode', format: encoded.format }, 'run', (r) => encoded.write(r.encoded!, r.rows));
+    } else {
+      await runStream(ctx, stream, { kind: 'collect' }, 'run', async (r) => {
+        for (const b of r.batches!) await sink.write(b);
+      });
+    }
   });
 }
 

@@ -8,6 +8,7 @@ import type { ArrowChunk } from '../io/arrow.js';
 import type { ParquetChunk } from '../io/parquet.js';
 import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
 import type { JoinSpec } from '../ops/join/index.js';
+import type { TextFormat } from '../io/output/index.js';
 import type { GenerateParams, GeneratorKind } from '../ml/generate.js';
 
 export type SourceSpec =
@@ -36,6 +37,8 @@ export type OpSpec =
 
 export type Terminal =
   | { kind: 'collect' }
+  /** Encode the rows as CSV/JSONL text here, so formatting runs in parallel next to the data. */
+  | { kind: 'encode'; format: TextFormat }
   /** Keep the rows in the worker as a numeric design-matrix partition for ML tasks (matrix.ts). */
   | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null }
   /** Run a named ML partition task over every partition of a matrix this worker holds. */
@@ -58,6 +61,8 @@ export interface Task { fragment: Fragment; terminal: Terminal }
 
 export interface FragmentResult {
   batches?: Batch[];
+  /** encode: the rows as text bytes. */
+  encoded?: Uint8Array;
   partial?: PartialAggregate;
   /** hash-partition: for each bucket, the spill file written (or null when the bucket got no rows). */
   spills?: (string | null)[];

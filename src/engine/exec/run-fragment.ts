@@ -8,6 +8,7 @@ import { concatBatches, emptyBatch, selectColumns, type Batch } from '../batch.j
 import { readArrowChunk } from '../io/arrow.js';
 import { readCsvChunk } from '../io/csv/index.js';
 import { readParquetChunk } from '../io/parquet.js';
+import { encodeRows } from '../io/output/index.js';
 import { PartialAggregator } from '../ops/aggregate/index.js';
 import { JoinBuildTable, hashPartition, probeJoin, unmatchedRightRows } from '../ops/join/index.js';
 import { designMatrix } from '../ml/design-matrix.js';
@@ -59,6 +60,10 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
   switch (terminal.kind) {
     case 'collect':
       return { batches, matched, rows, warnings };
+    case 'encode': {
+      const parts = batches.map((b) => encodeRows(terminal.format, b));
+      return { encoded: parts.length === 1 ? parts[0] : Buffer.concat(parts), matched, rows, warnings };
+    }
     case 'load-matrix': {
       const schema = batches[0]?.schema ?? [];
       const m = designMatrix(concatBatches(schema, batches), terminal.features, terminal.target);

@@ -10,7 +10,8 @@ import { tableWriter } from './table-writer.js';
 import { csvWriter, jsonlWriter } from './text-writer.js';
 import type { BatchWriter, OutputFormat } from './types.js';
 
-export type { BatchWriter, OutputFormat } from './types.js';
+export type { BatchWriter, OutputFormat, TextFormat } from './types.js';
+export { encodeRows } from './text-writer.js';
 export { cleanStaleTempFiles } from './byte-sink.js';
 
 const FORMAT_OF_EXTENSION: [string, OutputFormat][] = [
@@ -47,6 +48,7 @@ function abortingOnFailure(writer: BatchWriter): BatchWriter {
   };
   return {
     write: (batch) => guard(() => writer.write(batch)),
+    writeEncoded: writer.writeEncoded && ((rows) => guard(() => writer.writeEncoded!(rows))),
     close: () => guard(() => writer.close()),
     abort: () => writer.abort(),
   };

@@ -4,7 +4,7 @@
 import type { Batch, Schema } from '../../batch.js';
 import { cellFormatter, csvQuote } from '../format-value.js';
 import type { ByteSink } from './byte-sink.js';
-import type { BatchWriter } from './types.js';
+import type { BatchWriter, TextFormat } from './types.js';
 
 const ROWS_PER_SLICE = 16_384;
 
@@ -50,6 +50,11 @@ class TextBatchWriter implements BatchWriter {
     }
   }
 
+  async writeEncoded(rows: Uint8Array): Promise<void> {
+    await this.writePreamble();
+    if (rows.length > 0) await this.sink.write(rows);
+  }
+
   async close(): Promise<void> {
     await this.writePreamble(); // an empty result still gets its CSV header
     await this.sink.close();
@@ -58,6 +63,16 @@ class TextBatchWriter implements BatchWriter {
   abort(): Promise<void> {
     return this.sink.abort();
   }
+}
+
+/** All rows of a batch as CSV or JSONL bytes (no header): what a writer's writeEncoded appends. */
+export function encodeRows(format: TextFormat, batch: Batch): Uint8Array {
+  const encode = format === 'csv' ? csvRows : jsonlRows;
+  const parts: Buffer[] = [];
+  for (let start = 0; start < batch.length; start += ROWS_PER_SLICE) {
+    parts.push(Buffer.from(encode(batch, start, Math.min(batch.length, start + ROWS_PER_SLICE)), 'utf8'));
+  }
+  return Buffer.concat(parts);
 }
 
 export function csvWriter(sink: ByteSink, schema: Schema): BatchWriter {
