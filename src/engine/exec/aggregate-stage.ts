@@ -4,7 +4,7 @@
 // each part is merged and finalised on its own, in key order. Every group sees the same sequence
 // of merges either way, so spilling never changes the output bytes.
 
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import { columnLength, type Column, type Schema } from '../batch.js';
@@ -15,6 +15,7 @@ import type { FinalAggregateNode } from '../plan/nodes.js';
 import type { RunContext } from './context.js';
 import type { Fragment } from './fragment.js';
 import { runStream, type Stream } from './stream.js';
+import { writeSpillFile } from './spill-file.js';
 
 /** Share of --memory-limit the merged state may hold before it spills. */
 const STATE_SHARE = 1 / 4;
@@ -66,7 +67,7 @@ class RangeSpill {
     pieces.forEach((piece, part) => {
       if (piece.groups === 0) return;
       const file = join(this.dir, `agg-r${part}-s${seq}.v8`);
-      writeFileSync(file, serialize(piece));
+      writeSpillFile(file, serialize(piece));
       this.files[part].push(file);
     });
   }
@@ -84,7 +85,7 @@ class RangeSpill {
       }
       const batch = finalizeAggregate(merged!);
       const file = join(this.dir, `agg-final-r${part}.v8`);
-      writeFileSync(file, serialize(batch));
+      writeSpillFile(file, serialize(batch));
       fragments.push({ index: fragments.length, source: { kind: 'spilled', file }, ops: [], bytes: 0 });
     }
     return { schema: this.schema, fragments };

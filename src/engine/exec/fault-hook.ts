@@ -1,18 +1,50 @@
-// Test-only fault injection: GPUFRAME_FAULT=kill-worker@K makes the first worker process that
-// reaches its K-th task die abruptly (once per run, coordinated through a marker file), so tests
-// can check that lost tasks are retried and the output does not change.
+// Test-only fault injection, driven by GPUFRAME_FAULT (one spec, or several joined by commas):
+//   kill-worker@K  the first worker process that reaches its K-th task dies abruptly (once per
+//                  run when GPUFRAME_FAULT_MARKER names a marker file), so tests can check that
+//                  lost tasks are retried and the output does not change;
+//   enospc@BYTES   once a process has written BYTES bytes through checked writes (the output
+//                  byte sink, spill files), every further checked write fails with ENOSPC, so
+//                  tests can check that a full disk fails the run cleanly with nothing written.
+// GPUFRAME_GPU_FAULT=lose-device@K (GPU workers, gpu-worker-main.ts) makes a device report loss.
 
 import { existsSync, writeFileSync } from 'node:fs';
 
+function faultSpecs(): string[] {
+  return (process.env.GPUFRAME_FAULT ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+/** The number after `name@` in GPUFRAME_FAULT, or null when that fault is not asked for. */
+function faultArgument(name: string): number | null {
+  for (const spec of faultSpecs()) {
+    const m = new RegExp(`^${name}@(\\d+)$`).exec(spec);
+    if (m) return Number(m[1]);
+  }
+  return null;
+}
+
+/** Called by a worker before its `taskNumber`-th task (1-based). */
 export function maybeInjectFault(taskNumber: number): void {
-  const spec = process.env.GPUFRAME_FAULT;
-  if (!spec) return;
-  const m = /^kill-worker@(\d+)$/.exec(spec);
-  if (!m || Number(m[1]) !== taskNumber) return;
+  if (faultArgument('kill-worker') !== taskNumber) return;
   const marker = process.env.GPUFRAME_FAULT_MARKER;
   if (marker) {
     if (existsSync(marker)) return;
     writeFileSync(marker, String(process.pid));
   }
   process.kill(process.pid, 'SIGKILL');
+}
+
+let checkedBytesWritten = 0;
+
+/** Called before writing `bytes` bytes to `path`; throws the error a full disk gives once the
+ *  enospc@BYTES budget of this process is spent. Costs one env lookup when no fault is set. */
+export function chargeWrite(path: string, bytes: number): void {
+  const budget = faultArgument('enospc');
+  if (budget === null) return;
+  if (checkedBytesWritten + bytes > budget) {
+    const err = new Error(`ENOSPC: no space left on device, write '${path}'`) as NodeJS.ErrnoException;
+    err.code = 'ENOSPC';
+    err.path = path;
+    throw err;
+  }
+  checkedBytesWritten += bytes;
 }

@@ -1,7 +1,7 @@
 // Executes one task where it lands (a worker process, or the parent with --workers 0):
 // source -> operators -> terminal. Pure data in, plain data out.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join as joinPath } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import { concatBatches, emptyBatch, selectColumns, type Batch } from '../batch.js';
@@ -16,6 +16,7 @@ import { generateChunk } from '../ml/generate.js';
 import { appendPredictions, modelOf } from '../ml/predict-columns.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import type { Broadcast, FragmentResult, OpSpec, SourceSpec, Task } from './fragment.js';
+import { writeSpillFile } from './spill-file.js';
 
 /** Build tables of broadcast joins, kept for the life of the worker. */
 export class BroadcastCache {
@@ -85,7 +86,7 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
         const nonEmpty = parts.filter((p) => p.length > 0);
         if (nonEmpty.length === 0) return;
         const file = joinPath(terminal.dir, `${terminal.prefix}-f${fragment.index}-b${i}.v8`);
-        writeFileSync(file, serialize(concatBatches(nonEmpty[0].schema, nonEmpty)));
+        writeSpillFile(file, serialize(concatBatches(nonEmpty[0].schema, nonEmpty)));
         spills[i] = file;
       });
       return { spills, matched, rows, warnings };

@@ -3,9 +3,11 @@
 
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { unlinkSync } from 'node:fs';
 import { type FileHandle, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { RuntimeFailure } from '../../errors.js';
+import { chargeWrite } from '../../exec/fault-hook.js';
 
 export interface ByteSink {
   write(bytes: Uint8Array): Promise<void>;
@@ -53,12 +55,23 @@ function tempPathFor(path: string): string {
 }
 
 function cannotWrite(path: string, err: unknown): RuntimeFailure {
+  if (err instanceof RuntimeFailure) return err; // already says what and where
   const e = err as NodeJS.ErrnoException;
   const why = e?.code === 'ENOENT' ? 'its directory does not exist'
     : e?.code === 'EACCES' || e?.code === 'EPERM' ? 'permission denied'
+    : e?.code === 'ENOSPC' ? 'no space left on device'
     : e?.message ?? String(err);
   return new RuntimeFailure(`cannot write output '${path}': ${why}`);
 }
+
+/** Temp files not yet renamed or removed. process.exit (the Ctrl-C handler, a failing command)
+ *  gives pending async removals no chance to run, so these go synchronously on 'exit'. */
+const liveTempPaths = new Set<string>();
+process.on('exit', () => {
+  for (const p of liveTempPaths) {
+    try { unlinkSync(p); } catch { /* already gone */ }
+  }
+});
 
 /** Writes `<dir>/.<name>.gpuframe-<pid>-<random>.tmp`; close() fsyncs and renames it onto the
  *  destination, so the destination never holds a partial file. */
@@ -73,17 +86,24 @@ export class AtomicFileSink extends BufferedSink {
     if (existing?.isDirectory()) throw new RuntimeFailure(`cannot write output '${path}': it is a directory`);
     const tempPath = tempPathFor(path);
     try {
-      return new AtomicFileSink(path, tempPath, await open(tempPath, 'wx'));
+      const sink = new AtomicFileSink(path, tempPath, await open(tempPath, 'wx'));
+      liveTempPaths.add(tempPath);
+      return sink;
     } catch (err) {
       throw cannotWrite(path, err);
     }
   }
 
   protected async writeOut(bytes: Uint8Array): Promise<void> {
-    let done = 0;
-    while (done < bytes.byteLength) {
-      const { bytesWritten } = await this.handle.write(bytes, done, bytes.byteLength - done);
-      done += bytesWritten;
+    try {
+      chargeWrite(this.tempPath, bytes.byteLength);
+      let done = 0;
+      while (done < bytes.byteLength) {
+        const { bytesWritten } = await this.handle.write(bytes, done, bytes.byteLength - done);
+        done += bytesWritten;
+      }
+    } catch (err) {
+      throw cannotWrite(this.path, err);
     }
   }
 
@@ -95,6 +115,7 @@ export class AtomicFileSink extends BufferedSink {
       await this.handle.close();
       this.closed = true;
       await rename(this.tempPath, this.path);
+      liveTempPaths.delete(this.tempPath);
     } catch (err) {
       await this.abort();
       throw cannotWrite(this.path, err);
@@ -107,6 +128,7 @@ export class AtomicFileSink extends BufferedSink {
       await this.handle.close().catch(() => {});
     }
     await unlink(this.tempPath).catch(() => {});
+    liveTempPaths.delete(this.tempPath);
   }
 }
 

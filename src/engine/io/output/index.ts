@@ -1,10 +1,11 @@
 // Output writers: pick the encoder for a format and the sink for a destination.
 // Files are written atomically (temp name, fsync, rename), so `-o` never leaves a partial file.
 
+import { dirname } from 'node:path';
 import type { Schema } from '../../batch.js';
 import { UsageError } from '../../errors.js';
 import { arrowWriter } from './arrow-writer.js';
-import { AtomicFileSink, type ByteSink, StreamSink } from './byte-sink.js';
+import { AtomicFileSink, type ByteSink, StreamSink, cleanStaleTempFiles } from './byte-sink.js';
 import { parquetWriter } from './parquet-writer.js';
 import { tableWriter } from './table-writer.js';
 import { csvWriter, jsonlWriter } from './text-writer.js';
@@ -54,8 +55,10 @@ function abortingOnFailure(writer: BatchWriter): BatchWriter {
   };
 }
 
-/** Opens `path` for writing (atomically). Unwritable destinations fail here with a RuntimeFailure. */
+/** Opens `path` for writing (atomically). Unwritable destinations fail here with a RuntimeFailure.
+ *  Temp files that killed runs left beside the destination are removed first. */
 export async function openFileWriter(path: string, format: OutputFormat, schema: Schema): Promise<BatchWriter> {
+  await cleanStaleTempFiles(dirname(path));
   return abortingOnFailure(writerFor(await AtomicFileSink.open(path), format, schema, 'file'));
 }
 
