@@ -1,0 +1,92 @@
+// Faults injected into real runs (GPUFRAME_FAULT, see src/engine/exec/fault-hook.ts): a killed
+// worker costs a retry and the output bytes equal a fault-free run's; a worker that keeps dying
+// and a full disk (output or spill) fail with a clear message and leave nothing behind.
+// k-means under worker kills is covered in cli-ml.test.ts, GPU device loss in gpu-exec.test.ts.
+
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { gpuframe } from './helpers/cli.js';
+import { factCsv, tempDir } from './helpers/data.js';
+
+const dir = tempDir('rel-faults');
+const fact = join(dir, 'fact.csv');
+const dim = join(dir, 'dim.csv');
+const RUN = ['--workers', '2', '--blocksize', '64KB'];
+
+beforeAll(() => {
+  factCsv(fact, { rows: 30_000, groups: 500, seed: 11 }); // ~1.7 MB: ~27 partitions
+  factCsv(dim, { rows: 3_000, groups: 500, seed: 12 });
+});
+
+/** A fresh, empty output folder per case, so "nothing written" can be checked as an empty listing. */
+function outDir(name: string): string {
+  const d = join(dir, name);
+  mkdirSync(d, { recursive: true });
+  return d;
+}
+
+const jobs: Record<string, string[]> = {
+  'read-csv → groupby': ['groupby', fact, '--by', 'ks,b', '--agg', 'count(),sum(i),mean(f),var(f),nunique(ki)'],
+  'merge (broadcast)': ['merge', fact, dim, '--on', 'ki', '--memory-limit', '1GB'],
+  'merge (partitioned)': ['merge', fact, dim, '--on', 'ki', '--memory-limit', '1MB'],
+};
+
+describe('a worker killed mid-run costs a retry, not the run', () => {
+  for (const [name, args] of Object.entries(jobs)) {
+    it(`${name}: output identical to a fault-free run`, async () => {
+      const d = outDir(`kill-${name.replace(/\W+/g, '-')}`);
+      const clean = await gpuframe([...args, ...RUN, '-o', join(d, 'clean.csv')]);
+      expect(clean.code, clean.stderr).toBe(0);
+      for (const at of [1, 7]) {
+        const marker = join(d, `marker-${at}`);
+        const res = await gpuframe([...args, ...RUN, '-o', join(d, `fault-${at}.csv`)], { env: { GPUFRAME_FAULT: `kill-worker@${at}`, GPUFRAME_FAULT_MARKER: marker } });
+        expect(res.code, res.stderr).toBe(0);
+        expect(existsSync(marker), 'the fault really happened').toBe(true);
+        expect(readFileSync(join(d, `fault-${at}.csv`)).equals(readFileSync(join(d, 'clean.csv')))).toBe(true);
+      }
+    });
+  }
+
+  it('a task whose worker dies every time fails after bounded retries, with a clear message and no output', async () => {
+    const d = outDir('kill-always');
+    // No marker: every fresh worker dies at its first task, so each task dies MAX_ATTEMPTS times.
+    const res = await gpuframe([...jobs['read-csv → groupby'], ...RUN, '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'kill-worker@1' } });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/worker process died 3 times running .*giving up/);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+    expect(readdirSync(d)).toEqual([]);
+  });
+});
+
+describe('a full disk fails the run cleanly', () => {
+  it('ENOSPC while writing -o: exit 1, the message names the output, no file and no temp file', async () => {
+    for (const format of ['csv', 'parquet', 'arrow', 'jsonl']) {
+      const d = outDir(`enospc-out-${format}`);
+      const out = join(d, `out.${format}`);
+      const res = await gpuframe(['read-csv', fact, ...RUN, '-o', out], { env: { GPUFRAME_FAULT: 'enospc@100000' } });
+      expect(res.code, res.stderr).toBe(1);
+      expect(res.stderr).toMatch(new RegExp(`cannot write output '.*out\\.${format}': no space left on device`));
+      expect(readdirSync(d)).toEqual([]);
+    }
+  });
+
+  it('ENOSPC in join spill files (written by workers): exit 1, the message names the spill dir, no output', async () => {
+    const d = outDir('enospc-join-spill');
+    const res = await gpuframe([...jobs['merge (partitioned)'], ...RUN, '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'enospc@20000', TMPDIR: d } });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
+    expect(readdirSync(d)).toEqual([]); // nor the run's temp dir (TMPDIR points here)
+  });
+
+  it('ENOSPC in groupby range spills (written by the parent): exit 1, no output', async () => {
+    const d = outDir('enospc-agg-spill');
+    const args = ['groupby', fact, '--by', 'i', '--agg', 'count(),sum(f)', '--memory-limit', '2MB'];
+    const clean = await gpuframe([...args, ...RUN, '-o', join(dir, 'agg-spill-clean.csv')]);
+    expect(clean.code, clean.stderr).toBe(0); // the same run without the fault succeeds
+    const res = await gpuframe([...args, ...RUN, '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'enospc@50000', TMPDIR: d } });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/cannot write spill file .*no space left on device/);
+    expect(readdirSync(d)).toEqual([]);
+  });
+});
