@@ -32,70 +32,90 @@ export function formatFloat(x: number): string {
 
 const pad2 = (n: number) => (n < 10 ? '0' : '') + n;
 
+/** UTC calendar fields of one timestamp. The byte encoders reuse one object for every value,
+ *  so filling it allocates nothing. */
+export interface TimestampFields {
+  year: number; month: number; day: number;
+  hour: number; minute: number; second: number; micros: number;
+}
+
+export function newTimestampFields(): TimestampFields {
+  return { year: 0, month: 0, day: 0, hour: 0, minute: 0, second: 0, micros: 0 };
+}
+
+const US_PER_DAY = 86_400_000_000;
+const MAX_EXACT = 9_007_199_254_740_991; // 2^53 - 1
+
+/** Fills `f` from microseconds since 1970: a bigint, or a number when exact (|us| < 2^53).
+ *  Number arithmetic is exact within ±2^53 us (years 1685..2255) and much faster than BigInt. */
+export function timestampFields(micros: bigint | number, f: TimestampFields): void {
+  let days: number, r: number;
+  if (typeof micros === 'bigint' && (micros <= -MAX_EXACT || micros >= MAX_EXACT)) {
+    const big = BigInt(US_PER_DAY);
+    let d = micros / big;
+    let rest = micros % big;
+    if (rest < 0n) { rest += big; d -= 1n; }
+    days = Number(d);
+    r = Number(rest);
+  } else {
+    const us = Number(micros);
+    days = Math.floor(us / US_PER_DAY);
+    r = us - days * US_PER_DAY;
+  }
+  civilFromDays(days, f);
+  const secs = Math.floor(r / 1e6);
+  f.micros = r - secs * 1e6;
+  f.hour = Math.floor(secs / 3600);
+  f.minute = Math.floor(secs / 60) % 60;
+  f.second = secs % 60;
+}
+
 /** Civil date of a day count since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm). */
-function civilFromDays(days: number): [number, number, number] {
+function civilFromDays(days: number, f: TimestampFields): void {
   const z = days + 719468;
   const era = Math.floor(z / 146097);
   const doe = z - era * 146097;
   const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
   const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
   const mp = Math.floor((5 * doy + 2) / 153);
-  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
-  const m = mp < 10 ? mp + 3 : mp - 9;
-  return [yoe + era * 400 + (m <= 2 ? 1 : 0), m, d];
+  f.day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  f.month = mp < 10 ? mp + 3 : mp - 9;
+  f.year = yoe + era * 400 + (f.month <= 2 ? 1 : 0);
 }
 
-const US_PER_DAY = 86_400_000_000;
-
-/** Whole days since 1970 (floored) and the microseconds into that day. Number arithmetic is
- *  exact within ±2^53 us (years 1685..2255) and much faster than BigInt division. */
-function splitDays(micros: bigint): [number, number] {
-  if (micros > -9_007_199_254_740_991n && micros < 9_007_199_254_740_991n) {
-    const us = Number(micros);
-    const days = Math.floor(us / US_PER_DAY);
-    return [days, us - days * US_PER_DAY];
-  }
-  const big = BigInt(US_PER_DAY);
-  let days = micros / big;
-  let rest = micros % big;
-  if (rest < 0n) { rest += big; days -= 1n; }
-  return [Number(days), Number(rest)];
-}
+const scratchFields = newTimestampFields();
 
 /** 'YYYY-MM-DD HH:MM:SS[.ffffff]' (separator ' ') or ISO 'YYYY-MM-DDTHH:MM:SS[.ffffff]Z'. */
 export function formatTimestamp(micros: bigint, iso = false): string {
-  const [days, r] = splitDays(micros);
-  const [y, mo, d] = civilFromDays(days);
-  const secs = Math.floor(r / 1e6);
-  const frac = r - secs * 1e6;
-  const date = `${String(y).padStart(4, '0')}-${pad2(mo)}-${pad2(d)}`;
-  const time = `${pad2(Math.floor(secs / 3600))}:${pad2(Math.floor(secs / 60) % 60)}:${pad2(secs % 60)}`;
-  const fraction = frac === 0 ? '' : '.' + String(frac).padStart(6, '0');
+  const f = scratchFields;
+  timestampFields(micros, f);
+  const date = `${String(f.year).padStart(4, '0')}-${pad2(f.month)}-${pad2(f.day)}`;
+  const time = `${pad2(f.hour)}:${pad2(f.minute)}:${pad2(f.second)}`;
+  const fraction = f.micros === 0 ? '' : '.' + String(f.micros).padStart(6, '0');
   return iso ? `${date}T${time}${fraction}Z` : `${date} ${time}${fraction}`;
 }
 
-/** How one style writes values: CSV fields, JSON values, or table cells. */
-export type ValueStyle = 'csv' | 'json' | 'table';
-
-/** Quotes a CSV field when a reader would otherwise misread it. */
+/** Quotes a CSV field when a reader would otherwise misread it (the CSV header; cells are
+ *  quoted by the same rule at byte level in output/value-encode.ts). */
 export function csvQuote(s: string, delimiter = ','): string {
   const needs = s.length === 0 || s.includes(delimiter) || /["\r\n]/.test(s) || /^[ \t]|[ \t]$/.test(s);
   return needs ? '"' + s.replaceAll('"', '""') + '"' : s;
 }
 
-const NULL_TEXT: Record<ValueStyle, string> = { csv: '', json: 'null', table: 'null' };
+/** How values are written as strings. CSV and JSONL cells are encoded straight to bytes
+ *  instead (output/value-encode.ts); only the terminal table formats strings. */
+export type ValueStyle = 'table';
 
-/** A function giving the text of row i of `col` in `style` (nulls included). Built once per
- *  column and batch so the per-row work is a type-specialised closure, not a switch. */
+/** A function giving the table text of row i of `col` (nulls included). Built once per column
+ *  and batch so the per-row work is a type-specialised closure, not a switch. */
 export function cellFormatter(col: Column, style: ValueStyle): (row: number) => string {
   const fmt = valueFormatter(col, style);
   const valid = col.valid;
   if (valid === null) return fmt;
-  const nullText = NULL_TEXT[style];
-  return (i) => (valid[i] === 0 ? nullText : fmt(i));
+  return (i) => (valid[i] === 0 ? 'null' : fmt(i));
 }
 
-function valueFormatter(col: Column, style: ValueStyle): (row: number) => string {
+function valueFormatter(col: Column, _style: ValueStyle): (row: number) => string {
   switch (col.type) {
     case 'int64': {
       const v = col.values;
@@ -103,7 +123,6 @@ function valueFormatter(col: Column, style: ValueStyle): (row: number) => string
     }
     case 'float64': {
       const v = col.values;
-      if (style === 'json') return (i) => (Number.isFinite(v[i]) ? formatFloat(v[i]) : 'null');
       return (i) => formatFloat(v[i]);
     }
     case 'bool': {
@@ -112,18 +131,13 @@ function valueFormatter(col: Column, style: ValueStyle): (row: number) => string
     }
     case 'timestamp': {
       const v = col.values;
-      if (style === 'json') return (i) => `"${formatTimestamp(v[i], true)}"`;
       return (i) => formatTimestamp(v[i]);
     }
     case 'string': {
       // Buffer's utf8 slice is much faster than TextDecoder for many short strings.
       const buf = Buffer.from(col.data.buffer, col.data.byteOffset, col.data.byteLength);
       const o = col.offsets;
-      const text = (i: number) => buf.toString('utf8', o[i], o[i + 1]);
-      if (style === 'csv') return (i) => csvQuote(text(i));
-      if (style === 'json') return (i) => JSON.stringify(text(i));
-      return (i) => escapeControls(text(i)); // one table row per line
-
+      return (i) => escapeControls(buf.toString('utf8', o[i], o[i + 1])); // one table row per line
     }
   }
 }
