@@ -107,6 +107,8 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
       const b = buf[pos];
       if (b === LF) { pos++; t.consumed = pos; continue; }
       if (b === CR && pos + 1 < to && buf[pos + 1] === LF) { pos += 2; t.consumed = pos; continue; }
+      // A CR ending the file ends a line (as after the last field), so a blank one there too.
+      if (b === CR && pos + 1 === to && req.toIsRecordEnd) { pos++; t.consumed = pos; continue; }
     }
     if (t.records >= stride) { t.growRecords(); starts = t.starts; ends = t.ends; stride = t.stride; }
     let c = 0;
