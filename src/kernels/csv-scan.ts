@@ -55,7 +55,11 @@ export async function csvScan(ctx: GpuContext, req: CsvScanRequest, ring?: Stagi
   return assembleColumns(words, records, req, bytes, consumed);
 }
 
-async function findRecords(ctx: GpuContext, data: GPUBuffer, nbytes: number, nwords: number): Promise<{ records: number; recEnd: GPUBuffer }> {
+/**
+ * Record ends of the chunk in device buffer `data` (nbytes bytes): a device buffer holding the
+ * position of each record's '\n' (outside quotes), in order, and their count. Caller frees recEnd.
+ */
+export async function findRecords(ctx: GpuContext, data: GPUBuffer, nbytes: number, nwords: number): Promise<{ records: number; recEnd: GPUBuffer }> {
   const quotes = storageBuffer(ctx, (nwords + 1) * 4, 'csv quote counts');
   const recs = storageBuffer(ctx, (nwords + 1) * 4, 'csv record counts');
   const params = uniformWords(ctx, [nbytes, nwords]);

@@ -9,7 +9,8 @@
 //    characters) is flagged for the host's parser, so the result always equals the CPU parser.
 import { WGSL_GRID } from './wgsl-common.js';
 
-const BYTES = /* wgsl */ `
+/** byteAt(i): byte i of the module's `bytes: array<u32>` (4 bytes per word, little-endian). */
+export const WGSL_BYTES = /* wgsl */ `
 fn byteAt(i: u32) -> u32 { return (bytes[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu; }
 `;
 
@@ -20,7 +21,7 @@ struct Params { nbytes: u32, nwords: u32, _a: u32, _b: u32 }
 @group(0) @binding(2) var<storage, read_write> recs: array<u32>;
 @group(0) @binding(3) var<storage, read_write> recEnd: array<u32>;
 @group(0) @binding(4) var<uniform> p: Params;
-${BYTES}
+${WGSL_BYTES}
 
 @compute @workgroup_size(256)
 fn quote_counts(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -66,14 +67,8 @@ fn list_records(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
 //   status 0 int: a,b = value lo,hi | float: a,b = mantissa lo,hi, c = exponent (i32); 0x100 = negative
 //   status 1 null (empty field); 2 host parses bytes [a, b); 3 the record has too few fields;
 //   4 blank record (skipped)
-const PARSE = /* wgsl */ `
-struct Params { records: u32, ncols: u32, _a: u32, _b: u32, cols: array<vec4u, 16> }
-@group(0) @binding(0) var<storage, read> bytes: array<u32>;
-@group(0) @binding(1) var<storage, read> recEnd: array<u32>;
-@group(0) @binding(2) var<storage, read_write> out: array<u32>;
-@group(0) @binding(3) var<uniform> p: Params;
-${BYTES}
-
+// Number parsers shared with csv-rows.wgsl.ts; the module declares `bytes` and `out`.
+const NUMBERS = /* wgsl */ `
 fn mul10add(v: vec2u, d: u32) -> vec2u {
   let p0 = (v.x & 0xffffu) * 10u + d;
   let p1 = (v.x >> 16u) * 10u + (p0 >> 16u);
@@ -145,6 +140,16 @@ fn parseFloat(slot: u32, s0: u32, e: u32) {
   }
   emit(slot, m.x, m.y, bitcast<u32>(exp10), select(0u, 0x100u, neg));
 }
+`;
+
+const PARSE = /* wgsl */ `
+struct Params { records: u32, ncols: u32, _a: u32, _b: u32, cols: array<vec4u, 16> }
+@group(0) @binding(0) var<storage, read> bytes: array<u32>;
+@group(0) @binding(1) var<storage, read> recEnd: array<u32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+@group(0) @binding(3) var<uniform> p: Params;
+${WGSL_BYTES}
+${NUMBERS}
 
 fn parseField(slot: u32, kind: u32, s0: u32, e0: u32) {
   var s = s0;
@@ -193,3 +198,5 @@ fn parse_fields(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
 
 export const CSV_BOUNDARIES_WGSL = WGSL_GRID + BOUNDARIES;
 export const CSV_PARSE_WGSL = WGSL_GRID + PARSE;
+/** parseInt / parseFloat(slot, start, end): write [a, b, c, status] to `out` as parse_fields does. */
+export const WGSL_CSV_NUMBERS = NUMBERS;

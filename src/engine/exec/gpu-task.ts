@@ -1,5 +1,6 @@
-// What a GPU worker does with one task: partial aggregates the GPU covers run there (rows are read
-// and parsed on the CPU of this process with the same reader as CPU workers); every other task,
+// What a GPU worker does with one task: partial aggregates the GPU covers run there. Over a CSV
+// chunk the GPU parses the bytes itself (gpu-csv-aggregate.ts) when it can; otherwise rows are read
+// and parsed on the CPU of this process with the same reader as CPU workers. Every other task,
 // and any partition whose GPU aggregation fails while the device is still alive, runs the CPU code.
 
 import { RuntimeFailure } from '../errors.js';
@@ -7,6 +8,7 @@ import type { GpuContext } from '../gpu/device.js';
 import { PartialAggregator } from '../ops/aggregate/index.js';
 import type { FragmentResult, Task } from './fragment.js';
 import { gpuPartialAggregate, gpuSupports } from './gpu-aggregate.js';
+import { gpuCsvPartialAggregate } from './gpu-csv-aggregate.js';
 import type { ResidentCache } from './gpu-resident.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
 
@@ -22,7 +24,10 @@ export class DeviceLost extends RuntimeFailure {}
 export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuWorkerState): Promise<FragmentResult> {
   const { terminal, fragment } = task;
   if (terminal.kind !== 'partial-aggregate' || !gpuSupports(terminal.spec, terminal.inputSchema)) return runTask(task, cache);
+  const direct = await csvOnGpu(task, worker);
+  if (!('warning' in direct)) return direct;
   const rows = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
+  if (direct.warning) rows.warnings.push(direct.warning);
   try {
     const partial = await gpuPartialAggregate(worker.gpu, rows.batches!, terminal.inputSchema, terminal.spec);
     return { partial, matched: rows.matched, rows: rows.rows, warnings: rows.warnings };
@@ -32,5 +37,21 @@ export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuW
     for (const b of rows.batches!) agg.add(b);
     const why = err instanceof Error ? err.message : String(err);
     return { partial: agg.finish(), matched: rows.matched, rows: rows.rows, warnings: [...rows.warnings, `GPU aggregation of partition ${fragment.index} failed (${why}); it ran on the CPU`] };
+  }
+}
+
+/**
+ * The partial aggregate of a CSV chunk parsed on the GPU, or why not: no warning when that path
+ * does not apply to the query or chunk (the caller reads it on the CPU), a warning when it failed.
+ */
+async function csvOnGpu(task: Task, worker: GpuWorkerState): Promise<FragmentResult | { warning: string | null }> {
+  const { fragment, terminal } = task;
+  if (terminal.kind !== 'partial-aggregate' || fragment.source.kind !== 'csv' || !fragment.ops.every((op) => op.kind === 'project')) return { warning: null };
+  try {
+    const out = await gpuCsvPartialAggregate(worker.gpu, fragment.source, terminal.spec, terminal.inputSchema);
+    return 'partial' in out ? { partial: out.partial, matched: {}, rows: out.rows, warnings: [] } : { warning: null };
+  } catch (err) {
+    if (worker.gpu.lostReason) throw new DeviceLost(`GPU device lost: ${worker.gpu.lostReason}`);
+    return { warning: `GPU parsing of partition ${fragment.index} failed (${err instanceof Error ? err.message : String(err)}); it was read on the CPU` };
   }
 }

@@ -1,0 +1,145 @@
+// split_rows: one thread per record (record ends from csv-scan's boundary kernels) walks its
+// fields with the CPU tokenizer's rules (src/engine/io/csv/tokenizer.ts) and, for each selected
+// column: null texts (--null-values) -> null; int64/float64 -> parsed as csv-scan's parse_fields
+// does; text -> nothing but its validity, and for the key column its 64-bit hash (key-hash.wgsl.ts).
+// The key column's words, validity bits and byte span also go to arrays of their own, for the
+// group-by table and the exact key check.
+//
+// Whatever the CPU reader would reject or the GPU does not parse is not reported row by row: it
+// sets a bit in `problems`, and the host reads that chunk with the CPU reader instead.
+//   1 blank record      2 wrong number of fields      4 quote misuse (CPU: syntax error)
+//   8 a value the GPU does not parse (spaces, inf/nan, > 18 digits, doubled quotes, bad text)
+import { WGSL_GRID } from './wgsl-common.js';
+import { WGSL_BYTES, WGSL_CSV_NUMBERS } from './csv-scan.wgsl.js';
+import { WGSL_FIELD_HASH } from './key-hash.wgsl.js';
+
+const SPLIT = /* wgsl */ `
+struct Params {
+  records: u32, ncols: u32, width: u32, keyCol: u32,
+  hashMask: u32, nullTexts: u32, _a: u32, _b: u32,
+  // x = field index, y = kind (0 int64, 1 float64, 2 text)
+  cols: array<vec4u, 16>,
+  // Up to 8 null texts of up to 16 bytes: lengths, then bytes (4 per word, little-endian).
+  nullLen: array<vec4u, 2>,
+  nullText: array<vec4u, 8>,
+}
+@group(0) @binding(0) var<storage, read> bytes: array<u32>;
+@group(0) @binding(1) var<storage, read> recEnd: array<u32>;
+// 4 words per (column j, record r) at 4 * (j * records + r): [a, b, c, status] as csv-scan's emit.
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+@group(0) @binding(3) var<storage, read_write> keyWords: array<u32>;
+@group(0) @binding(4) var<storage, read_write> keyMask: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> keySpans: array<u32>;
+@group(0) @binding(6) var<storage, read_write> problems: atomic<u32>;
+@group(0) @binding(7) var<uniform> p: Params;
+${WGSL_BYTES}
+${WGSL_CSV_NUMBERS}
+${WGSL_FIELD_HASH}
+
+fn problem(bit: u32) { atomicOr(&problems, bit); }
+
+fn isNullText(s: u32, e: u32) -> bool {
+  let len = e - s;
+  for (var t = 0u; t < p.nullTexts; t++) {
+    if (p.nullLen[t / 4u][t % 4u] != len) { continue; }
+    var same = true;
+    for (var k = 0u; k < len; k++) {
+      let w = p.nullText[t][k / 4u];
+      if (((w >> ((k % 4u) * 8u)) & 0xffu) != byteAt(s + k)) { same = false; break; }
+    }
+    if (same) { return true; }
+  }
+  return false;
+}
+
+fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
+  let slot = j * p.records + r;
+  let kind = p.cols[j].y;
+  let isKey = j == p.keyCol;
+  if (isKey) {
+    keySpans[2u * r] = s | select(0u, 0x80000000u, escaped);
+    keySpans[2u * r + 1u] = e;
+    keyWords[2u * r] = 0u;
+    keyWords[2u * r + 1u] = 0u;
+  }
+  // As the CPU: a field holding doubled quotes is never a null text.
+  if (!escaped && isNullText(s, e)) { emit(slot, 0u, 0u, 0u, 1u); return; }
+  if (kind == 2u) {
+    var h = vec2u(0u, 0u);
+    if (isKey) { h = fieldHash(s, e) & vec2u(p.hashMask, p.hashMask); }
+    emit(slot, h.x, h.y, 0u, 0u);
+  } else if (escaped) {
+    emit(slot, s, e, 0u, 2u);
+  } else if (kind == 0u) {
+    parseInt(slot, s, e);
+  } else {
+    parseFloat(slot, s, e);
+  }
+  if ((out[4u * slot + 3u] & 0xffu) == 2u) { problem(8u); return; }
+  if (isKey) {
+    keyWords[2u * r] = out[4u * slot];
+    keyWords[2u * r + 1u] = out[4u * slot + 1u];
+    atomicOr(&keyMask[r >> 5u], 1u << (r & 31u));
+  }
+}
+
+@compute @workgroup_size(256)
+fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var r = gid.x; r < p.records; r += gridStride(nwg)) {
+    var start = 0u;
+    if (r > 0u) { start = recEnd[r - 1u] + 1u; }
+    let end = recEnd[r];
+    if (end == start || (end == start + 1u && byteAt(start) == 13u)) { problem(1u); continue; }
+    var field = 0u;
+    var i = start;
+    loop {
+      var s = i;
+      var e = i;
+      var escaped = false;
+      var next = i;
+      if (i < end && byteAt(i) == 34u) {
+        // Quoted: the content runs to the first quote not doubled; the record's '\\n' lies outside.
+        s = i + 1u;
+        var q = s;
+        loop {
+          if (q >= end) { problem(4u); break; }
+          if (byteAt(q) == 34u) {
+            if (q + 1u < end && byteAt(q + 1u) == 34u) { escaped = true; q += 2u; continue; }
+            break;
+          }
+          q += 1u;
+        }
+        e = q;
+        next = q + 1u;
+        if (next < end) {
+          let b = byteAt(next);
+          if (b == 13u && next + 1u == end) { next = end; } else if (b != 44u) { problem(4u); }
+        }
+      } else {
+        var q = i;
+        loop {
+          if (q >= end) { break; }
+          let b = byteAt(q);
+          if (b == 44u) { break; }
+          if (b == 34u) { problem(4u); }
+          q += 1u;
+        }
+        e = q;
+        // A '\\r' ending the record's last field belongs to its CRLF.
+        if (q == end && e > s && byteAt(e - 1u) == 13u) { e -= 1u; }
+        next = q;
+      }
+      for (var j = 0u; j < p.ncols; j++) {
+        if (p.cols[j].x == field) { handleField(j, r, s, e, escaped); }
+      }
+      field += 1u;
+      if (next >= end) { break; }
+      i = next + 1u;
+    }
+    if (field != p.width) { problem(2u); }
+  }
+}
+`;
+
+export const CSV_ROWS_WGSL = WGSL_GRID + SPLIT;
+export const CSV_ROW_PROBLEMS = { blank: 1, ragged: 2, quotes: 4, value: 8 } as const;

@@ -1,0 +1,182 @@
+// CSV chunks parsed and grouped on the GPU (lavapipe): the partial aggregate of every chunk of
+// random CSV files (quoted keys with commas, newlines and doubled quotes, null texts, CRLF, a
+// last record without newline) equals the CPU reader + PartialAggregator's; chunks the GPU path
+// must not take (ragged, blank or malformed records, values it does not parse, hash collisions
+// forced by the test hook) say so and are left to the CPU; and groupby --device gpu through the
+// CLI writes the same bytes as --device cpu.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { valueAt, type Batch, type Schema } from '../src/engine/batch.js';
+import { DEFAULT_CSV_OPTIONS, inferCsvLayout, planCsvChunks, readCsvChunk, type CsvOptions } from '../src/engine/io/csv/index.js';
+import { finalizeAggregate, parseAggList, PartialAggregator, type AggregateSpec, type PartialAggregate } from '../src/engine/ops/aggregate/index.js';
+import { gpuCsvPartialAggregate, type CsvSource, type GpuCsvOptions } from '../src/engine/exec/gpu-csv-aggregate.js';
+import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+import { gpuframe } from './helpers/cli.js';
+import { rng, tempDir } from './helpers/data.js';
+
+const dir = tempDir('gpu-csv');
+const AGGS = 'count(),count(s),count(i),sum(i),mean(i),min(i),max(i),sum(f),mean(f),min(f),max(f)';
+
+/** Columns ks (string key), ki (int key), i (int64), f (float64), s (string); `eol` ends lines. */
+function randomCsv(path: string, rows: number, seed: number, eol: '\n' | '\r\n', groups = 40): void {
+  const r = rng(seed);
+  const keyText = (g: number) => [`k${g}`, `"k${g}, with comma"`, `"k${g} ""quoted"""`, `"k${g}\nline"`, `ключ${g}`][g % 5];
+  const lines = ['ks,ki,i,f,s'];
+  for (let n = 0; n < rows; n++) {
+    const g = Math.floor(groups * r() ** 2);
+    const ks = r() < 0.05 ? '' : r() < 0.03 ? 'NA' : r() < 0.5 && g % 5 === 0 ? `"k${g}"` : keyText(g);
+    const ki = r() < 0.05 ? 'null' : String(g * 1_000_003 - 20_000_000);
+    const i = r() < 0.05 ? '' : String(BigInt(Math.floor((r() - 0.5) * 2 ** 50)) * 1000n);
+    const f = r() < 0.05 ? 'NULL' : ((r() - 0.4) * 10 ** Math.floor(r() * 8 - 3)).toPrecision(1 + Math.floor(r() * 16));
+    const s = r() < 0.1 ? '' : r() < 0.5 ? '"x,y"' : 'text';
+    lines.push([ks, ki, i, f, s].join(','));
+  }
+  // The file's last record has no line break.
+  writeFileSync(path, lines.join(eol));
+}
+
+async function sourcesOf(path: string, blocksize: number, opts: Partial<CsvOptions> = {}): Promise<CsvSource[]> {
+  const options = { ...DEFAULT_CSV_OPTIONS, ...opts };
+  const layout = await inferCsvLayout(path, path, options);
+  const columns = layout.schema.map((f) => f.name);
+  return (await planCsvChunks(layout, options, blocksize)).map((chunk) => ({ kind: 'csv', chunk, layout, options, columns }));
+}
+
+function cpuPartial(source: CsvSource, spec: AggregateSpec): { partial: PartialAggregate; schema: Schema } {
+  const batch = readCsvChunk(source.chunk, source.layout, source.options, source.columns);
+  const agg = new PartialAggregator(batch.schema, spec);
+  agg.add(batch);
+  return { partial: agg.finish(), schema: batch.schema };
+}
+
+const cells = (b: Batch) => b.columns.map((c) => Array.from({ length: b.length }, (_, r) => valueAt(c, r)));
+
+/** Same groups in the same order with the same keys and hashes, and the same finalised table. */
+function expectSamePartial(got: PartialAggregate, want: PartialAggregate): void {
+  expect(got.groups).toBe(want.groups);
+  expect(got.schema).toEqual(want.schema);
+  expect(got.aggInputTypes).toEqual(want.aggInputTypes);
+  expect(got.keys.map((c) => Array.from({ length: got.groups }, (_, g) => valueAt(c, g))))
+    .toEqual(want.keys.map((c) => Array.from({ length: want.groups }, (_, g) => valueAt(c, g))));
+  expect(Array.from(got.hashes)).toEqual(Array.from(want.hashes));
+  expect(cells(finalizeAggregate(got))).toEqual(cells(finalizeAggregate(want)));
+}
+
+async function gpuOutcome(source: CsvSource, spec: AggregateSpec, options?: GpuCsvOptions) {
+  const schema = source.columns.map((name) => source.layout.schema.find((f) => f.name === name)!);
+  return gpuCsvPartialAggregate(await testGpu(), source, spec, schema, options);
+}
+
+let badChunks = 0;
+/** A source whose layout comes from a good file and whose one chunk is all of `text`. */
+async function chunkOf(text: string, opts: Partial<CsvOptions> = {}): Promise<CsvSource> {
+  const good = join(dir, 'good.csv');
+  writeFileSync(good, 'ks,i,f\na,1,2.5\n');
+  const [source] = await sourcesOf(good, 1 << 20, { dtypes: { ks: 'string', i: 'int64', f: 'float64' }, ...opts });
+  const path = join(dir, `chunk-${badChunks++}.csv`);
+  writeFileSync(path, text);
+  return { ...source, chunk: { path, displayName: path, start: 0, end: Buffer.byteLength(text), firstLine: 1 } };
+}
+
+describe.skipIf(skipGpuTests)('GPU CSV partial aggregates equal the CPU ones', () => {
+  const lf = join(dir, 'lf.csv');
+  const crlf = join(dir, 'crlf.csv');
+  beforeAll(() => {
+    randomCsv(lf, 6000, 3, '\n');
+    randomCsv(crlf, 6000, 4, '\r\n');
+  });
+
+  for (const [file, key, dropna] of [['lf', 'ks', false], ['crlf', 'ks', true], ['lf', 'ki', false], ['crlf', 'ki', true]] as const) {
+    it(`${file} file, key ${key}${dropna ? ', dropna' : ''}: every chunk`, async () => {
+      const spec: AggregateSpec = { keys: [key], aggs: parseAggList(AGGS), dropna };
+      const sources = await sourcesOf(file === 'lf' ? lf : crlf, 40_000);
+      expect(sources.length).toBeGreaterThan(3);
+      for (const source of sources) {
+        const out = await gpuOutcome(source, spec);
+        if (!('partial' in out)) throw new Error(`chunk at ${source.chunk.start} fell back: ${out.fallback}`);
+        const want = cpuPartial(source, spec).partial;
+        expect(out.rows).toBe(readCsvChunk(source.chunk, source.layout, source.options, source.columns).length);
+        expectSamePartial(out.partial, want);
+      }
+    }, 60_000);
+  }
+
+  it('honours --null-values (an empty text field is then a value)', async () => {
+    const path = join(dir, 'nulls.csv');
+    writeFileSync(path, 'ks,i\nx,1\n-,2\n,3\nx,-\n');
+    const spec: AggregateSpec = { keys: ['ks'], aggs: parseAggList('count(),count(i),sum(i)'), dropna: false };
+    const [source] = await sourcesOf(path, 1 << 20, { nullValues: ['-'] });
+    const out = await gpuOutcome(source, spec);
+    if (!('partial' in out)) throw new Error(out.fallback);
+    expectSamePartial(out.partial, cpuPartial(source, spec).partial);
+    expect(out.partial.groups).toBe(3); // 'x', null ('-'), ''
+  });
+});
+
+describe.skipIf(skipGpuTests)('chunks the GPU path leaves to the CPU reader', () => {
+  const spec: AggregateSpec = { keys: ['ks'], aggs: parseAggList('count(),sum(i),sum(f)'), dropna: false };
+  const cases: [string, string][] = [
+    ['a ragged record', 'a,1,2\nb,3\n'],
+    ['a blank line', 'a,1,2\n\nb,3,4\n'],
+    ['a quote inside an unquoted field', 'a"b,1,2\n'],
+    ['text after a closing quote', '"a"b,1,2\n'],
+    ['an unterminated quoted field', 'a,1,2\n"b,3,4\n'],
+    ['an int with spaces', 'a, 1,2\n'],
+    ['inf as a float', 'a,1,inf\n'],
+    ['a quoted number with doubled quotes', 'a,"1""",2\n'],
+    ['an int with 19 digits', 'a,1234567890123456789,2\n'],
+  ];
+  for (const [what, text] of cases) {
+    it(what, async () => {
+      expect(await gpuOutcome(await chunkOf(text), spec)).toHaveProperty('fallback');
+    });
+  }
+
+  it('(the same kind of chunk without such records does take the GPU path)', async () => {
+    expect(await gpuOutcome(await chunkOf('a,1,2\n"b ""q""",3,4e-3\r\n,"5",-.5\n'), spec)).toHaveProperty('partial');
+  });
+
+  it('an empty int field that is not a null text', async () => {
+    const source = await chunkOf('x,1,2\ny,,3\n', { nullValues: ['-', 'NA'] });
+    expect(await gpuOutcome(source, spec)).toHaveProperty('fallback');
+    expect(() => readCsvChunk(source.chunk, source.layout, source.options, source.columns)).toThrow(/cannot parse '' as int64/);
+  });
+
+  it('hash collisions (forced by masking the hash) are found; one distinct key per hash is still exact', async () => {
+    const path = join(dir, 'collide.csv');
+    randomCsv(path, 3000, 9, '\n');
+    const full: AggregateSpec = { keys: ['ks'], aggs: parseAggList(AGGS), dropna: false };
+    const [source] = await sourcesOf(path, 1 << 30);
+    expect(await gpuOutcome(source, full, { hashMask: 0 })).toEqual({ fallback: 'key hash collision' });
+    expect(await gpuOutcome(source, full, { hashMask: 0x3 })).toEqual({ fallback: 'key hash collision' });
+    // One key (and nulls) in the whole file: every row hashes alike and nothing collides.
+    const single = join(dir, 'single.csv');
+    writeFileSync(single, 'ks,i\n"a ""b"", c",1\nNA,2\n"a ""b"", c",3\n,4\n');
+    const [one] = await sourcesOf(single, 1 << 30);
+    const spec: AggregateSpec = { keys: ['ks'], aggs: parseAggList('count(),sum(i)'), dropna: false };
+    const out = await gpuOutcome(one, spec, { hashMask: 0 });
+    if (!('partial' in out)) throw new Error(out.fallback);
+    expectSamePartial(out.partial, cpuPartial(one, spec).partial);
+    expect(valueAt(out.partial.keys[0], 0)).toBe('a "b", c');
+  });
+});
+
+describe.skipIf(skipGpuTests)('groupby --device gpu over CSV through the CLI', () => {
+  it('writes the same bytes as --device cpu (string and int keys, CRLF)', async () => {
+    const path = join(dir, 'cli.csv');
+    randomCsv(path, 20_000, 21, '\r\n', 500);
+    for (const by of ['ks', 'ki']) {
+      const outs: Buffer[] = [];
+      for (const device of ['gpu', 'cpu']) {
+        const out = join(dir, `cli-${by}-${device}.csv`);
+        const res = await gpuframe(['groupby', path, '--by', by, '--agg', AGGS, '--device', device, '--blocksize', '128KB', '--workers', '2', '-o', out]);
+        expect(res.stderr, `${by} on ${device}`).not.toMatch(/warning|error/i);
+        expect(res.code).toBe(0);
+        outs.push(readFileSync(out));
+      }
+      expect(outs[0].equals(outs[1]), `output for --by ${by}`).toBe(true);
+    }
+  }, 60_000);
+});
