@@ -28,7 +28,7 @@ function randomCsv(path: string, rows: number, seed: number, eol: '\n' | '\r\n',
     const g = Math.floor(groups * r() ** 2);
     const ks = r() < 0.05 ? '' : r() < 0.03 ? 'NA' : r() < 0.5 && g % 5 === 0 ? `"k${g}"` : keyText(g);
     const ki = r() < 0.05 ? 'null' : String(g * 1_000_003 - 20_000_000);
-    const i = r() < 0.05 ? '' : String(BigInt(Math.floor((r() - 0.5) * 2 ** 50)) * 1000n);
+    const i = r() < 0.05 ? '' : String(BigInt(Math.floor((r() - 0.5) * 2 ** 44)) * 1000n);
     const f = r() < 0.05 ? 'NULL' : ((r() - 0.4) * 10 ** Math.floor(r() * 8 - 3)).toPrecision(1 + Math.floor(r() * 16));
     const s = r() < 0.1 ? '' : r() < 0.5 ? '"x,y"' : 'text';
     lines.push([ks, ki, i, f, s].join(','));
