@@ -164,19 +164,27 @@ describe.skipIf(skipGpuTests)('chunks the GPU path leaves to the CPU reader', ()
 });
 
 describe.skipIf(skipGpuTests)('groupby --device gpu over CSV through the CLI', () => {
-  it('writes the same bytes as --device cpu (string and int keys, CRLF)', async () => {
-    const path = join(dir, 'cli.csv');
-    randomCsv(path, 20_000, 21, '\r\n', 500);
+  const path = join(dir, 'cli.csv');
+  beforeAll(() => randomCsv(path, 20_000, 21, '\r\n', 500));
+  const run = async (by: string, device: string, env: Record<string, string> = {}) => {
+    const out = join(dir, `cli-${by}-${device}.csv`);
+    const res = await gpuframe(['groupby', path, '--by', by, '--agg', AGGS, '--device', device, '--blocksize', '128KB', '--workers', '2', '-o', out], { env });
+    expect(res.code, res.stderr).toBe(0);
+    return { stderr: res.stderr, bytes: readFileSync(out) };
+  };
+
+  it('writes the same bytes as --device cpu (string and int keys, CRLF), every chunk parsed on the GPU', async () => {
     for (const by of ['ks', 'ki']) {
-      const outs: Buffer[] = [];
-      for (const device of ['gpu', 'cpu']) {
-        const out = join(dir, `cli-${by}-${device}.csv`);
-        const res = await gpuframe(['groupby', path, '--by', by, '--agg', AGGS, '--device', device, '--blocksize', '128KB', '--workers', '2', '-o', out]);
-        expect(res.stderr, `${by} on ${device}`).not.toMatch(/warning|error/i);
-        expect(res.code).toBe(0);
-        outs.push(readFileSync(out));
-      }
-      expect(outs[0].equals(outs[1]), `output for --by ${by}`).toBe(true);
+      const gpu = await run(by, 'gpu', { GPUFRAME_GPU_CSV_REPORT: '1' });
+      const cpu = await run(by, 'cpu');
+      expect(gpu.stderr, `--by ${by}`).not.toMatch(/warning|error|read on the CPU/i);
+      expect(gpu.bytes.equals(cpu.bytes), `output for --by ${by}`).toBe(true);
     }
+  }, 60_000);
+
+  it('chunks with forced hash collisions are read on the CPU; the bytes do not change', async () => {
+    const gpu = await run('ks', 'gpu', { GPUFRAME_GPU_CSV_REPORT: '1', GPUFRAME_GPU_KEY_HASH_MASK: '3' });
+    expect(gpu.stderr).toMatch(/read on the CPU: key hash collision/);
+    expect(gpu.bytes.equals((await run('ks', 'cpu')).bytes)).toBe(true);
   }, 60_000);
 });

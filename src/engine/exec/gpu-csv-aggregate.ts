@@ -30,6 +30,12 @@ export interface GpuCsvOptions {
   hashMask?: number;
 }
 
+/** Test hook GPUFRAME_GPU_KEY_HASH_MASK (a number): forces hash collisions in worker processes. */
+export function gpuCsvOptionsFromEnv(): GpuCsvOptions {
+  const mask = process.env.GPUFRAME_GPU_KEY_HASH_MASK;
+  return mask === undefined || mask === '' ? {} : { hashMask: Number(mask) >>> 0 };
+}
+
 /** What the GPU extracts: one entry per input column, and which of them is the key. */
 interface CsvPlan {
   width: number;

@@ -8,7 +8,7 @@ import type { GpuContext } from '../gpu/device.js';
 import { PartialAggregator } from '../ops/aggregate/index.js';
 import type { FragmentResult, Task } from './fragment.js';
 import { gpuPartialAggregate, gpuSupports } from './gpu-aggregate.js';
-import { gpuCsvPartialAggregate } from './gpu-csv-aggregate.js';
+import { gpuCsvOptionsFromEnv, gpuCsvPartialAggregate } from './gpu-csv-aggregate.js';
 import type { ResidentCache } from './gpu-resident.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
 
@@ -42,14 +42,16 @@ export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuW
 
 /**
  * The partial aggregate of a CSV chunk parsed on the GPU, or why not: no warning when that path
- * does not apply to the query or chunk (the caller reads it on the CPU), a warning when it failed.
+ * does not apply to the query or chunk (the caller reads it on the CPU; GPUFRAME_GPU_CSV_REPORT=1
+ * makes that a warning, for tests and diagnosis), a warning when it failed.
  */
 async function csvOnGpu(task: Task, worker: GpuWorkerState): Promise<FragmentResult | { warning: string | null }> {
   const { fragment, terminal } = task;
   if (terminal.kind !== 'partial-aggregate' || fragment.source.kind !== 'csv' || !fragment.ops.every((op) => op.kind === 'project')) return { warning: null };
   try {
-    const out = await gpuCsvPartialAggregate(worker.gpu, fragment.source, terminal.spec, terminal.inputSchema);
-    return 'partial' in out ? { partial: out.partial, matched: {}, rows: out.rows, warnings: [] } : { warning: null };
+    const out = await gpuCsvPartialAggregate(worker.gpu, fragment.source, terminal.spec, terminal.inputSchema, gpuCsvOptionsFromEnv());
+    if ('partial' in out) return { partial: out.partial, matched: {}, rows: out.rows, warnings: [] };
+    return { warning: process.env.GPUFRAME_GPU_CSV_REPORT === '1' ? `partition ${fragment.index} was read on the CPU: ${out.fallback}` : null };
   } catch (err) {
     if (worker.gpu.lostReason) throw new DeviceLost(`GPU device lost: ${worker.gpu.lostReason}`);
     return { warning: `GPU parsing of partition ${fragment.index} failed (${err instanceof Error ? err.message : String(err)}); it was read on the CPU` };
