@@ -63,22 +63,24 @@ export function timestampFields(micros: bigint | number, f: TimestampFields): vo
     r = us - days * US_PER_DAY;
   }
   civilFromDays(days, f);
+  // Below here every value is a non-negative int32, so `| 0` is exact floor division.
   const secs = Math.floor(r / 1e6);
   f.micros = r - secs * 1e6;
-  f.hour = Math.floor(secs / 3600);
-  f.minute = Math.floor(secs / 60) % 60;
+  f.hour = (secs / 3600) | 0;
+  f.minute = ((secs / 60) | 0) % 60;
   f.second = secs % 60;
 }
 
-/** Civil date of a day count since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm). */
+/** Civil date of a day count since 1970-01-01 (proleptic Gregorian; H. Hinnant's algorithm).
+ *  Only `era` can be negative; the other quotients are of non-negative int32s. */
 function civilFromDays(days: number, f: TimestampFields): void {
   const z = days + 719468;
   const era = Math.floor(z / 146097);
   const doe = z - era * 146097;
-  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
-  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
-  const mp = Math.floor((5 * doy + 2) / 153);
-  f.day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const yoe = ((doe - ((doe / 1460) | 0) + ((doe / 36524) | 0) - ((doe / 146096) | 0)) / 365) | 0;
+  const doy = doe - (365 * yoe + ((yoe / 4) | 0) - ((yoe / 100) | 0));
+  const mp = ((5 * doy + 2) / 153) | 0;
+  f.day = doy - (((153 * mp + 2) / 5) | 0) + 1;
   f.month = mp < 10 ? mp + 3 : mp - 9;
   f.year = yoe + era * 400 + (f.month <= 2 ? 1 : 0);
 }

@@ -6,6 +6,8 @@
 export const POW10 = Array.from({ length: 17 }, (_, k) => 10 ** k);
 
 const DIGIT_0 = 0x30;
+/** '00' '01' ... '99' as byte pairs. */
+const DIGIT_PAIRS = Uint8Array.from({ length: 200 }, (_, k) => DIGIT_0 + (k & 1 ? (k >> 1) % 10 : Math.floor((k >> 1) / 10)));
 const MINUS = 0x2d;
 
 export class ByteBuffer {
@@ -67,25 +69,36 @@ export class ByteBuffer {
   /** Exactly `width` digits of a non-negative integer below 10^16, zero-padded on the left. */
   fixedDigits(v: number, width: number): void {
     this.reserve(width);
-    const bytes = this.bytes;
-    const start = this.length;
-    let p = start + width;
-    this.length = p;
-    // Int32 arithmetic while it fits, doubles (exact for integers below 2^53) beyond.
-    while (v > 0x7fffffff) {
-      const q = Math.floor(v / 10);
-      bytes[--p] = DIGIT_0 + (v - q * 10);
-      v = q;
-    }
-    while (p > start) {
-      const q = (v / 10) | 0;
-      bytes[--p] = DIGIT_0 + (v - q * 10);
-      v = q;
-    }
+    this.length = putDigits(this.bytes, this.length, v, width);
   }
 
   /** A tight copy of what was written (a view would post the whole backing buffer to the parent). */
   toBytes(): Uint8Array {
     return this.bytes.slice(0, this.length);
   }
+}
+
+/** Writes exactly `width` digits of a non-negative integer v below 10^16 (zero-padded on the
+ *  left) at bytes[p..p+width), which the caller has reserved; returns p + width. */
+export function putDigits(bytes: Uint8Array, p: number, v: number, width: number): number {
+  const start = p;
+  p += width;
+  const end = p;
+  // Doubles (exact for integers below 2^53) while the value is beyond int32, then int32
+  // arithmetic two digits at a time.
+  while (v > 0x7fffffff) {
+    const q = Math.floor(v / 10);
+    bytes[--p] = DIGIT_0 + (v - q * 10);
+    v = q;
+  }
+  let w = v | 0;
+  while (p - start >= 2) {
+    const q = (w / 100) | 0;
+    const pair = (w - q * 100) << 1;
+    bytes[--p] = DIGIT_PAIRS[pair + 1];
+    bytes[--p] = DIGIT_PAIRS[pair];
+    w = q;
+  }
+  if (p > start) bytes[--p] = DIGIT_0 + w;
+  return end;
 }

@@ -14,7 +14,7 @@ import {
   int64Words, stringColumn,
 } from '../../batch.js';
 import { type TimestampFields, formatFloat, formatTimestamp, newTimestampFields, timestampFields } from '../format-value.js';
-import { type ByteBuffer, POW10 } from './text-encode-buffer.js';
+import { type ByteBuffer, POW10, putDigits } from './text-encode-buffer.js';
 import type { TextFormat } from './types.js';
 
 /** Appends the text of row i of one column. */
@@ -25,7 +25,7 @@ const TRUE = ascii('true');
 const FALSE = ascii('false');
 const NULL = ascii('null');
 
-const QUOTE = 0x22, BACKSLASH = 0x5c, SPACE = 0x20, TAB = 0x09, DOT = 0x2e, MINUS = 0x2d;
+const QUOTE = 0x22, BACKSLASH = 0x5c, SPACE = 0x20, TAB = 0x09, DOT = 0x2e, MINUS = 0x2d, COLON = 0x3a;
 
 export function cellEncoder(col: Column, format: TextFormat, out: ByteBuffer): CellEncoder {
   const encode = valueEncoder(col, format, out);
@@ -115,22 +115,25 @@ function timestampEncoder(col: TimestampColumn, format: TextFormat, out: ByteBuf
 
 /** 'YYYY-MM-DD HH:MM:SS[.ffffff]' or 'YYYY-MM-DDTHH:MM:SS[.ffffff]Z' for years 0..9999. */
 function writeTimestampFields(out: ByteBuffer, f: TimestampFields, iso: boolean): void {
-  out.fixedDigits(f.year, 4);
-  out.byte(MINUS);
-  out.fixedDigits(f.month, 2);
-  out.byte(MINUS);
-  out.fixedDigits(f.day, 2);
-  out.byte(iso ? 0x54 : SPACE); // 'T'
-  out.fixedDigits(f.hour, 2);
-  out.byte(0x3a); // ':'
-  out.fixedDigits(f.minute, 2);
-  out.byte(0x3a);
-  out.fixedDigits(f.second, 2);
+  out.reserve(28);
+  const b = out.bytes;
+  let p = putDigits(b, out.length, f.year, 4);
+  b[p++] = MINUS;
+  p = putDigits(b, p, f.month, 2);
+  b[p++] = MINUS;
+  p = putDigits(b, p, f.day, 2);
+  b[p++] = iso ? 0x54 : SPACE; // 'T'
+  p = putDigits(b, p, f.hour, 2);
+  b[p++] = COLON;
+  p = putDigits(b, p, f.minute, 2);
+  b[p++] = COLON;
+  p = putDigits(b, p, f.second, 2);
   if (f.micros !== 0) {
-    out.byte(DOT);
-    out.fixedDigits(f.micros, 6);
+    b[p++] = DOT;
+    p = putDigits(b, p, f.micros, 6);
   }
-  if (iso) out.byte(0x5a); // 'Z'
+  if (iso) b[p++] = 0x5a; // 'Z'
+  out.length = p;
 }
 
 /** Bytes that force a CSV field into quotes wherever they occur. */
