@@ -92,7 +92,7 @@ export function parseModel(text: string, fileName: string): Model {
       const coefficients = r.numbers('coefficients', MAX_FEATURES);
       if (coefficients.length !== d) fail('coefficients', `has ${coefficients.length} numbers for ${d} features`);
       const intercept = r.get('intercept');
-      if (typeof intercept !== 'number') fail('intercept', 'must be a number');
+      if (typeof intercept !== 'number' || !Number.isFinite(intercept)) fail('intercept', 'must be a finite number');
       return { kind, ...common, coefficients, intercept: intercept as number };
     }
     case 'random-forest': {
