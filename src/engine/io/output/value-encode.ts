@@ -69,9 +69,10 @@ function floatEncoder(col: Float64Column, format: TextFormat, out: ByteBuffer): 
 }
 
 /** formatFloat's text. Values whose shortest round-trip form is an integer below 10^16 or has at
- *  most 4 decimals below 10^9 (prices, counts, measurements) are written without a string:
- *  d decimals are the shortest form exactly when round(x·10^d)/10^d === x and no smaller d
- *  works, and at these magnitudes only one d-decimal number lies that close to x. */
+ *  most 4 decimals below 10^9 (prices, counts, measurements) are written without a string.
+ *  Below 10^9 the multiples of 10^-4 are far apart compared with the spacing of doubles, so at
+ *  most one of them reads back as x: n = round(x·10^4) with n/10^4 === x. It is then the
+ *  shortest form once its trailing zeros are dropped. */
 function writeFloat(out: ByteBuffer, x: number): void {
   const abs = Math.abs(x);
   if (Number.isInteger(x) && abs < 1e16) {
@@ -82,17 +83,17 @@ function writeFloat(out: ByteBuffer, x: number): void {
     return;
   }
   if (abs >= 1e-4 && abs < 1e9) {
-    for (let d = 1; d <= 4; d++) {
-      const scale = POW10[d];
-      const n = Math.round(abs * scale);
-      if (n / scale === abs) {
-        const frac = n % scale;
-        if (x < 0) out.byte(MINUS);
-        out.integer((n - frac) / scale);
-        out.byte(DOT);
-        out.fixedDigits(frac, d);
-        return;
-      }
+    let n = Math.round(abs * 1e4);
+    if (n / 1e4 === abs) {
+      let decimals = 4;
+      while (n % 10 === 0) { n /= 10; decimals--; } // x is not integral: decimals stays >= 1
+      const scale = POW10[decimals];
+      const frac = n % scale;
+      if (x < 0) out.byte(MINUS);
+      out.integer((n - frac) / scale);
+      out.byte(DOT);
+      out.fixedDigits(frac, decimals);
+      return;
     }
   }
   out.ascii(formatFloat(x));
