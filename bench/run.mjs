@@ -63,9 +63,10 @@ record('DuckDB 1.5.6 (all cores)', await measure(node, ['-e', duck]));
 const polars = `const pl = require('nodejs-polars'); pl.scanCSV('${csv}').groupBy('origin').agg(pl.len(), pl.col('delay').mean(), pl.col('distance').sum(), pl.col('price').max(), pl.col('price').min()).sort('origin').collect().writeCSV('${out}.polars.csv')`;
 try { record('nodejs-polars 0.25.2 (all cores)', await measure(node, ['-e', polars])); } catch (e) { process.stderr.write(`polars skipped: ${e.message.split('\n')[0]}\n`); }
 const agg = 'count(),mean(delay),sum(distance),max(price),min(price)';
-record('gpuframe groupby (CPU workers = cores)', await measure(node, [bin, 'groupby', csv, '--by', 'origin', '--agg', agg, '-o', out, '--quiet']));
-record('gpuframe groupby --memory-limit 1GB', await measure(node, [bin, 'groupby', csv, '--by', 'origin', '--agg', agg, '-o', out, '--quiet', '--memory-limit', '1GB']));
-record('gpuframe groupby --by origin,dest (90k groups)', await measure(node, [bin, 'groupby', csv, '--by', 'origin,dest', '--agg', agg, '-o', out, '--quiet']));
+const cpu = ['--device', 'cpu', '--quiet', '-o', out];
+record('gpuframe groupby (CPU workers = cores)', await measure(node, [bin, 'groupby', csv, '--by', 'origin', '--agg', agg, ...cpu]));
+record('gpuframe groupby --memory-limit 1GB', await measure(node, [bin, 'groupby', csv, '--by', 'origin', '--agg', agg, ...cpu, '--memory-limit', '1GB']));
+record('gpuframe groupby --by origin,dest (90k groups)', await measure(node, [bin, 'groupby', csv, '--by', 'origin,dest', '--agg', agg, ...cpu]));
 
 const base = rows[0].seconds;
 console.log(`\nread-csv -> groupby over ${(size / 1e9).toFixed(2)} GB CSV (${cpus().length} cores, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM, ${cpus()[0].model})\n`);

@@ -19,7 +19,7 @@ export interface RunFlagValues {
   device: string;
   gpus?: string;
   workers?: number;
-  blocksize: string;
+  blocksize?: string;
   'memory-limit'?: string;
   trace?: string;
   progress: boolean;
@@ -38,7 +38,7 @@ export function runSettings(flags: RunFlagValues): RunSettings {
     device: flags.device as DeviceMode,
     gpus: flags.gpus === undefined ? undefined : parseGpuList(flags.gpus),
     workers: flags.workers ?? availableParallelism(),
-    blocksize: parseSize(flags.blocksize, '--blocksize'),
+    blocksize: flags.blocksize === undefined ? undefined : parseSize(flags.blocksize, '--blocksize'),
     memoryLimit: flags['memory-limit'] ? parseSize(flags['memory-limit'], '--memory-limit') : Math.floor(totalmem() / 2),
     progress: flags.progress && !flags.quiet && process.stderr.isTTY === true,
     tracePath: flags.trace,

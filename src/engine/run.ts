@@ -24,7 +24,8 @@ export interface RunSettings {
   /** --device (default cpu) and --gpus (indices; all when absent). */
   device?: DeviceMode;
   gpus?: number[];
-  blocksize: number;
+  /** Bytes per input partition; undefined chooses (see autoBlocksize). */
+  blocksize?: number;
   memoryLimit: number;
   progress: boolean;
   tracePath?: string;
@@ -94,13 +95,28 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
   const unregister = onInterrupt(release);
   const progress = settings.progress ? terminalProgress() : silentProgress;
   try {
-    return await body({ runner, blocksize: settings.blocksize, memoryLimit: settings.memoryLimit, tmpDir, progress, tracer, warn: settings.warn });
+    const blocksize = settings.blocksize ?? autoBlocksize(plan, runner.size);
+    return await body({ runner, blocksize, memoryLimit: settings.memoryLimit, tmpDir, progress, tracer, warn: settings.warn });
   } finally {
     progress.stop();
     unregister();
     release();
     if (tracer && settings.tracePath) tracer.write(settings.tracePath);
   }
+}
+
+const DEFAULT_BLOCKSIZE = 64 << 20;
+const MIN_AUTO_BLOCKSIZE = 1 << 20;
+
+/**
+ * 64 MB partitions, unless that gives fewer than four per worker: then smaller ones (not below
+ * 1 MB), so every worker has work and none is left as a long tail. Output bytes never depend on it.
+ */
+export function autoBlocksize(plan: PlanNode | null, workers: number): number {
+  if (plan === null) return DEFAULT_BLOCKSIZE;
+  const bytes = scansOf(plan).reduce((s, scan) => s + scan.files.reduce((t, f) => t + f.bytes, 0), 0);
+  const even = Math.floor(bytes / (4 * Math.max(1, workers)));
+  return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(DEFAULT_BLOCKSIZE, even));
 }
 
 /** Temp dirs of runs that were killed (SIGKILL leaves no chance to clean up) are removed by the next run. */
