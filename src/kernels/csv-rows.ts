@@ -1,11 +1,11 @@
 // Splitting a CSV chunk already on the device into records and the selected columns' values, with
-// the CPU reader's rules (WGSL: csv-rows.wgsl.ts). Results stay on the device; `columnOf` decodes
-// one column on the host when it is needed there.
+// the CPU reader's rules (WGSL: csv-rows.wgsl.ts). Results stay on the device, in the layout of
+// src/engine/batch.ts columns; `columnOf` brings one back as it is, with no per-row host work.
 
-import type { Column, Validity } from '../engine/batch.js';
+import type { Column } from '../engine/batch.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { fillU32, freeBuffer, kernelFor, readU32, storageBuffer, uniformWords, workgroupsFor } from '../engine/gpu/buffers.js';
-import { decimalToDouble, findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
+import { fillU32, freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, workgroupsFor } from '../engine/gpu/buffers.js';
+import { findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
 import { CSV_ROWS_WGSL } from './csv-rows.wgsl.js';
 import type { HashedKeys } from './key-hash.js';
 
@@ -30,10 +30,14 @@ export interface CsvRowsRequest {
 
 export interface CsvRows {
   records: number;
-  /** Bits of CSV_ROW_PROBLEMS (csv-rows.wgsl.ts), plus 16 when the bytes do not end a record; 0 = all parsed. */
+  /** Bits of CSV_ROW_PROBLEMS (csv-rows.wgsl.ts), plus UNFINISHED_RECORD; 0 = all parsed. */
   problems: number;
-  /** 4 words per (column, record), column-major. */
-  fields: GPUBuffer;
+  /** Nulls per extracted column. */
+  nulls: Uint32Array;
+  /** 2 words per (column, record), column-major: int64 words, float64 bits, or a text key's hash. */
+  values: GPUBuffer;
+  /** 1 byte per (column, record), 1 = present; each column starts at a multiple of 4 bytes. */
+  validBytes: GPUBuffer;
   key: HashedKeys;
   /** Frees the device buffers. */
   free(): void;
@@ -53,29 +57,37 @@ export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: num
   const { records, recEnd } = await findRecords(ctx, data, nbytes, Math.ceil(nbytes / 4));
   const lastEnd = records === 0 ? -1 : (await readU32(ctx, recEnd, 1, records - 1))[0];
   const n = Math.max(1, records);
-  const fields = storageBuffer(ctx, n * req.columns.length * 16, 'csv row fields');
+  const ncols = Math.max(1, req.columns.length);
+  const values = storageBuffer(ctx, n * ncols * 8, 'csv values');
+  const validBytes = storageBuffer(ctx, validStride(n) * ncols * 4, 'csv validity');
   const key: HashedKeys = {
     n: records,
     words: storageBuffer(ctx, n * 8, 'csv key words'),
     validMask: storageBuffer(ctx, Math.ceil(n / 32) * 4, 'csv key validity'),
     spans: storageBuffer(ctx, n * 8, 'csv key spans'),
   };
-  const problems = storageBuffer(ctx, 4, 'csv row problems');
-  fillU32(ctx, key.validMask, 0);
-  fillU32(ctx, problems, 0);
+  const counters = storageBuffer(ctx, (1 + MAX_CSV_COLUMNS) * 4, 'csv row counters');
+  for (const b of [validBytes, key.validMask, counters]) fillU32(ctx, b, 0);
   const params = uniformWords(ctx, paramWords(records, req));
   kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
-    .dispatch('split_rows', [data, recEnd, fields, key.words, key.validMask, key.spans, problems, params], workgroupsFor(records));
-  const [found] = await readU32(ctx, problems, 1);
+    .dispatch('split_rows', [data, recEnd, values, validBytes, key.words, key.validMask, key.spans, counters, params], workgroupsFor(records));
+  const found = await readU32(ctx, counters, 1 + req.columns.length);
   params.destroy();
-  for (const b of [recEnd, problems]) freeBuffer(ctx, b);
+  for (const b of [recEnd, counters]) freeBuffer(ctx, b);
   return {
     records,
-    problems: found | (lastEnd === nbytes - 1 || nbytes === 0 ? 0 : UNFINISHED_RECORD),
-    fields,
+    problems: found[0] | (lastEnd === nbytes - 1 || nbytes === 0 ? 0 : UNFINISHED_RECORD),
+    nulls: found.slice(1),
+    values,
+    validBytes,
     key,
-    free: () => { for (const b of [fields, key.words, key.validMask, key.spans]) freeBuffer(ctx, b); },
+    free: () => { for (const b of [values, validBytes, key.words, key.validMask, key.spans]) freeBuffer(ctx, b); },
   };
+}
+
+/** Words per column in the validity bytes. */
+function validStride(records: number): number {
+  return Math.ceil(records / 4);
 }
 
 function paramWords(records: number, req: CsvRowsRequest): number[] {
@@ -89,49 +101,21 @@ function paramWords(records: number, req: CsvRowsRequest): number[] {
     lengths[i] = b.length;
     textBytes.set(b, i * MAX_NULL_TEXT_BYTES);
   });
-  const head = [records, req.columns.length, req.width, req.keyColumn < 0 ? 0xffffffff : req.keyColumn, req.hashMask ?? 0xffffffff, req.nullValues.length, 0, 0];
+  const head = [records, req.columns.length, req.width, req.keyColumn < 0 ? 0xffffffff : req.keyColumn, req.hashMask ?? 0xffffffff, req.nullValues.length, validStride(Math.max(1, records)), 0];
   return [...head, ...cols, ...lengths, ...texts];
 }
 
 /**
- * Column j of the split rows as a host column: int64 / float64 values with validity, or for a text
- * column only its validity (values are zeros: the GPU aggregates count such a column's non-nulls).
+ * Column j of the split rows as a host column, straight from the GPU's words: int64 / float64
+ * values with validity, or for a text column an int64 column of its hash words (zeros for a
+ * non-key column) with the text's validity (the GPU aggregates count such a column's non-nulls).
  */
 export async function columnOf(ctx: GpuContext, rows: CsvRows, j: number, kind: CsvFieldKind): Promise<Column> {
   const n = rows.records;
-  const words = await readU32(ctx, rows.fields, n * 4, j * n * 4);
-  const valid = new Uint8Array(n);
-  if (kind === 'float64') {
-    const values = new Float64Array(n);
-    for (let at = 0; at < n; at += 4096) decodeFloats(words, at, Math.min(n, at + 4096), values, valid);
-    return { type: 'float64', values, valid: allSet(valid) ? null : valid };
-  }
-  const lohi = new Int32Array(2 * n);
-  for (let at = 0; at < n; at += 4096) decodeInts(words, at, Math.min(n, at + 4096), lohi, valid);
-  return { type: 'int64', values: new BigInt64Array(lohi.buffer), valid: allSet(valid) ? null : valid };
-}
-
-// Host loops run per 4096-row slice in small functions: a hot top-level loop writing large typed
-// arrays crashes dawn.node processes (notes/webgpu.md).
-function decodeInts(words: Uint32Array, from: number, to: number, lohi: Int32Array, valid: Uint8Array): void {
-  for (let r = from; r < to; r++) {
-    if (words[4 * r + 3] === 1) continue;
-    valid[r] = 1;
-    lohi[2 * r] = words[4 * r];
-    lohi[2 * r + 1] = words[4 * r + 1];
-  }
-}
-
-function decodeFloats(words: Uint32Array, from: number, to: number, values: Float64Array, valid: Uint8Array): void {
-  for (let r = from; r < to; r++) {
-    const status = words[4 * r + 3];
-    if (status === 1) continue;
-    valid[r] = 1;
-    const v = decimalToDouble(words[4 * r], words[4 * r + 1], words[4 * r + 2] | 0);
-    values[r] = status & 0x100 ? -v : v;
-  }
-}
-
-function allSet(valid: Validity): boolean {
-  return valid === null || valid.every((v) => v === 1);
+  const words = await readBack(ctx, rows.values, n * 8, j * n * 8);
+  const stride = validStride(Math.max(1, n)) * 4;
+  const valid = rows.nulls[j] === 0 ? null : new Uint8Array(await readBack(ctx, rows.validBytes, stride, j * stride), 0, n);
+  return kind === 'float64'
+    ? { type: 'float64', values: new Float64Array(words), valid }
+    : { type: 'int64', values: new BigInt64Array(words), valid };
 }

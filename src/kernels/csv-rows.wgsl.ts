@@ -1,22 +1,24 @@
 // split_rows: one thread per record (record ends from csv-scan's boundary kernels) walks its
 // fields with the CPU tokenizer's rules (src/engine/io/csv/tokenizer.ts) and, for each selected
-// column: null texts (--null-values) -> null; int64/float64 -> parsed as csv-scan's parse_fields
-// does; text -> nothing but its validity, and for the key column its 64-bit hash (key-hash.wgsl.ts).
-// The key column's words, validity bits and byte span also go to arrays of their own, for the
-// group-by table and the exact key check.
+// column: null texts (--null-values) -> null; int64 -> its (lo, hi) words; float64 -> the bits of
+// the correctly rounded double (csv-float.wgsl.ts); text -> only its validity, and for the key
+// column its 64-bit hash (key-hash.wgsl.ts). Values and validity go to column-major arrays the host
+// can use as they are; the key column's words, validity bits and byte span also go to arrays of
+// their own, for the group-by table and the exact key check.
 //
 // Whatever the CPU reader would reject or the GPU does not parse is not reported row by row: it
-// sets a bit in `problems`, and the host reads that chunk with the CPU reader instead.
+// sets a bit in counters[0], and the host reads that chunk with the CPU reader instead.
 //   1 blank record      2 wrong number of fields      4 quote misuse (CPU: syntax error)
-//   8 a value the GPU does not parse (spaces, inf/nan, > 18 digits, doubled quotes, bad text)
+//   8 a value the GPU does not parse (spaces, inf/nan, > 18 digits, |exponent| > 22, doubled quotes, bad text)
 import { WGSL_GRID } from './wgsl-common.js';
 import { WGSL_BYTES, WGSL_CSV_NUMBERS } from './csv-scan.wgsl.js';
 import { WGSL_FIELD_HASH } from './key-hash.wgsl.js';
+import { WGSL_DECIMAL_TO_F64 } from './csv-float.wgsl.js';
 
 const SPLIT = /* wgsl */ `
 struct Params {
   records: u32, ncols: u32, width: u32, keyCol: u32,
-  hashMask: u32, nullTexts: u32, _a: u32, _b: u32,
+  hashMask: u32, nullTexts: u32, validStride: u32, _b: u32,
   // x = field index, y = kind (0 int64, 1 float64, 2 text)
   cols: array<vec4u, 16>,
   // Up to 8 null texts of up to 16 bytes: lengths, then bytes (4 per word, little-endian).
@@ -25,18 +27,26 @@ struct Params {
 }
 @group(0) @binding(0) var<storage, read> bytes: array<u32>;
 @group(0) @binding(1) var<storage, read> recEnd: array<u32>;
-// 4 words per (column j, record r) at 4 * (j * records + r): [a, b, c, status] as csv-scan's emit.
-@group(0) @binding(2) var<storage, read_write> out: array<u32>;
-@group(0) @binding(3) var<storage, read_write> keyWords: array<u32>;
-@group(0) @binding(4) var<storage, read_write> keyMask: array<atomic<u32>>;
-@group(0) @binding(5) var<storage, read_write> keySpans: array<u32>;
-@group(0) @binding(6) var<storage, read_write> problems: atomic<u32>;
-@group(0) @binding(7) var<uniform> p: Params;
+// 2 words per (column j, record r) at 2 * (j * records + r).
+@group(0) @binding(2) var<storage, read_write> vals: array<u32>;
+// 1 byte per (column j, record r): 1 = present; column j starts at word j * validStride.
+@group(0) @binding(3) var<storage, read_write> validBytes: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> keyWords: array<u32>;
+@group(0) @binding(5) var<storage, read_write> keyMask: array<atomic<u32>>;
+@group(0) @binding(6) var<storage, read_write> keySpans: array<u32>;
+// [0] problem bits, [1 + j] nulls in column j.
+@group(0) @binding(7) var<storage, read_write> counters: array<atomic<u32>>;
+@group(0) @binding(8) var<uniform> p: Params;
 ${WGSL_BYTES}
 ${WGSL_CSV_NUMBERS}
 ${WGSL_FIELD_HASH}
+${WGSL_DECIMAL_TO_F64}
 
-fn problem(bit: u32) { atomicOr(&problems, bit); }
+// What csv-scan's number parsers produce for the field at hand: [a, b, c, status].
+var<private> parsed: vec4u;
+fn emit(slot: u32, a: u32, b: u32, c: u32, status: u32) { parsed = vec4u(a, b, c, status); }
+
+fn problem(bit: u32) { atomicOr(&counters[0], bit); }
 
 fn isNullText(s: u32, e: u32) -> bool {
   let len = e - s;
@@ -56,6 +66,8 @@ fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
   let slot = j * p.records + r;
   let kind = p.cols[j].y;
   let isKey = j == p.keyCol;
+  vals[2u * slot] = 0u;
+  vals[2u * slot + 1u] = 0u;
   if (isKey) {
     keySpans[2u * r] = s | select(0u, 0x80000000u, escaped);
     keySpans[2u * r + 1u] = e;
@@ -63,22 +75,29 @@ fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
     keyWords[2u * r + 1u] = 0u;
   }
   // As the CPU: a field holding doubled quotes is never a null text.
-  if (!escaped && isNullText(s, e)) { emit(slot, 0u, 0u, 0u, 1u); return; }
+  if (!escaped && isNullText(s, e)) { atomicAdd(&counters[1u + j], 1u); return; }
+  var v = vec2u(0u, 0u);
   if (kind == 2u) {
-    var h = vec2u(0u, 0u);
-    if (isKey) { h = fieldHash(s, e) & vec2u(p.hashMask, p.hashMask); }
-    emit(slot, h.x, h.y, 0u, 0u);
+    if (isKey) { v = fieldHash(s, e) & vec2u(p.hashMask, p.hashMask); }
   } else if (escaped) {
-    emit(slot, s, e, 0u, 2u);
+    problem(8u);
+    return;
   } else if (kind == 0u) {
     parseInt(slot, s, e);
+    if (parsed.w == 2u) { problem(8u); return; }
+    v = parsed.xy;
   } else {
     parseFloat(slot, s, e);
+    if ((parsed.w & 0xffu) == 2u) { problem(8u); return; }
+    v = decimalToF64(parsed.xy, bitcast<i32>(parsed.z), (parsed.w & 0x100u) != 0u);
+    if (!f64ok) { problem(8u); return; }
   }
-  if ((out[4u * slot + 3u] & 0xffu) == 2u) { problem(8u); return; }
+  vals[2u * slot] = v.x;
+  vals[2u * slot + 1u] = v.y;
+  atomicOr(&validBytes[j * p.validStride + (r >> 2u)], 1u << ((r & 3u) * 8u));
   if (isKey) {
-    keyWords[2u * r] = out[4u * slot];
-    keyWords[2u * r + 1u] = out[4u * slot + 1u];
+    keyWords[2u * r] = v.x;
+    keyWords[2u * r + 1u] = v.y;
     atomicOr(&keyMask[r >> 5u], 1u << (r & 31u));
   }
 }

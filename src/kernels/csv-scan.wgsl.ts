@@ -67,7 +67,8 @@ fn list_records(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
 //   status 0 int: a,b = value lo,hi | float: a,b = mantissa lo,hi, c = exponent (i32); 0x100 = negative
 //   status 1 null (empty field); 2 host parses bytes [a, b); 3 the record has too few fields;
 //   4 blank record (skipped)
-// Number parsers shared with csv-rows.wgsl.ts; the module declares `bytes` and `out`.
+// Number parsers shared with csv-rows.wgsl.ts; the module declares `bytes` and
+// emit(slot, a, b, c, status), which receives each result.
 const NUMBERS = /* wgsl */ `
 fn mul10add(v: vec2u, d: u32) -> vec2u {
   let p0 = (v.x & 0xffffu) * 10u + d;
@@ -76,10 +77,6 @@ fn mul10add(v: vec2u, d: u32) -> vec2u {
 }
 
 fn isDigit(b: u32) -> bool { return b >= 48u && b <= 57u; }
-
-fn emit(slot: u32, a: u32, b: u32, c: u32, status: u32) {
-  out[4u * slot] = a; out[4u * slot + 1u] = b; out[4u * slot + 2u] = c; out[4u * slot + 3u] = status;
-}
 
 fn parseInt(slot: u32, s0: u32, e: u32) {
   var s = s0;
@@ -151,6 +148,10 @@ struct Params { records: u32, ncols: u32, _a: u32, _b: u32, cols: array<vec4u, 1
 ${WGSL_BYTES}
 ${NUMBERS}
 
+fn emit(slot: u32, a: u32, b: u32, c: u32, status: u32) {
+  out[4u * slot] = a; out[4u * slot + 1u] = b; out[4u * slot + 2u] = c; out[4u * slot + 3u] = status;
+}
+
 fn parseField(slot: u32, kind: u32, s0: u32, e0: u32) {
   var s = s0;
   var e = e0;
@@ -198,5 +199,5 @@ fn parse_fields(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
 
 export const CSV_BOUNDARIES_WGSL = WGSL_GRID + BOUNDARIES;
 export const CSV_PARSE_WGSL = WGSL_GRID + PARSE;
-/** parseInt / parseFloat(slot, start, end): write [a, b, c, status] to `out` as parse_fields does. */
+/** parseInt / parseFloat(slot, start, end): pass [a, b, c, status] (as above) to the module's emit(slot, ...). */
 export const WGSL_CSV_NUMBERS = NUMBERS;

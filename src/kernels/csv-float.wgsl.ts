@@ -1,0 +1,133 @@
+// Decimal to float64 on the GPU, correctly rounded (so equal to the CPU reader's doubles), with
+// u32 arithmetic only (WGSL has no f64 and no u64): value = m · 10^e10 for a 64-bit mantissa m.
+//   e10 >= 0: m · 5^e10 exactly (128 bits), then rounded to 53 bits, times 2^e10;
+//   e10 < 0:  m · 2^s / 5^k by long division (at least 55 quotient bits and a sticky remainder),
+//             rounded to 53 bits, times 2^(-s-k).
+// Only |e10| <= 22 (5^22 < 2^52 keeps the divisor in two words): decimalToF64 clears `f64ok`
+// otherwise, and the caller sends the chunk to the CPU reader.
+
+export const WGSL_DECIMAL_TO_F64 = /* wgsl */ `
+var<private> f64ok: bool = true;
+
+fn add64(a: vec2u, b: vec2u) -> vec2u {
+  let lo = a.x + b.x;
+  return vec2u(lo, a.y + b.y + select(0u, 1u, lo < a.x));
+}
+
+fn sub64(a: vec2u, b: vec2u) -> vec2u {
+  return vec2u(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));
+}
+
+fn ge64(a: vec2u, b: vec2u) -> bool { return a.y > b.y || (a.y == b.y && a.x >= b.x); }
+
+fn shl64(v: vec2u, s: u32) -> vec2u {
+  if (s == 0u) { return v; }
+  if (s >= 32u) { return vec2u(0u, v.x << (s - 32u)); }
+  return vec2u(v.x << s, (v.y << s) | (v.x >> (32u - s)));
+}
+
+fn bitLen32(x: u32) -> u32 { return select(0u, firstLeadingBit(x) + 1u, x != 0u); }
+fn bitLen64(v: vec2u) -> u32 { return select(bitLen32(v.x), 32u + bitLen32(v.y), v.y != 0u); }
+
+fn mul32(a: u32, b: u32) -> vec2u {
+  let a0 = a & 0xffffu; let a1 = a >> 16u;
+  let b0 = b & 0xffffu; let b1 = b >> 16u;
+  let p00 = a0 * b0; let p01 = a0 * b1; let p10 = a1 * b0; let p11 = a1 * b1;
+  let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return vec2u((p00 & 0xffffu) | (mid << 16u), p11 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
+}
+
+fn mul64(a: vec2u, b: vec2u) -> vec4u {
+  let p00 = mul32(a.x, b.x); let p01 = mul32(a.x, b.y);
+  let p10 = mul32(a.y, b.x); let p11 = mul32(a.y, b.y);
+  let m1 = add64(vec2u(p00.y, 0u), vec2u(p01.x, 0u));
+  let w1 = add64(m1, vec2u(p10.x, 0u));
+  let m2 = add64(add64(vec2u(p01.y, 0u), vec2u(p10.y, 0u)), add64(vec2u(p11.x, 0u), vec2u(w1.y, 0u)));
+  return vec4u(p00.x, w1.x, m2.x, p11.y + m2.y);
+}
+
+fn pow5(k: u32) -> vec2u {
+  var v = vec2u(1u, 0u);
+  for (var i = 0u; i < k; i++) { v = add64(shl64(v, 2u), v); }
+  return v;
+}
+
+fn word128(n: vec4u, i: u32) -> u32 { return select(0u, n[min(i, 3u)], i < 4u); }
+
+fn bitLen128(n: vec4u) -> u32 {
+  if (n.w != 0u) { return 96u + bitLen32(n.w); }
+  if (n.z != 0u) { return 64u + bitLen32(n.z); }
+  return bitLen64(n.xy);
+}
+
+/** Bits [s, s + 64) of n. */
+fn shr128(n: vec4u, s: u32) -> vec2u {
+  let w = s / 32u;
+  let r = s % 32u;
+  if (r == 0u) { return vec2u(word128(n, w), word128(n, w + 1u)); }
+  return vec2u((word128(n, w) >> r) | (word128(n, w + 1u) << (32u - r)),
+               (word128(n, w + 1u) >> r) | (word128(n, w + 2u) << (32u - r)));
+}
+
+/** Whether any of the bits [0, count) of n is set. */
+fn lowBitsSet(n: vec4u, count: u32) -> bool {
+  for (var i = 0u; i < 4u; i++) {
+    if (32u * (i + 1u) <= count) {
+      if (n[i] != 0u) { return true; }
+    } else if (32u * i < count) {
+      if ((n[i] & ((1u << (count - 32u * i)) - 1u)) != 0u) { return true; }
+    }
+  }
+  return false;
+}
+
+/** The double nearest to (n + a sticky fraction) · 2^e2, as (lo, hi) words. */
+fn roundToDouble(n: vec4u, e2: i32, stickyIn: bool, neg: bool) -> vec2u {
+  let sign = select(0u, 0x80000000u, neg);
+  let len = bitLen128(n);
+  if (len == 0u) { return vec2u(0u, sign); }
+  var exp = i32(len) - 1 + e2;
+  var q: vec2u;
+  if (len <= 53u) {
+    q = shl64(n.xy, 53u - len);
+  } else {
+    let sh = len - 53u;
+    q = shr128(n, sh);
+    let guard = (word128(n, (sh - 1u) / 32u) >> ((sh - 1u) % 32u)) & 1u;
+    let sticky = stickyIn || lowBitsSet(n, sh - 1u);
+    if (guard == 1u && (sticky || (q.x & 1u) == 1u)) {
+      q = add64(q, vec2u(1u, 0u));
+      if ((q.y >> 21u) != 0u) { q = vec2u(0u, 0x100000u); exp += 1; }
+    }
+  }
+  let biased = exp + 1023;
+  if (biased <= 0 || biased >= 2047) { f64ok = false; return vec2u(0u, sign); }
+  return vec2u(q.x, (q.y & 0xfffffu) | (u32(biased) << 20u) | sign);
+}
+
+fn decimalToF64(m: vec2u, e10: i32, neg: bool) -> vec2u {
+  if (m.x == 0u && m.y == 0u) { return vec2u(0u, select(0u, 0x80000000u, neg)); }
+  if (e10 > 22 || e10 < -22) { f64ok = false; return vec2u(0u, 0u); }
+  if (e10 >= 0) { return roundToDouble(mul64(m, pow5(u32(e10))), e10, false, neg); }
+  let k = u32(-e10);
+  let d = pow5(k);
+  let len = bitLen64(m);
+  let dlen = bitLen64(d);
+  var s = 0u;
+  if (55u + dlen > len) { s = 55u + dlen - len; }
+  var r = vec2u(0u, 0u);
+  var q = vec2u(0u, 0u);
+  for (var i = 0u; i < len + s; i++) {
+    var bit = 0u;
+    if (i < len) {
+      let b = len - 1u - i;
+      bit = select((m.x >> b) & 1u, (m.y >> (b - 32u)) & 1u, b >= 32u);
+    }
+    r = shl64(r, 1u);
+    r.x = r.x | bit;
+    q = shl64(q, 1u);
+    if (ge64(r, d)) { r = sub64(r, d); q.x = q.x | 1u; }
+  }
+  return roundToDouble(vec4u(q, 0u, 0u), -i32(s) - i32(k), r.x != 0u || r.y != 0u, neg);
+}
+`;

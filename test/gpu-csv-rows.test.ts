@@ -1,0 +1,65 @@
+// The csv-rows kernel on lavapipe: float64 fields become the correctly rounded doubles (the same
+// bits as JS Number(), which the CPU reader matches), including halfway and 19-digit cases; ints
+// are exact; out-of-range exponents are flagged for the CPU reader rather than misparsed.
+
+import { describe, expect, it } from 'vitest';
+import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+import { freeBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
+import { columnOf, splitCsvRows, type CsvFieldKind } from '../src/kernels/csv-rows.js';
+import { CSV_ROW_PROBLEMS } from '../src/kernels/csv-rows.wgsl.js';
+import { rng } from './helpers/data.js';
+
+async function parseColumn(texts: string[], kind: CsvFieldKind) {
+  const ctx = await testGpu();
+  const bytes = new TextEncoder().encode(texts.map((t, i) => `${i},${t}\n`).join(''));
+  const data = await uploadNew(ctx, bytes, 'test csv');
+  const rows = await splitCsvRows(ctx, data, bytes.length, { width: 2, columns: [{ index: 1, kind }], keyColumn: -1, nullValues: [''] });
+  try {
+    return { problems: rows.problems, records: rows.records, column: rows.problems === 0 ? await columnOf(ctx, rows, 0, kind) : null };
+  } finally {
+    rows.free();
+    freeBuffer(ctx, data);
+  }
+}
+
+const r = rng(77);
+const digits = (n: number) => Array.from({ length: n }, () => Math.floor(r() * 10)).join('');
+
+function randomDecimal(): string {
+  const sign = r() < 0.3 ? '-' : r() < 0.1 ? '+' : '';
+  const total = 1 + Math.floor(r() * 19); // up to 19 significant digits
+  const point = Math.floor(r() * (total + 1));
+  const m = digits(total).replace(/^0+(?=\d)/, '');
+  const body = r() < 0.2 ? `${m}` : `${m.slice(0, point)}.${m.slice(point)}`;
+  const exp = r() < 0.3 ? `e${Math.floor(r() * 9) - 4}` : '';
+  return `${sign}${body === '.' ? '0' : body}${exp}`;
+}
+
+describe.skipIf(skipGpuTests)('csv-rows number parsing', () => {
+  it('gives every in-range decimal the bits of Number(text)', async () => {
+    const edge = ['0', '-0', '0.1', '0.3', '1e22', '1e-22', '9007199254740993', '9007199254740995', '18014398509481983',
+      '9999999999999999999', '1.7976931348623157', '4.9406564584124654', '2.2250738585072014e-8', '0.000000000000000000001',
+      '123456789012345678e-22', '5e-1', '.5', '5.', '-.25e+2', '1234567890123456789e3'];
+    const texts = [...edge, ...Array.from({ length: 30_000 }, randomDecimal)]
+      .filter((t) => Math.abs(Number(t.split('e')[1] ?? 0) - (t.split('e')[0].split('.')[1]?.length ?? 0)) <= 22);
+    const got = await parseColumn(texts, 'float64');
+    expect(got.problems).toBe(0);
+    const want = Float64Array.from(texts, Number);
+    const at = firstDifference(got.column!.values as Float64Array, want);
+    expect(at, at >= 0 ? `${texts[at]}: ${(got.column!.values as Float64Array)[at]} vs ${want[at]}` : '').toBe(-1);
+  });
+
+  it('parses int64 exactly, up to 18 digits', async () => {
+    const texts = Array.from({ length: 5000 }, () => `${r() < 0.5 ? '-' : ''}${digits(1 + Math.floor(r() * 18))}`);
+    const got = await parseColumn([...texts, '', '-0'], 'int64');
+    expect(got.problems).toBe(0);
+    expect(firstDifference(got.column!.values as BigInt64Array, BigInt64Array.from([...texts, '0', '0'], BigInt))).toBe(-1);
+    expect(Array.from(got.column!.valid!).filter((v) => v === 0).length).toBe(1);
+  });
+
+  it('flags exponents past 10^±22 and inf/nan for the CPU reader', async () => {
+    for (const t of ['1e23', '1e-23', '0.00000000000000000000001', 'inf', 'nan', '1.5e400']) {
+      expect((await parseColumn(['1.5', t], 'float64')).problems, t).toBe(CSV_ROW_PROBLEMS.value);
+    }
+  });
+});
