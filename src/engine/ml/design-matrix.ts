@@ -21,7 +21,8 @@ export function designMatrix(batch: Batch, features: readonly string[], target: 
   return { rows, cols, x, y: target === null ? null : numericValues(column(target), target, file) };
 }
 
-function numericValues(col: Column, name: string, file?: string): Float64Array {
+/** A numeric column's values as float64; nulls and strings are data errors. */
+export function numericValues(col: Column, name: string, file?: string): Float64Array {
   if (col.valid) {
     const row = col.valid.indexOf(0);
     if (row >= 0) throw new DataError(`null in column '${name}' (row ${row + 1} of its batch); machine learning needs complete rows`, { file, column: name });

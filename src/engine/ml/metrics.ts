@@ -23,22 +23,37 @@ export function r2(truth: Labels, predicted: Labels): number {
 
 const pairs = (n: number): number => (n * (n - 1)) / 2;
 
+/** Counts of (label a, label b) pairs, built up row by row; enough for the adjusted Rand index. */
+export class Contingency {
+  private readonly cells = new Map<string, number>();
+  private readonly rowsA = new Map<number, number>();
+  private readonly rowsB = new Map<number, number>();
+  private n = 0;
+
+  add(a: number, b: number): void {
+    const key = `${a}\u0000${b}`;
+    this.cells.set(key, (this.cells.get(key) ?? 0) + 1);
+    this.rowsA.set(a, (this.rowsA.get(a) ?? 0) + 1);
+    this.rowsB.set(b, (this.rowsB.get(b) ?? 0) + 1);
+    this.n++;
+  }
+
+  /** Hubert & Arabie's adjusted Rand index of the two labelings seen so far. */
+  adjustedRandIndex(): number {
+    let index = 0, sumA = 0, sumB = 0;
+    for (const c of this.cells.values()) index += pairs(c);
+    for (const c of this.rowsA.values()) sumA += pairs(c);
+    for (const c of this.rowsB.values()) sumB += pairs(c);
+    const expected = (sumA * sumB) / pairs(this.n);
+    const max = (sumA + sumB) / 2;
+    if (max === expected) return 1; // both labelings trivial (one cluster, or all singletons)
+    return (index - expected) / (max - expected);
+  }
+}
+
 /** Hubert & Arabie's adjusted Rand index between two labelings of the same rows. */
 export function adjustedRandIndex(a: Labels, b: Labels): number {
-  const n = a.length;
-  const cells = new Map<string, number>(), rowsA = new Map<number, number>(), rowsB = new Map<number, number>();
-  for (let i = 0; i < n; i++) {
-    const key = `${a[i]}\u0000${b[i]}`;
-    cells.set(key, (cells.get(key) ?? 0) + 1);
-    rowsA.set(a[i], (rowsA.get(a[i]) ?? 0) + 1);
-    rowsB.set(b[i], (rowsB.get(b[i]) ?? 0) + 1);
-  }
-  let index = 0, sumA = 0, sumB = 0;
-  for (const c of cells.values()) index += pairs(c);
-  for (const c of rowsA.values()) sumA += pairs(c);
-  for (const c of rowsB.values()) sumB += pairs(c);
-  const expected = (sumA * sumB) / pairs(n);
-  const max = (sumA + sumB) / 2;
-  if (max === expected) return 1; // both labelings trivial (one cluster, or all singletons)
-  return (index - expected) / (max - expected);
+  const table = new Contingency();
+  for (let i = 0; i < a.length; i++) table.add(a[i], b[i]);
+  return table.adjustedRandIndex();
 }
