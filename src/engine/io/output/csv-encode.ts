@@ -2,13 +2,14 @@
 
 import type { Batch } from '../../batch.js';
 import { ByteBuffer } from './text-encode-buffer.js';
-import { cellEncoder } from './value-encode.js';
+import { cellEncoder, estimatedCellBytes } from './value-encode.js';
 
 const COMMA = 0x2c, NEWLINE = 0x0a;
 
 /** Rows [start, end) of a batch as CSV bytes. */
 export function encodeCsvRows(batch: Batch, start = 0, end = batch.length): Uint8Array {
-  const out = new ByteBuffer(16 * batch.columns.length * (end - start));
+  const bytes = batch.columns.reduce((sum, c) => sum + estimatedCellBytes(c, start, end) + (end - start), 0);
+  const out = new ByteBuffer(bytes);
   const cells = batch.columns.map((c) => cellEncoder(c, 'csv', out));
   const last = cells.length - 1;
   for (let i = start; i < end; i++) {

@@ -48,6 +48,15 @@ function valueEncoder(col: Column, format: TextFormat, out: ByteBuffer): CellEnc
   }
 }
 
+/** Typical text bytes per cell, to size the output buffer once for most batches. */
+const TYPICAL_CELL_BYTES = { int64: 8, float64: 12, bool: 5, timestamp: 28 } as const;
+
+/** About how many bytes rows [start, end) of `col` take as text (quotes and escapes aside). */
+export function estimatedCellBytes(col: Column, start: number, end: number): number {
+  if (col.type === 'string') return col.offsets[end] - col.offsets[start] + 2 * (end - start);
+  return TYPICAL_CELL_BYTES[col.type] * (end - start);
+}
+
 /** The int64 word hi of values that are exact as doubles: -2^53 <= v < 2^53. */
 const EXACT_HI = 0x200000;
 
