@@ -27,6 +27,8 @@ const NULL = ascii('null');
 
 const QUOTE = 0x22, BACKSLASH = 0x5c, SPACE = 0x20, TAB = 0x09, DOT = 0x2e, MINUS = 0x2d, COLON = 0x3a;
 
+/** The encoder of one column into `out`: built once per batch, called once per row. Nulls are an
+ *  empty CSV field or JSON null. */
 export function cellEncoder(col: Column, format: TextFormat, out: ByteBuffer): CellEncoder {
   const encode = valueEncoder(col, format, out);
   const valid = col.valid;
