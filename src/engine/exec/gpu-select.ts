@@ -3,8 +3,9 @@
 // hardware GPUs, else CPU workers. --gpus 0,1 picks GPUs by their index in `gpuframe devices`.
 
 import { RuntimeFailure, UsageError } from '../errors.js';
-import { gpuBusIds, listGpus, type GpuInfo } from '../gpu/device.js';
-import { GpuProcessPool } from './gpu-pool.js';
+import type { GpuInfo } from '../gpu/device.js';
+import type { Task } from './fragment.js';
+import { HybridRunner } from './hybrid-pool.js';
 import { InProcessRunner, ProcessPool, type TaskRunner } from './pool.js';
 import type { Tracer } from './trace.js';
 
@@ -43,6 +44,8 @@ export interface GpuChoice {
 /** The GPUs a run with these flags would use. Throws for --device gpu without a usable adapter. */
 export async function chooseGpus(device: DeviceMode, indices: number[] | undefined, found?: GpuInfo[]): Promise<GpuChoice> {
   if (device === 'cpu') return { use: [], found: found ?? [], allowSoftware: false, reason: '--device cpu' };
+  // Loaded only when GPUs may be used: it brings in dawn.node.
+  const { gpuBusIds, listGpus } = await import('../gpu/device.js');
   // auto without any GPU on the PCI bus: skip probing (it starts a process) — CPU it is.
   if (device === 'auto' && found === undefined && gpuBusIds().length === 0) {
     return { use: [], found: [], allowSoftware: false, reason: 'no GPU on this machine; CPU workers' };
@@ -65,9 +68,20 @@ export async function chooseGpus(device: DeviceMode, indices: number[] | undefin
   return { use: picked, found: all, allowSoftware: true, reason: `--device gpu: ${picked.length} GPU(s)` };
 }
 
-/** The task runner for a run: GPU workers, CPU workers, or (workers 0, CPU) this process. */
+/**
+ * The task runner for a run: GPU workers joined by CPU workers (tasks the GPU speeds up prefer the
+ * GPUs; idle CPU workers take any task), or CPU workers alone, or (workers 0, CPU) this process.
+ * With GPUs, --workers 0 means GPU workers only.
+ */
 export async function createRunner(settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner> {
   const choice = await chooseGpus(settings.device ?? 'cpu', settings.gpus);
-  if (choice.use.length > 0) return GpuProcessPool.create({ gpus: choice.use, allowSoftware: choice.allowSoftware, tracer, warn: settings.warn });
+  if (choice.use.length > 0) {
+    const { GpuProcessPool } = await import('./gpu-pool.js');
+    const { gpuSupports } = await import('./gpu-aggregate.js');
+    const gpuSpeedsUp = (task: Task) => task.terminal.kind === 'partial-aggregate' && gpuSupports(task.terminal.spec, task.terminal.inputSchema);
+    const gpus = await GpuProcessPool.create({ gpus: choice.use, allowSoftware: choice.allowSoftware, tracer, warn: settings.warn });
+    if (settings.workers === 0) return gpus;
+    return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer), gpuSpeedsUp);
+  }
   return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer);
 }
