@@ -65,10 +65,25 @@ try {
 
 const configs = [
   { name: 'cpu', flags: ['--device', 'cpu', '--workers', String(availableParallelism())] },
-  { name: 'gpu 0', flags: ['--device', 'gpu', '--gpus', '0'] },
-  ...(gpuCount >= 2 ? [{ name: 'gpu 0,1', flags: ['--device', 'gpu', '--gpus', '0,1'] }] : []),
-];
+  { name: 'gpu 0 only', flags: ['--device', 'gpu', '--gpus', '0', '--workers', '0'] },
+  ...(gpuCount >= 2 ? [{ name: 'gpu 0,1 only', flags: ['--device', 'gpu', '--gpus', '0,1', '--workers', '0'] }] : []),
+  { name: 'gpus + cpu workers', flags: ['--device', 'gpu'] },
+].filter((c) => !process.env.CONFIGS || process.env.CONFIGS.split(',').includes(c.name.replace(/\W+/g, '_')));
 const AGGS = 'count(),sum(delay),mean(price),min(delay),max(distance),mean(delay)';
+// DuckDB on the same cores, the peer the issue compares against.
+const duckSql = {
+  'groupby origin': `select origin, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin order by origin`,
+  'groupby origin,dest': `select origin, dest, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin, dest order by origin, dest`,
+  'groupby delay (int key)': `select delay, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by delay order by delay`,
+  'merge (broadcast) -o csv': `select * from read_csv('${data}') f join read_csv('${dim}') d using (origin)`,
+};
+function duckdb(sql, out) {
+  const script = `import('@duckdb/node-api').then(async (d) => { const c = await (await d.DuckDBInstance.create(':memory:')).connect(); await c.run(${JSON.stringify(`copy (${sql}) to '${out}'`)}); })`;
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: timeoutS * 1000 });
+  return { ok: r.status === 0, seconds: (performance.now() - t0) / 1000, stderr: (r.stderr ?? '').slice(0, 300) };
+}
+
 const jobs = [
   { name: 'groupby origin', args: (out) => ['groupby', data, '--by', 'origin', '--agg', AGGS, '-o', out] },
   { name: 'groupby origin,dest', args: (out) => ['groupby', data, '--by', 'origin,dest', '--agg', AGGS, '-o', out] },
@@ -78,13 +93,19 @@ const jobs = [
 
 const rows = [];
 const table = () => {
-  const header = `| job | ${configs.map((c) => c.name).join(' | ')} | GPU output = CPU output |\n| --- | ${configs.map(() => '---').join(' | ')} | --- |`;
-  return [header, ...rows.map((r) => `| ${r.job} | ${configs.map((c) => r.cells[c.name] ?? 'not run').join(' | ')} | ${r.agree} |`)].join('\n');
+  const header = `| job | DuckDB | ${configs.map((c) => c.name).join(' | ')} | GPU output = CPU output |\n| --- | --- | ${configs.map(() => '---').join(' | ')} | --- |`;
+  return [header, ...rows.map((r) => `| ${r.job} | ${r.duck} | ${configs.map((c) => r.cells[c.name] ?? 'not run').join(' | ')} | ${r.agree} |`)].join('\n');
 };
 
-for (const job of jobs) {
-  const row = { job: job.name, cells: {}, agree: 'n/a' };
+for (const job of jobs.filter((j) => !process.env.JOBS || process.env.JOBS.split(',').some((x) => j.name.startsWith(x)))) {
+  const row = { job: job.name, cells: {}, agree: 'n/a', duck: 'not run' };
   rows.push(row);
+  if (process.env.DUCKDB !== '0') {
+    log(`${job.name} with DuckDB ...`);
+    const d = duckdb(duckSql[job.name], join(dir, 'duck-out.csv'));
+    row.duck = d.ok ? `${d.seconds.toFixed(2)} s` : 'failed';
+    log(`  ${row.duck}${d.ok ? '' : ` ${d.stderr}`}`);
+  }
   let reference = null;
   const verdicts = [];
   for (const c of configs) {
