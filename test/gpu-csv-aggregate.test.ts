@@ -88,9 +88,10 @@ describe.skipIf(skipGpuTests)('GPU CSV partial aggregates equal the CPU ones', (
     randomCsv(crlf, 6000, 4, '\r\n');
   });
 
-  for (const [file, key, dropna] of [['lf', 'ks', false], ['crlf', 'ks', true], ['lf', 'ki', false], ['crlf', 'ki', true]] as const) {
-    it(`${file} file, key ${key}${dropna ? ', dropna' : ''}: every chunk`, async () => {
-      const spec: AggregateSpec = { keys: [key], aggs: parseAggList(AGGS), dropna };
+  const variants = [['lf', 'ks', false], ['crlf', 'ks', true], ['lf', 'ki', false], ['crlf', 'ki', true], ['lf', 'ks,ki', true], ['crlf', 'ki,s,ks', false]] as const;
+  for (const [file, key, dropna] of variants) {
+    it(`${file} file, keys ${key}${dropna ? ', dropna' : ''}: every chunk`, async () => {
+      const spec: AggregateSpec = { keys: key.split(','), aggs: parseAggList(AGGS), dropna };
       const sources = await sourcesOf(file === 'lf' ? lf : crlf, 40_000);
       expect(sources.length).toBeGreaterThan(3);
       for (const source of sources) {
@@ -151,15 +152,18 @@ describe.skipIf(skipGpuTests)('chunks the GPU path leaves to the CPU reader', ()
     const [source] = await sourcesOf(path, 1 << 30);
     expect(await gpuOutcome(source, full, { hashMask: 0 })).toEqual({ fallback: 'key hash collision' });
     expect(await gpuOutcome(source, full, { hashMask: 0x3 })).toEqual({ fallback: 'key hash collision' });
-    // One key (and nulls) in the whole file: every row hashes alike and nothing collides.
+    // One key (and nulls, which --dropna leaves out) in the whole file: every row hashes alike
+    // and nothing collides. Null keys are a group of their own otherwise, so they collide.
     const single = join(dir, 'single.csv');
     writeFileSync(single, 'ks,i\n"a ""b"", c",1\nNA,2\n"a ""b"", c",3\n,4\n');
     const [one] = await sourcesOf(single, 1 << 30);
-    const spec: AggregateSpec = { keys: ['ks'], aggs: parseAggList('count(),sum(i)'), dropna: false };
+    const spec: AggregateSpec = { keys: ['ks'], aggs: parseAggList('count(),sum(i)'), dropna: true };
     const out = await gpuOutcome(one, spec, { hashMask: 0 });
     if (!('partial' in out)) throw new Error(out.fallback);
     expectSamePartial(out.partial, cpuPartial(one, spec).partial);
+    expect(out.partial.groups).toBe(1);
     expect(valueAt(out.partial.keys[0], 0)).toBe('a "b", c');
+    expect(await gpuOutcome(one, { ...spec, dropna: false }, { hashMask: 0 })).toEqual({ fallback: 'key hash collision' });
   });
 });
 
@@ -167,14 +171,14 @@ describe.skipIf(skipGpuTests)('groupby --device gpu over CSV through the CLI', (
   const path = join(dir, 'cli.csv');
   beforeAll(() => randomCsv(path, 20_000, 21, '\r\n', 500));
   const run = async (by: string, device: string, env: Record<string, string> = {}) => {
-    const out = join(dir, `cli-${by}-${device}.csv`);
+    const out = join(dir, `cli-${by.replace(',', '_')}-${device}.csv`);
     const res = await gpuframe(['groupby', path, '--by', by, '--agg', AGGS, '--device', device, '--blocksize', '128KB', '--workers', '2', '-o', out], { env });
     expect(res.code, res.stderr).toBe(0);
     return { stderr: res.stderr, bytes: readFileSync(out) };
   };
 
-  it('writes the same bytes as --device cpu (string and int keys, CRLF), every chunk parsed on the GPU', async () => {
-    for (const by of ['ks', 'ki']) {
+  it('writes the same bytes as --device cpu (string, int and two keys; CRLF), every chunk parsed on the GPU', async () => {
+    for (const by of ['ks', 'ki', 'ks,ki']) {
       const gpu = await run(by, 'gpu', { GPUFRAME_GPU_CSV_REPORT: '1' });
       const cpu = await run(by, 'cpu');
       expect(gpu.stderr, `--by ${by}`).not.toMatch(/warning|error|read on the CPU/i);

@@ -12,6 +12,7 @@ import type { HashedKeys } from './key-hash.js';
 export type CsvFieldKind = 'int64' | 'float64' | 'text';
 const KIND_CODE: Record<CsvFieldKind, number> = { int64: 0, float64: 1, text: 2 };
 
+export const MAX_KEY_COLUMNS = 4;
 export const MAX_NULL_TEXTS = 8;
 export const MAX_NULL_TEXT_BYTES = 16;
 
@@ -20,11 +21,13 @@ export interface CsvRowsRequest {
   width: number;
   /** Fields to extract (at most MAX_CSV_COLUMNS). */
   columns: readonly { index: number; kind: CsvFieldKind }[];
-  /** Position in `columns` of the grouping key (its words, validity and spans are kept); -1 for none. */
-  keyColumn: number;
+  /** Positions in `columns` of the group-by keys, in key order (at most MAX_KEY_COLUMNS). */
+  keyColumns: readonly number[];
+  /** Rows with a null key get no group (--dropna). */
+  dropna: boolean;
   /** Field texts that mean null (at most MAX_NULL_TEXTS of at most MAX_NULL_TEXT_BYTES bytes). */
   nullValues: readonly string[];
-  /** Test hook: ANDed into both hash words of text keys, so that tests can force collisions. */
+  /** Test hook: ANDed into both words of hashed keys, so that tests can force collisions. */
   hashMask?: number;
 }
 
@@ -54,6 +57,7 @@ export function nullTextsFit(nullValues: readonly string[]): boolean {
 export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: number, req: CsvRowsRequest): Promise<CsvRows> {
   if (req.columns.length > MAX_CSV_COLUMNS) throw new Error(`splitCsvRows extracts at most ${MAX_CSV_COLUMNS} columns`);
   if (!nullTextsFit(req.nullValues)) throw new Error('splitCsvRows: too many or too long null texts');
+  if (req.keyColumns.length > MAX_KEY_COLUMNS) throw new Error(`splitCsvRows groups by at most ${MAX_KEY_COLUMNS} keys`);
   const { records, recEnd } = await findRecords(ctx, data, nbytes, Math.ceil(nbytes / 4));
   const lastEnd = records === 0 ? -1 : (await readU32(ctx, recEnd, 1, records - 1))[0];
   const n = Math.max(1, records);
@@ -62,9 +66,10 @@ export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: num
   const validBytes = storageBuffer(ctx, validStride(n) * ncols * 4, 'csv validity');
   const key: HashedKeys = {
     n: records,
+    keyCount: req.keyColumns.length,
     words: storageBuffer(ctx, n * 8, 'csv key words'),
     validMask: storageBuffer(ctx, Math.ceil(n / 32) * 4, 'csv key validity'),
-    spans: storageBuffer(ctx, n * 8, 'csv key spans'),
+    spans: storageBuffer(ctx, n * Math.max(1, req.keyColumns.length) * 8, 'csv key spans'),
   };
   const counters = storageBuffer(ctx, (1 + MAX_CSV_COLUMNS) * 4, 'csv row counters');
   for (const b of [validBytes, key.validMask, counters]) fillU32(ctx, b, 0);
@@ -101,7 +106,11 @@ function paramWords(records: number, req: CsvRowsRequest): number[] {
     lengths[i] = b.length;
     textBytes.set(b, i * MAX_NULL_TEXT_BYTES);
   });
-  const head = [records, req.columns.length, req.width, req.keyColumn < 0 ? 0xffffffff : req.keyColumn, req.hashMask ?? 0xffffffff, req.nullValues.length, validStride(Math.max(1, records)), 0];
+  const keyCols = [0, 1, 2, 3].map((k) => req.keyColumns[k] ?? 0xffffffff);
+  const exactInt = req.keyColumns.length === 1 && req.columns[req.keyColumns[0]].kind === 'int64';
+  const flags = (exactInt ? 1 : 0) | (req.dropna ? 2 : 0);
+  const head = [records, req.columns.length, req.width, req.keyColumns.length, req.hashMask ?? 0xffffffff, req.nullValues.length,
+    validStride(Math.max(1, records)), flags, ...keyCols];
   return [...head, ...cols, ...lengths, ...texts];
 }
 

@@ -1,10 +1,10 @@
 // split_rows: one thread per record (record ends from csv-scan's boundary kernels) walks its
 // fields with the CPU tokenizer's rules (src/engine/io/csv/tokenizer.ts) and, for each selected
 // column: null texts (--null-values) -> null; int64 -> its (lo, hi) words; float64 -> the bits of
-// the correctly rounded double (csv-float.wgsl.ts); text -> only its validity, and for the key
+// the correctly rounded double (csv-float.wgsl.ts); text -> only its validity, and for a key
 // column its 64-bit hash (key-hash.wgsl.ts). Values and validity go to column-major arrays the host
-// can use as they are; the key column's words, validity bits and byte span also go to arrays of
-// their own, for the group-by table and the exact key check.
+// can use as they are. The group-by key (writeKey), its validity bit and each key field's byte
+// span go to arrays of their own, for the group-by table and the exact key check.
 //
 // Whatever the CPU reader would reject or the GPU does not parse is not reported row by row: it
 // sets a bit in counters[0], and the host reads that chunk with the CPU reader instead.
@@ -17,8 +17,10 @@ import { WGSL_DECIMAL_TO_F64 } from './csv-float.wgsl.js';
 
 const SPLIT = /* wgsl */ `
 struct Params {
-  records: u32, ncols: u32, width: u32, keyCol: u32,
-  hashMask: u32, nullTexts: u32, validStride: u32, _b: u32,
+  records: u32, ncols: u32, width: u32, keyCount: u32,
+  hashMask: u32, nullTexts: u32, validStride: u32, flags: u32, // flags: 1 exact int key, 2 dropna
+  // Column position j of each key, in key order.
+  keyCols: vec4u,
   // x = field index, y = kind (0 int64, 1 float64, 2 text)
   cols: array<vec4u, 16>,
   // Up to 8 null texts of up to 16 bytes: lengths, then bytes (4 per word, little-endian).
@@ -33,6 +35,7 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> validBytes: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> keyWords: array<u32>;
 @group(0) @binding(5) var<storage, read_write> keyMask: array<atomic<u32>>;
+// 2 words per (key k, record r) at 2 * (k * records + r): see key-hash.wgsl.ts.
 @group(0) @binding(6) var<storage, read_write> keySpans: array<u32>;
 // [0] problem bits, [1 + j] nulls in column j.
 @group(0) @binding(7) var<storage, read_write> counters: array<atomic<u32>>;
@@ -44,6 +47,14 @@ ${WGSL_DECIMAL_TO_F64}
 
 // What csv-scan's number parsers produce for the field at hand: [a, b, c, status].
 var<private> parsed: vec4u;
+// The record's key fields: their words (hash or int64) and whether they are null.
+var<private> keyVal: array<vec2u, 4>;
+var<private> keyNull: array<bool, 4>;
+
+fn keyOrdinal(j: u32) -> u32 {
+  for (var k = 0u; k < p.keyCount; k++) { if (p.keyCols[k] == j) { return k; } }
+  return 0xffffffffu;
+}
 fn emit(slot: u32, a: u32, b: u32, c: u32, status: u32) { parsed = vec4u(a, b, c, status); }
 
 fn problem(bit: u32) { atomicOr(&counters[0], bit); }
@@ -65,20 +76,21 @@ fn isNullText(s: u32, e: u32) -> bool {
 fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
   let slot = j * p.records + r;
   let kind = p.cols[j].y;
-  let isKey = j == p.keyCol;
+  let k = keyOrdinal(j);
+  let isKey = k != 0xffffffffu;
   vals[2u * slot] = 0u;
   vals[2u * slot + 1u] = 0u;
-  if (isKey) {
-    keySpans[2u * r] = s | select(0u, 0x80000000u, escaped);
-    keySpans[2u * r + 1u] = e;
-    keyWords[2u * r] = 0u;
-    keyWords[2u * r + 1u] = 0u;
-  }
   // As the CPU: a field holding doubled quotes is never a null text.
-  if (!escaped && isNullText(s, e)) { atomicAdd(&counters[1u + j], 1u); return; }
+  let isNull = !escaped && isNullText(s, e);
+  if (isKey) {
+    keySpans[2u * (k * p.records + r)] = s | select(0u, 0x80000000u, escaped) | select(0u, 0x40000000u, isNull);
+    keySpans[2u * (k * p.records + r) + 1u] = e;
+    keyNull[k] = isNull;
+  }
+  if (isNull) { atomicAdd(&counters[1u + j], 1u); return; }
   var v = vec2u(0u, 0u);
   if (kind == 2u) {
-    if (isKey) { v = fieldHash(s, e) & vec2u(p.hashMask, p.hashMask); }
+    if (isKey) { v = fieldHash(s, e); }
   } else if (escaped) {
     problem(8u);
     return;
@@ -95,11 +107,30 @@ fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
   vals[2u * slot] = v.x;
   vals[2u * slot + 1u] = v.y;
   atomicOr(&validBytes[j * p.validStride + (r >> 2u)], 1u << ((r & 3u) * 8u));
-  if (isKey) {
-    keyWords[2u * r] = v.x;
-    keyWords[2u * r + 1u] = v.y;
-    atomicOr(&keyMask[r >> 5u], 1u << (r & 31u));
+  if (isKey) { keyVal[k] = v; }
+}
+
+// The record's group-by key: a single int64 key as it is; otherwise a hash of every key field
+// (null ones as a marker), present unless --dropna and some key is null.
+fn writeKey(r: u32) {
+  var present = true;
+  var w = keyVal[0];
+  if ((p.flags & 1u) != 0u) {
+    present = !keyNull[0];
+  } else {
+    var a = 0x3c6ef372u;
+    var b = 0x9e3779b9u;
+    for (var k = 0u; k < p.keyCount; k++) {
+      var v = keyVal[k];
+      if (keyNull[k]) { v = vec2u(0x7f4a7c15u, 0xf39cc060u); present = present && (p.flags & 2u) == 0u; }
+      a = hashLane(hashLane(a, v.x), v.y);
+      b = hashLane(hashLane(b, v.y ^ 0x5bd1e995u), v.x);
+    }
+    w = vec2u(finalLane(a), finalLane(b ^ a)) & vec2u(p.hashMask, p.hashMask);
   }
+  keyWords[2u * r] = select(0u, w.x, present);
+  keyWords[2u * r + 1u] = select(0u, w.y, present);
+  if (present) { atomicOr(&keyMask[r >> 5u], 1u << (r & 31u)); }
 }
 
 @compute @workgroup_size(256)
@@ -109,6 +140,7 @@ fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
     if (r > 0u) { start = recEnd[r - 1u] + 1u; }
     let end = recEnd[r];
     if (end == start || (end == start + 1u && byteAt(start) == 13u)) { problem(1u); continue; }
+    for (var k = 0u; k < 4u; k++) { keyVal[k] = vec2u(0u, 0u); keyNull[k] = false; }
     var field = 0u;
     var i = start;
     loop {
@@ -156,6 +188,7 @@ fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
       i = next + 1u;
     }
     if (field != p.width) { problem(2u); }
+    if (p.keyCount > 0u) { writeKey(r); }
   }
 }
 `;

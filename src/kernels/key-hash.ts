@@ -1,6 +1,6 @@
-// Exact grouping of hashed string keys on the GPU (WGSL: key-hash.wgsl.ts): rows are grouped by
-// their 64-bit key hash with the group-by's own hash table, then every row's key bytes are
-// compared with its group representative's. The result names each row's representative row, an
+// Exact grouping of hashed keys on the GPU (WGSL: key-hash.wgsl.ts): rows are grouped by their
+// 64-bit key hash with the group-by's own hash table, then every row's key fields are compared,
+// byte by byte, with its group representative's. The result names each row's representative row, an
 // exact group id, or says that two different keys shared a hash (the caller then uses the CPU).
 
 import { RuntimeFailure } from '../engine/errors.js';
@@ -9,20 +9,22 @@ import { freeBuffer, kernelFor, readU32, storageBuffer, uniformWords, workgroups
 import { insertKeys, nextPow2 } from './groupby-aggregate.js';
 import { KEY_VERIFY_WGSL } from './key-hash.wgsl.js';
 
-/** Hashed key fields of n rows, on the device. */
+/** The group-by keys of n rows, on the device. */
 export interface HashedKeys {
   n: number;
-  /** 2 u32 words per row: the field's 64-bit hash. */
+  /** Key fields per row. */
+  keyCount: number;
+  /** 2 u32 words per row: the row's 64-bit key (a hash of its key fields). */
   words: GPUBuffer;
-  /** 1 bit per row (LSB first): the key is present (not a null text). */
+  /** 1 bit per row (LSB first): the row has a key (rows without one form no group). */
   validMask: GPUBuffer;
-  /** 2 words per row: [start | 0x80000000 when it holds doubled quotes, end) of the key's text. */
+  /** 2 words per (key field k, row r) at 2 * (k * n + r): the field's text (key-hash.wgsl.ts). */
   spans: GPUBuffer;
 }
 
 /**
- * For each row, (representative row, 0) as two u32 words (0, 0 for a null key), in a new device
- * buffer the caller frees; null when a hash collision was found.
+ * For each row, (representative row, 0) as two u32 words ((n, 0) for a row without a key), in a
+ * new device buffer the caller frees; null when a hash collision was found.
  */
 export async function exactKeyGroups(ctx: GpuContext, bytes: GPUBuffer, keys: HashedKeys): Promise<GPUBuffer | null> {
   const { n } = keys;
@@ -35,7 +37,7 @@ export async function exactKeyGroups(ctx: GpuContext, bytes: GPUBuffer, keys: Ha
     }
     const groupOf = storageBuffer(ctx, Math.max(1, n) * 8, 'key groups');
     const mismatch = storageBuffer(ctx, 4, 'key mismatch flag');
-    const params = uniformWords(ctx, [n]);
+    const params = uniformWords(ctx, [n, keys.keyCount]);
     try {
       ctx.device.queue.writeBuffer(mismatch, 0, new Uint32Array(1));
       kernelFor(ctx, 'key-verify', KEY_VERIFY_WGSL)

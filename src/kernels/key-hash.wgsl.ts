@@ -4,11 +4,13 @@
 // fieldHash: two murmur3-style lanes with different seeds over the field's raw bytes (inside its
 // quotes, doubled quotes kept as they are: for a well-formed quoted field that raw text is a
 // one-to-one spelling of its value, so equal raw bytes <=> equal values). The length goes in too.
+// csv-rows.wgsl.ts combines the key fields' words into the row's 64-bit group-by key.
 //
-// verify_keys: rows grouped by hash; each row compares its key bytes with those of the row that
-// owns its hash-table slot (insertKeys in groupby-aggregate.ts). Any difference is a 64-bit hash
-// collision: the host then aggregates the chunk on the CPU. Each row's owner row becomes its exact
-// group id (the representative whose bytes the host copies out as the group's key).
+// verify_keys: rows grouped by that key; each row compares its key fields' bytes with those of the
+// row that owns its hash-table slot (insertKeys in groupby-aggregate.ts). Any difference is a hash
+// collision (or an int key spelled two ways, "01" and "1"): the host then aggregates the chunk on
+// the CPU. Each row's owner row becomes its exact group id (the representative whose key fields
+// the host copies out).
 import { WGSL_GRID } from './wgsl-common.js';
 import { WGSL_BYTES } from './csv-scan.wgsl.js';
 
@@ -51,9 +53,10 @@ fn fieldHash(s: u32, e: u32) -> vec2u {
 }
 `;
 
-// Key spans: 2 words per row, [start | 0x80000000 when the field holds doubled quotes, end).
+// Key spans: 2 words per (key k, row r) at 2 * (k * n + r): [start | flags, end) of the field's
+// text; flags 0x80000000 = holds doubled quotes, 0x40000000 = a null text (then equal to any null).
 const VERIFY = /* wgsl */ `
-struct Params { n: u32, _a: u32, _b: u32, _c: u32 }
+struct Params { n: u32, keyCount: u32, _b: u32, _c: u32 }
 @group(0) @binding(0) var<storage, read> bytes: array<u32>;
 @group(0) @binding(1) var<storage, read> spans: array<u32>;
 @group(0) @binding(2) var<storage, read> validMask: array<u32>;
@@ -64,9 +67,12 @@ struct Params { n: u32, _a: u32, _b: u32, _c: u32 }
 @group(0) @binding(7) var<uniform> p: Params;
 ${WGSL_BYTES}
 
-fn sameBytes(a: u32, b: u32) -> bool {
-  let as0 = spans[2u * a] & 0x7fffffffu;
-  let bs0 = spans[2u * b] & 0x7fffffffu;
+fn sameField(a: u32, b: u32) -> bool {
+  let aNull = (spans[2u * a] & 0x40000000u) != 0u;
+  let bNull = (spans[2u * b] & 0x40000000u) != 0u;
+  if (aNull || bNull) { return aNull == bNull; }
+  let as0 = spans[2u * a] & 0x3fffffffu;
+  let bs0 = spans[2u * b] & 0x3fffffffu;
   let len = spans[2u * a + 1u] - as0;
   if (len != spans[2u * b + 1u] - bs0) { return false; }
   for (var k = 0u; k < len; k++) {
@@ -75,14 +81,16 @@ fn sameBytes(a: u32, b: u32) -> bool {
   return true;
 }
 
-// groupOf: 2 words per row, (owner row, 0) for a present key, (0, 0) for a null one.
+// groupOf: 2 words per row, (owner row, 0) for a row with a key, (n, 0) for one without.
 @compute @workgroup_size(256)
 fn verify_keys(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   for (var r = gid.x; r < p.n; r += gridStride(nwg)) {
-    var o = 0u;
+    var o = p.n;
     if (((validMask[r >> 5u] >> (r & 31u)) & 1u) == 1u) {
       o = owner[rowSlot[r]] - 1u;
-      if (o != r && !sameBytes(r, o)) { atomicStore(&mismatch, 1u); }
+      for (var k = 0u; k < p.keyCount && o != r; k++) {
+        if (!sameField(k * p.n + r, k * p.n + o)) { atomicStore(&mismatch, 1u); }
+      }
     }
     groupOf[2u * r] = o;
     groupOf[2u * r + 1u] = 0u;

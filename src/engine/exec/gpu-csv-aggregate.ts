@@ -1,22 +1,24 @@
 // The partial-aggregate terminal over a CSV chunk with the byte work on the GPU: the chunk's raw
 // bytes go up once; the GPU finds records and fields, detects nulls, parses int64/float64 fields
-// and hashes the string key; rows are grouped by the exact key (hash, then a byte comparison with
-// each group's representative row); gpuPartialAggregate then aggregates. The host copies each
-// group's key bytes out of the chunk, and the result is the CPU's PartialAggregate.
+// and hashes the key fields (csv-rows.ts). One int64 key groups rows as it is; any other key set
+// (text keys, several keys) groups them by its 64-bit hash, made exact by comparing each row's key
+// bytes with its group representative's (key-hash.ts), and the representative row numbers become
+// the group ids. gpuPartialAggregate then aggregates; the host copies each group's key fields out
+// of the chunk, and the result is the CPU's PartialAggregate.
 //
-// Anything the GPU path does not handle, in the query (several keys, bool/timestamp columns, other
-// delimiters) or in the chunk (a blank or ragged record, a quote error, a value the GPU does not
-// parse, a hash collision), returns a `fallback` reason: the caller then reads the chunk with the
-// CPU reader, which gives the right rows or the located error.
+// Anything the GPU path does not handle, in the query (float/bool/timestamp columns, more than 4
+// keys, other delimiters) or in the chunk (a blank or ragged record, a quote error, a value the
+// GPU does not parse, a hash collision), returns a `fallback` reason: the caller then reads the
+// chunk with the CPU reader, which gives the right rows or the located error.
 
-import type { Column, Int64Column, Schema, StringColumn } from '../batch.js';
+import { takeColumn, type Column, type Int64Column, type Schema, type StringColumn } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { freeBuffer, readU32 } from '../gpu/buffers.js';
+import { freeBuffer, readBack, readU32 } from '../gpu/buffers.js';
 import { MAX_CSV_COLUMNS } from '../../kernels/csv-scan.js';
-import { columnOf, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
+import { columnOf, MAX_KEY_COLUMNS, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
 import { exactKeyGroups } from '../../kernels/key-hash.js';
 import { hashKeys } from '../ops/keys.js';
-import { aggregateOutputSchema, type AggregateSpec, type PartialAggregate } from '../ops/aggregate/index.js';
+import { aggregateOutputSchema, partitionPartial, type AggregateSpec, type PartialAggregate } from '../ops/aggregate/index.js';
 import type { SourceSpec } from './fragment.js';
 import { gpuPartialAggregate } from './gpu-aggregate.js';
 import { readChunkBytes, uploadChunk } from './gpu-csv-bytes.js';
@@ -36,12 +38,14 @@ export function gpuCsvOptionsFromEnv(): GpuCsvOptions {
   return mask === undefined || mask === '' ? {} : { hashMask: Number(mask) >>> 0 };
 }
 
-/** What the GPU extracts: one entry per input column, and which of them is the key. */
+/** What the GPU extracts: one entry per input column, and which of them are the keys. */
 interface CsvPlan {
   width: number;
   columns: { index: number; kind: CsvFieldKind }[];
-  key: number;
-  keyIsText: boolean;
+  /** Positions in `columns` of the keys, in key order. */
+  keys: number[];
+  /** One int64 key: its values group the rows as they are (no hashing, nothing to verify). */
+  exactIntKey: boolean;
 }
 
 const KIND_OF: Partial<Record<string, CsvFieldKind>> = { int64: 'int64', float64: 'float64', string: 'text' };
@@ -51,7 +55,7 @@ function planOf(source: CsvSource, spec: AggregateSpec, input: Schema): CsvPlan 
   const { options, layout } = source;
   if (options.delimiter !== ',' || options.quote !== '"') return 'delimiter or quote other than , and "';
   if (!nullTextsFit(options.nullValues)) return 'too many or too long --null-values';
-  if (spec.keys.length !== 1) return 'not exactly one key column';
+  if (spec.keys.length < 1 || spec.keys.length > MAX_KEY_COLUMNS) return `not 1 to ${MAX_KEY_COLUMNS} key columns`;
   if (input.length > MAX_CSV_COLUMNS) return 'too many columns';
   const names = layout.schema.map((f) => f.name);
   const columns: CsvPlan['columns'] = [];
@@ -61,52 +65,55 @@ function planOf(source: CsvSource, spec: AggregateSpec, input: Schema): CsvPlan 
     if (index < 0 || !kind || layout.schema[index].type !== field.type) return `column ${field.name} (${field.type})`;
     columns.push({ index, kind });
   }
-  const key = input.findIndex((f) => f.name === spec.keys[0]);
-  if (columns[key].kind === 'float64') return 'float64 key';
-  return { width: layout.schema.length, columns, key, keyIsText: columns[key].kind === 'text' };
+  const keys = spec.keys.map((name) => input.findIndex((f) => f.name === name));
+  if (keys.some((j) => j < 0 || columns[j].kind === 'float64')) return 'a float64 key';
+  return { width: layout.schema.length, columns, keys, exactIntKey: keys.length === 1 && columns[keys[0]].kind === 'int64' };
 }
+
+/** The batch column holding each row's representative row (hashed keys); not an input name. */
+const GROUP = '\u0000group';
 
 export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource, spec: AggregateSpec, input: Schema,
                                              options: GpuCsvOptions = {}): Promise<GpuCsvOutcome> {
   const plan = planOf(source, spec, input);
   if (typeof plan === 'string') return { fallback: plan };
   const bytes = readChunkBytes(source.chunk);
-  if (bytes.length >= Math.min(gpu.device.limits.maxStorageBufferBindingSize, 2 ** 31)) return { fallback: 'chunk larger than a GPU binding' };
+  // Key spans use the top two bits of a position as flags.
+  if (bytes.length >= Math.min(gpu.device.limits.maxStorageBufferBindingSize, 2 ** 30)) return { fallback: 'chunk larger than a GPU binding' };
   const data = await uploadChunk(gpu, bytes);
   let rows: CsvRows | null = null;
   let groupOf: GPUBuffer | null = null;
   try {
     rows = await splitCsvRows(gpu, data, bytes.length, {
-      width: plan.width, columns: plan.columns, keyColumn: plan.key, nullValues: source.options.nullValues, hashMask: options.hashMask,
+      width: plan.width, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask,
     });
     if (rows.problems !== 0) return { fallback: `records the GPU does not parse (problems ${rows.problems})` };
-    if (plan.keyIsText) {
+    const n = rows.records;
+    const columns: Column[] = [];
+    for (let j = 0; j < plan.columns.length; j++) columns.push(await columnOf(gpu, rows, j, plan.columns[j].kind));
+    // Text columns are int64 stand-ins here (only their non-null counts are aggregated).
+    const schema: Schema = input.map((f, j) => ({ name: f.name, type: columns[j].type }));
+    let partial: PartialAggregate;
+    if (plan.exactIntKey) {
+      partial = await gpuPartialAggregate(gpu, [{ schema, length: n, columns }], schema, spec);
+    } else {
       groupOf = await exactKeyGroups(gpu, data, rows.key);
       if (groupOf === null) return { fallback: 'key hash collision' };
+      const group: Column = { type: 'int64', values: new BigInt64Array(await readBack(gpu, groupOf, 8 * n)), valid: null };
+      const withGroup: Schema = [...schema, { name: GROUP, type: 'int64' }];
+      let byGroup = await gpuPartialAggregate(gpu, [{ schema: withGroup, length: n, columns: [...columns, group] }], withGroup,
+        { ...spec, keys: [GROUP], dropna: false });
+      byGroup = withoutGroup(byGroup, BigInt(n)); // rows without a key (--dropna and a null key field)
+      partial = { ...byGroup, keys: await keysOfGroups(gpu, rows, plan, columns, bytes, byGroup.keys[0] as Int64Column) };
+      partial.hashes = hashKeys(partial.keys, partial.groups);
     }
-    // The key column as the GPU groups it: a text key becomes its representative row number.
-    const columns: Column[] = [];
-    for (let j = 0; j < plan.columns.length; j++) {
-      const col = await columnOf(gpu, rows, j, plan.columns[j].kind);
-      if (j === plan.key && groupOf !== null) {
-        const words = await readU32(gpu, groupOf, 2 * rows.records);
-        columns.push({ type: 'int64', values: new BigInt64Array(words.buffer, 0, rows.records), valid: col.valid });
-      } else {
-        columns.push(col);
-      }
-    }
-    const gpuSchema: Schema = input.map((f, j) => ({ name: f.name, type: columns[j].type }));
-    const partial = await gpuPartialAggregate(gpu, [{ schema: gpuSchema, length: rows.records, columns }], gpuSchema, spec);
-    let keys = partial.keys;
-    if (plan.keyIsText) keys = [textKeys(partial.keys[0] as Int64Column, await readU32(gpu, rows.key.spans, 2 * rows.records), bytes)];
     return {
-      rows: rows.records,
+      rows: n,
       partial: {
         ...partial,
+        spec,
         schema: aggregateOutputSchema(input, spec),
         aggInputTypes: spec.aggs.map((a) => (a.column === null ? null : input.find((f) => f.name === a.column)!.type)),
-        keys,
-        hashes: plan.keyIsText ? hashKeys(keys, partial.groups) : partial.hashes,
       },
     };
   } finally {
@@ -116,28 +123,49 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
   }
 }
 
-/** The groups' string keys: the text of each representative row's key field (doubled quotes undone). */
-function textKeys(repRows: Int64Column, spans: Uint32Array, bytes: Uint8Array): StringColumn {
-  const n = repRows.values.length;
+/** The partial without the group whose key is `key`, if there is one. */
+function withoutGroup(p: PartialAggregate, key: bigint): PartialAggregate {
+  const keys = (p.keys[0] as Int64Column).values;
+  const at = keys.indexOf(key);
+  if (at < 0) return p;
+  const part = new Int32Array(p.groups);
+  part[at] = 1;
+  return partitionPartial(p, part, 2)[0];
+}
+
+/** The key columns of the groups, from each group's representative row. */
+async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, columns: Column[], bytes: Uint8Array, reps: Int64Column): Promise<Column[]> {
+  const spans = await readU32(gpu, rows.key.spans, 2 * rows.records * plan.keys.length);
+  const repRows = Int32Array.from(reps.values, Number);
+  return plan.keys.map((j, k) => (plan.columns[j].kind === 'text'
+    ? textKeys(repRows, spans.subarray(2 * rows.records * k, 2 * rows.records * (k + 1)), bytes)
+    : takeColumn(columns[j], repRows)));
+}
+
+/** The text of each representative row's key field (doubled quotes undone; null-text fields null). */
+function textKeys(repRows: Int32Array, spans: Uint32Array, bytes: Uint8Array): StringColumn {
+  const n = repRows.length;
   const offsets = new Int32Array(n + 1);
+  let valid: Uint8Array | null = null;
   let total = 0;
-  for (let g = 0; g < n; g++) {
-    if (repRows.valid !== null && repRows.valid[g] === 0) continue;
-    const r = Number(repRows.values[g]);
-    total += spans[2 * r + 1] - (spans[2 * r] & 0x7fffffff);
-  }
+  for (const r of repRows) total += spans[2 * r + 1] - (spans[2 * r] & 0x3fffffff);
   const data = new Uint8Array(total);
   let at = 0;
   for (let g = 0; g < n; g++) {
-    if (repRows.valid === null || repRows.valid[g] === 1) {
-      const r = Number(repRows.values[g]);
-      const start = spans[2 * r] & 0x7fffffff, end = spans[2 * r + 1];
-      if (spans[2 * r] >>> 31) at = copyUnescaped(bytes, start, end, data, at);
-      else { data.set(bytes.subarray(start, end), at); at += end - start; }
+    const r = repRows[g];
+    const flags = spans[2 * r] >>> 30, start = spans[2 * r] & 0x3fffffff, end = spans[2 * r + 1];
+    if (flags & 1) {
+      valid ??= new Uint8Array(n).fill(1);
+      valid[g] = 0;
+    } else if (flags & 2) {
+      at = copyUnescaped(bytes, start, end, data, at);
+    } else {
+      data.set(bytes.subarray(start, end), at);
+      at += end - start;
     }
     offsets[g + 1] = at;
   }
-  return { type: 'string', offsets, data: data.subarray(0, at), valid: repRows.valid };
+  return { type: 'string', offsets, data: data.subarray(0, at), valid };
 }
 
 /** Copies a quoted field's content, keeping one quote of each doubled pair. */
