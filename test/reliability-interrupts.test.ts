@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BIN, ROOT, gpuframe } from './helpers/cli.js';
 import { tempDir } from './helpers/data.js';
+import { childrenOf } from './reliability-process-tree.js';
 
 const dir = tempDir('rel-interrupt');
 const big = join(dir, 'big.csv');
@@ -18,19 +19,6 @@ beforeAll(() => {
   for (let i = 0; i < 1_100_000; i++) rows.push(`k${i % 1000},${i},${(i * 0.37).toFixed(3)}`);
   writeFileSync(big, rows.join('\n') + '\n');
 });
-
-function childrenOf(pid: number): number[] {
-  const kids: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid === pid) kids.push(Number(name));
-    } catch { /* exited meanwhile */ }
-  }
-  return kids;
-}
 
 function alive(pid: number): boolean {
   try { process.kill(pid, 0); } catch { return false; }
@@ -51,7 +39,7 @@ async function interruptMidWrite(outFolder: string, signal: NodeJS.Signals, tmp:
   child.stderr.on('data', (d) => { stderr += d; });
   const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, sig) => r({ code, signal: sig })));
   let sawTemp = false;
-  for (let waited = 0; waited < 30_000 && !sawTemp; waited += 20) {
+  for (let waited = 0; waited < 30_000 && !sawTemp && child.exitCode === null; waited += 20) {
     sawTemp = readdirSync(outFolder).some((n) => n.endsWith('.tmp'));
     if (!sawTemp) await sleep(20);
   }
@@ -85,7 +73,7 @@ describe('interrupts', () => {
     mkdirSync(out);
     mkdirSync(tmp);
     const res = await interruptMidWrite(out, 'SIGKILL', tmp);
-    expect(res.sawTemp).toBe(true);
+    expect(res.sawTemp, res.stderr).toBe(true);
     expect(res.signal).toBe('SIGKILL');
     expect(existsSync(join(out, 'out.csv'))).toBe(false); // never a partial destination
     // Workers notice the parent is gone (IPC disconnect) and exit.
