@@ -104,6 +104,17 @@ describe.skipIf(skipGpuTests)('GPU CSV partial aggregates equal the CPU ones', (
     }, 60_000);
   }
 
+  it('reads tab-separated chunks (another delimiter)', async () => {
+    const path = join(dir, 'tabs.tsv');
+    writeFileSync(path, 'ks\ti\tf\na,b\t1\t2.5\n"x\ty"\t-3\t\na,b\t4\t1e3\r\n"x\ty"\t\t0.5');
+    const spec: AggregateSpec = { keys: ['ks'], aggs: parseAggList('count(),sum(i),sum(f),max(f)'), dropna: false };
+    const [source] = await sourcesOf(path, 1 << 20, { delimiter: '\t', dtypes: { i: 'int64', f: 'float64' } });
+    const out = await gpuOutcome(source, spec);
+    if (!('partial' in out)) throw new Error(out.fallback);
+    expectSamePartial(out.partial, cpuPartial(source, spec).partial);
+    expect(out.partial.groups).toBe(2);
+  });
+
   it('honours --null-values (an empty text field is then a value)', async () => {
     const path = join(dir, 'nulls.csv');
     writeFileSync(path, 'ks,i\nx,1\n-,2\n,3\nx,-\n');

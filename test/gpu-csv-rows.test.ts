@@ -13,7 +13,7 @@ async function parseColumn(texts: string[], kind: CsvFieldKind) {
   const ctx = await testGpu();
   const bytes = new TextEncoder().encode(texts.map((t, i) => `${i},${t}\n`).join(''));
   const data = await uploadNew(ctx, bytes, 'test csv');
-  const rows = await splitCsvRows(ctx, data, bytes.length, { width: 2, columns: [{ index: 1, kind }], keyColumns: [], dropna: false, nullValues: [''] });
+  const rows = await splitCsvRows(ctx, data, bytes.length, { width: 2, delimiter: 0x2c, columns: [{ index: 1, kind }], keyColumns: [], dropna: false, nullValues: [''] });
   try {
     return { problems: rows.problems, records: rows.records, column: rows.problems === 0 ? await columnOf(ctx, rows, 0, kind) : null };
   } finally {

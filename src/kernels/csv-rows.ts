@@ -19,6 +19,8 @@ export const MAX_NULL_TEXT_BYTES = 16;
 export interface CsvRowsRequest {
   /** Fields every record must have. */
   width: number;
+  /** The field delimiter byte (the quote is always '"'). */
+  delimiter: number;
   /** Fields to extract (at most MAX_CSV_COLUMNS). */
   columns: readonly { index: number; kind: CsvFieldKind }[];
   /** Positions in `columns` of the group-by keys, in key order (at most MAX_KEY_COLUMNS). */
@@ -108,7 +110,7 @@ function paramWords(records: number, req: CsvRowsRequest): number[] {
   });
   const keyCols = [0, 1, 2, 3].map((k) => req.keyColumns[k] ?? 0xffffffff);
   const exactInt = req.keyColumns.length === 1 && req.columns[req.keyColumns[0]].kind === 'int64';
-  const flags = (exactInt ? 1 : 0) | (req.dropna ? 2 : 0);
+  const flags = (exactInt ? 1 : 0) | (req.dropna ? 2 : 0) | (req.delimiter << 8);
   const head = [records, req.columns.length, req.width, req.keyColumns.length, req.hashMask ?? 0xffffffff, req.nullValues.length,
     validStride(Math.max(1, records)), flags, ...keyCols];
   return [...head, ...cols, ...lengths, ...texts];

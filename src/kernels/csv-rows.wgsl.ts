@@ -18,7 +18,7 @@ import { WGSL_DECIMAL_TO_F64 } from './csv-float.wgsl.js';
 const SPLIT = /* wgsl */ `
 struct Params {
   records: u32, ncols: u32, width: u32, keyCount: u32,
-  hashMask: u32, nullTexts: u32, validStride: u32, flags: u32, // flags: 1 exact int key, 2 dropna
+  hashMask: u32, nullTexts: u32, validStride: u32, flags: u32, // flags: 1 exact int key, 2 dropna, bits 8-15 delimiter
   // Column position j of each key, in key order.
   keyCols: vec4u,
   // x = field index, y = kind (0 int64, 1 float64, 2 text)
@@ -141,6 +141,7 @@ fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
     let end = recEnd[r];
     if (end == start || (end == start + 1u && byteAt(start) == 13u)) { problem(1u); continue; }
     for (var k = 0u; k < 4u; k++) { keyVal[k] = vec2u(0u, 0u); keyNull[k] = false; }
+    let delim = (p.flags >> 8u) & 0xffu;
     var field = 0u;
     var i = start;
     loop {
@@ -164,14 +165,14 @@ fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
         next = q + 1u;
         if (next < end) {
           let b = byteAt(next);
-          if (b == 13u && next + 1u == end) { next = end; } else if (b != 44u) { problem(4u); }
+          if (b == 13u && next + 1u == end) { next = end; } else if (b != delim) { problem(4u); }
         }
       } else {
         var q = i;
         loop {
           if (q >= end) { break; }
           let b = byteAt(q);
-          if (b == 44u) { break; }
+          if (b == delim) { break; }
           if (b == 34u) { problem(4u); }
           q += 1u;
         }

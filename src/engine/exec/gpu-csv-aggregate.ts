@@ -7,7 +7,7 @@
 // of the chunk, and the result is the CPU's PartialAggregate.
 //
 // Anything the GPU path does not handle, in the query (float/bool/timestamp columns, more than 4
-// keys, other delimiters) or in the chunk (a blank or ragged record, a quote error, a value the
+// keys, a quote other than '"') or in the chunk (a blank or ragged record, a quote error, a value the
 // GPU does not parse, a hash collision), returns a `fallback` reason: the caller then reads the
 // chunk with the CPU reader, which gives the right rows or the located error.
 
@@ -17,6 +17,7 @@ import { freeBuffer, readBack, readU32 } from '../gpu/buffers.js';
 import { MAX_CSV_COLUMNS } from '../../kernels/csv-scan.js';
 import { columnOf, MAX_KEY_COLUMNS, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
 import { exactKeyGroups } from '../../kernels/key-hash.js';
+import { dialectOf } from '../io/csv/options.js';
 import { hashKeys } from '../ops/keys.js';
 import { aggregateOutputSchema, partitionPartial, type AggregateSpec, type PartialAggregate } from '../ops/aggregate/index.js';
 import type { SourceSpec } from './fragment.js';
@@ -41,6 +42,7 @@ export function gpuCsvOptionsFromEnv(): GpuCsvOptions {
 /** What the GPU extracts: one entry per input column, and which of them are the keys. */
 interface CsvPlan {
   width: number;
+  delimiter: number;
   columns: { index: number; kind: CsvFieldKind }[];
   /** Positions in `columns` of the keys, in key order. */
   keys: number[];
@@ -53,7 +55,7 @@ const KIND_OF: Partial<Record<string, CsvFieldKind>> = { int64: 'int64', float64
 /** The plan, or why this query cannot take the GPU CSV path. */
 function planOf(source: CsvSource, spec: AggregateSpec, input: Schema): CsvPlan | string {
   const { options, layout } = source;
-  if (options.delimiter !== ',' || options.quote !== '"') return 'delimiter or quote other than , and "';
+  if (options.quote !== '"') return 'a quote other than "';
   if (!nullTextsFit(options.nullValues)) return 'too many or too long --null-values';
   if (spec.keys.length < 1 || spec.keys.length > MAX_KEY_COLUMNS) return `not 1 to ${MAX_KEY_COLUMNS} key columns`;
   if (input.length > MAX_CSV_COLUMNS) return 'too many columns';
@@ -67,7 +69,7 @@ function planOf(source: CsvSource, spec: AggregateSpec, input: Schema): CsvPlan 
   }
   const keys = spec.keys.map((name) => input.findIndex((f) => f.name === name));
   if (keys.some((j) => j < 0 || columns[j].kind === 'float64')) return 'a float64 key';
-  return { width: layout.schema.length, columns, keys, exactIntKey: keys.length === 1 && columns[keys[0]].kind === 'int64' };
+  return { width: layout.schema.length, delimiter: dialectOf(options).delimiter, columns, keys, exactIntKey: keys.length === 1 && columns[keys[0]].kind === 'int64' };
 }
 
 /** The batch column holding each row's representative row (hashed keys); not an input name. */
@@ -85,7 +87,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
   let groupOf: GPUBuffer | null = null;
   try {
     rows = await splitCsvRows(gpu, data, bytes.length, {
-      width: plan.width, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask,
+      width: plan.width, delimiter: plan.delimiter, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask,
     });
     if (rows.problems !== 0) return { fallback: `records the GPU does not parse (problems ${rows.problems})` };
     const n = rows.records;
