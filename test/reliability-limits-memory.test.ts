@@ -16,9 +16,9 @@ const MB = 1e6;
 const LIMIT_MB = 8;
 
 beforeAll(() => {
-  // ~12 MB, 600k rows, 400k distinct keys: the grouped state alone is far beyond the limit.
+  // ~20 MB, 1M rows, 700k distinct keys: the grouped state alone is far beyond the limit.
   const rows = ['k,v,s'];
-  for (let n = 0; n < 600_000; n++) rows.push(`${(n * 7919) % 400_009},${n},s${n % 977}`);
+  for (let n = 0; n < 1_000_000; n++) rows.push(`${(n * 7919) % 700_001},${n},s${n % 977}`);
   writeFileSync(big, rows.join('\n') + '\n');
   writeFileSync(tiny, rows.slice(0, 20).join('\n') + '\n');
 });
@@ -35,10 +35,10 @@ describe('--memory-limit on an input larger than the limit, with grouped state ~
     const grewLimited = (limited.peakBytes - idle.peakBytes) / MB;
     const grewUnlimited = (unlimited.peakBytes - idle.peakBytes) / MB;
     console.log(`peak RSS growth over an idle run: ${grewLimited.toFixed(0)} MB with --memory-limit ${LIMIT_MB}MB, ${grewUnlimited.toFixed(0)} MB unlimited (idle ${(idle.peakBytes / MB).toFixed(0)} MB)`);
-    expect(grewLimited).toBeLessThan(grewUnlimited * 0.75);
-    // Not the limit itself (measured ~160 MB here, see RELIABILITY.md: V8 keeps garbage until it
+    expect(grewLimited).toBeLessThan(grewUnlimited * 0.5);
+    // Not the limit itself (measured 160–200 MB here, see RELIABILITY.md: V8 keeps garbage until it
     // needs room, each process has its own heap, spill pieces are built in memory): this bound
     // catches a limit that stops working, not one that is merely loose.
-    expect(grewLimited).toBeLessThan(28 * LIMIT_MB);
+    expect(grewLimited).toBeLessThan(32 * LIMIT_MB);
   });
 });

@@ -122,6 +122,10 @@ export abstract class WorkerProcessPool implements TaskRunner {
       this.dispatch();
     });
     child.on('exit', (code, signal) => this.onExit(i, slot, code, signal));
+    // A send to a worker that just died fails with EPIPE: its 'exit' (above) handles the death.
+    // Without a listener that 'error' event would crash the parent. A worker that never started
+    // is still fatal, as before.
+    child.on('error', (err) => { if (child.pid === undefined) throw err; });
     for (const b of this.broadcasts) child.send({ type: 'broadcast', broadcast: b });
     return slot;
   }
@@ -183,6 +187,7 @@ export abstract class WorkerProcessPool implements TaskRunner {
 
   /** Idle workers pull from the shared queue; a retried task avoids the worker it died on when another is idle. */
   private dispatch(): void {
+    if (this.closed) return; // the run is over (finished, failed or interrupted): start nothing new
     for (let i = 0; i < this.slots.length && this.queue.length > 0; i++) {
       const slot = this.slots[i];
       if (slot.busy || slot.retired) continue;
