@@ -60,7 +60,7 @@ const record = (name, r) => { rows.push({ name, ...r }); process.stderr.write(`$
 const query = `select origin, count(*), avg(delay), sum(distance), max(price), min(price) from read_csv('${csv}') group by origin order by origin`;
 const duck = `import('@duckdb/node-api').then(async (d) => { const c = await (await d.DuckDBInstance.create(':memory:')).connect(); await c.run(\`copy (${query}) to '${out}.duck.csv'\`); })`;
 record('DuckDB 1.5.6 (all cores)', await measure(node, ['-e', duck]));
-const polars = `const pl = require('nodejs-polars'); pl.scanCSV('${csv}').groupBy('origin').agg(pl.len(), pl.col('delay').mean(), pl.col('distance').sum(), pl.col('price').max(), pl.col('price').min()).sort('origin').collect().writeCSV('${out}.polars.csv')`;
+const polars = `const pl = require('nodejs-polars'); pl.scanCSV('${csv}').groupBy('origin').agg(pl.len(), pl.col('delay').mean(), pl.col('distance').sum(), pl.col('price').max().alias('max_price'), pl.col('price').min().alias('min_price')).sort('origin').collectSync().writeCSV('${out}.polars.csv')`;
 try { record('nodejs-polars 0.25.2 (all cores)', await measure(node, ['-e', polars])); } catch (e) { process.stderr.write(`polars skipped: ${e.message.split('\n')[0]}\n`); }
 const agg = 'count(),mean(delay),sum(distance),max(price),min(price)';
 const cpu = ['--device', 'cpu', '--quiet', '-o', out];
