@@ -13,6 +13,7 @@
 
 import { takeColumn, type Column, type Int64Column, type Schema, type StringColumn } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
+import { copyUnescaped } from '../io/csv/columns.js';
 import { freeBuffer, readBack, readU32 } from '../gpu/buffers.js';
 import { MAX_CSV_COLUMNS } from '../../kernels/csv-scan.js';
 import { columnOf, MAX_KEY_COLUMNS, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
@@ -160,7 +161,7 @@ function textKeys(repRows: Int32Array, spans: Uint32Array, bytes: Uint8Array): S
       valid ??= new Uint8Array(n).fill(1);
       valid[g] = 0;
     } else if (flags & 2) {
-      at = copyUnescaped(bytes, start, end, data, at);
+      at = copyUnescaped(bytes, start, end, data, at, 0x22);
     } else {
       data.set(bytes.subarray(start, end), at);
       at += end - start;
@@ -170,11 +171,3 @@ function textKeys(repRows: Int32Array, spans: Uint32Array, bytes: Uint8Array): S
   return { type: 'string', offsets, data: data.subarray(0, at), valid };
 }
 
-/** Copies a quoted field's content, keeping one quote of each doubled pair. */
-function copyUnescaped(bytes: Uint8Array, start: number, end: number, out: Uint8Array, at: number): number {
-  for (let k = start; k < end; k++) {
-    out[at++] = bytes[k];
-    if (bytes[k] === 0x22) k++;
-  }
-  return at;
-}

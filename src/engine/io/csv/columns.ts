@@ -117,8 +117,9 @@ function buildStrings(buf: Buffer, t: FieldTable, column: number, valid: Uint8Ar
 }
 
 /** Copies a quoted field's content, keeping one quote of each doubled pair. */
-function copyUnescaped(buf: Buffer, s: number, e: number, out: Uint8Array, at: number): number {
-  const quote = buf[e]; // the closing quote follows the content
+/** Copies quoted content buf[s, e) to out[at..], keeping one quote of each doubled pair; returns the new end.
+ *  By default the quote is the byte after the content (the closing quote). */
+export function copyUnescaped(buf: Uint8Array, s: number, e: number, out: Uint8Array, at: number, quote = buf[e]): number {
   for (let k = s; k < e; k++) {
     out[at++] = buf[k];
     if (buf[k] === quote) k++;
