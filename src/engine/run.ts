@@ -12,7 +12,7 @@ import type { RunContext } from './exec/context.js';
 import { physical } from './exec/physical.js';
 import { createRunner, type DeviceMode } from './exec/gpu-select.js';
 import { silentProgress, terminalProgress } from './exec/progress.js';
-import { runStream } from './exec/stream.js';
+import { runStream, TASK_MEMORY_FACTOR } from './exec/stream.js';
 import { Tracer } from './exec/trace.js';
 import { optimize } from './optimizer/index.js';
 import { scansOf, type PlanNode } from './plan/nodes.js';
@@ -95,7 +95,7 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
   const unregister = onInterrupt(release);
   const progress = settings.progress ? terminalProgress() : silentProgress;
   try {
-    const blocksize = settings.blocksize ?? autoBlocksize(plan, runner.size);
+    const blocksize = settings.blocksize ?? autoBlocksize(plan, runner.size, settings.memoryLimit);
     return await body({ runner, blocksize, memoryLimit: settings.memoryLimit, tmpDir, progress, tracer, warn: settings.warn });
   } finally {
     progress.stop();
@@ -107,16 +107,24 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
 
 const DEFAULT_BLOCKSIZE = 64 << 20;
 const MIN_AUTO_BLOCKSIZE = 1 << 20;
+/** Resident memory of an idle Node process of ours (measured: ~50 MB a worker, more for the parent). */
+const PROCESS_BASELINE = 64 << 20;
 
 /**
- * 64 MB partitions, unless that gives fewer than four per worker: then smaller ones (not below
- * 1 MB), so every worker has work and none is left as a long tail. Output bytes never depend on it.
+ * 64 MB partitions, unless that gives fewer than four per worker, or every worker holding one
+ * task at once would pass --memory-limit: then smaller ones (not below 1 MB), so every worker has
+ * work, none is left as a long tail, and the data in flight fits the limit. Output bytes never
+ * depend on the block size.
  */
-export function autoBlocksize(plan: PlanNode | null, workers: number): number {
-  if (plan === null) return DEFAULT_BLOCKSIZE;
+export function autoBlocksize(plan: PlanNode | null, workers: number, memoryLimit: number): number {
+  const w = Math.max(1, workers);
+  // Node processes hold their code and heaps whatever the data: only the rest is for partitions.
+  const forData = Math.max(memoryLimit / 4, memoryLimit - PROCESS_BASELINE * (w + 1));
+  const byMemory = Math.floor(forData / (w * TASK_MEMORY_FACTOR));
+  if (plan === null) return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(DEFAULT_BLOCKSIZE, byMemory));
   const bytes = scansOf(plan).reduce((s, scan) => s + scan.files.reduce((t, f) => t + f.bytes, 0), 0);
-  const even = Math.floor(bytes / (4 * Math.max(1, workers)));
-  return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(DEFAULT_BLOCKSIZE, even));
+  const even = Math.floor(bytes / (4 * w));
+  return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(DEFAULT_BLOCKSIZE, even, byMemory));
 }
 
 /** Temp dirs of runs that were killed (SIGKILL leaves no chance to clean up) are removed by the next run. */

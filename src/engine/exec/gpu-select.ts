@@ -16,6 +16,8 @@ export interface DeviceSettings {
   /** Indices into listGpus() (--gpus); all when absent. */
   gpus?: number[];
   workers: number;
+  /** --memory-limit, shared out to the workers. */
+  memoryLimit?: number;
   warn(message: string): void;
 }
 
@@ -81,7 +83,7 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
     const gpuSpeedsUp = (task: Task) => task.terminal.kind === 'partial-aggregate' && gpuSupports(task.terminal.spec, task.terminal.inputSchema);
     const gpus = await GpuProcessPool.create({ gpus: choice.use, allowSoftware: choice.allowSoftware, tracer, warn: settings.warn });
     if (settings.workers === 0) return gpus;
-    return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer), gpuSpeedsUp);
+    return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuSpeedsUp);
   }
-  return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer);
+  return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
 }

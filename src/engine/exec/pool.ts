@@ -206,13 +206,18 @@ export abstract class WorkerProcessPool implements TaskRunner {
 
 /** CPU workers: `size` processes, each replaced by a fresh one when it dies. */
 export class ProcessPool extends WorkerProcessPool {
-  constructor(private readonly count: number, tracer?: Tracer) {
+  /** `memoryLimit`: the run's --memory-limit; each worker keeps its share (see worker-main.ts). */
+  constructor(private readonly count: number, tracer?: Tracer, private readonly memoryLimit = Infinity) {
     super(tracer);
     for (let i = 0; i < count; i++) this.startSlot(i);
   }
 
   protected spawnChild(i: number): { child: ChildProcess; name: string } {
-    const child = fork(workerEntry('worker-main.js'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // --expose-gc and a share of the memory limit: a worker over its share collects after a task,
+    // so finished partitions are given back at once instead of piling up (see worker-main.ts).
+    const share = Math.floor(this.memoryLimit / (this.count + 1));
+    const env = Number.isFinite(share) ? { ...process.env, GPUFRAME_WORKER_MEMORY: String(share) } : process.env;
+    const child = fork(workerEntry('worker-main.js'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--expose-gc'], env });
     return { child, name: `cpu-worker-${i}` };
   }
 
