@@ -192,7 +192,8 @@ function concatColumns(type: DType, cols: Column[], length: number): Column {
 
 /** Keeps the named columns, in the given order. */
 export function selectColumns(batch: Batch, names: readonly string[]): Batch {
-  const idx = names.map((n) => batch.schema.findIndex((f) => f.name === n));
+  const at = new Map(batch.schema.map((f, i) => [f.name, i] as const));
+  const idx = names.map((n) => at.get(n) ?? -1);
   return { schema: idx.map((i) => batch.schema[i]), length: batch.length, columns: idx.map((i) => batch.columns[i]) };
 }
 

@@ -80,6 +80,18 @@ export function closestName(name: string, candidates: readonly string[]): string
   return best;
 }
 
+/** Positions of `wanted` among `schemaNames` (one map, so wide schemas stay linear); a UsageError
+ *  naming the closest existing column for a name that is not there. */
+export function columnIndices(schemaNames: readonly string[], wanted: readonly string[], what = 'column'): number[] {
+  const at = new Map<string, number>();
+  schemaNames.forEach((n, i) => { if (!at.has(n)) at.set(n, i); });
+  return wanted.map((name) => {
+    const i = at.get(name);
+    if (i === undefined) requireColumn(name, schemaNames, what);
+    return i!;
+  });
+}
+
 /** Throws a UsageError naming the closest existing column when `name` is not in `schemaNames`. */
 export function requireColumn(name: string, schemaNames: readonly string[], what = 'column'): void {
   if (schemaNames.includes(name)) return;

@@ -91,8 +91,9 @@ function generateStream(node: GenerateNode): Stream {
 
 /** Every file of a multi-file scan must hold the columns of the first, with the same types. */
 function checkSameColumns(scan: ScanNode, schema: Schema, file: string): void {
+  const byName = new Map(schema.map((x) => [x.name, x] as const));
   for (const f of scan.schema) {
-    const g = schema.find((x) => x.name === f.name);
+    const g = byName.get(f.name);
     if (!g) throw new DataError(`has no column '${f.name}' (the first input has it)`, { file });
     if (g.type !== f.type) throw new DataError(`column '${f.name}' is ${g.type} here but ${f.type} in the first input; pass --dtypes ${f.name}=${f.type === 'string' || g.type === 'string' ? 'string' : 'float64'}`, { file });
   }

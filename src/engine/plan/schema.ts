@@ -1,7 +1,7 @@
 // The output schema of each plan node, derived (never stored) so that a plan cannot disagree with itself.
 
 import type { Schema } from '../batch.js';
-import { requireColumn } from '../errors.js';
+import { columnIndices } from '../errors.js';
 import { aggregateOutputSchema } from '../ops/aggregate/index.js';
 import { joinOutputSchema } from '../ops/join/index.js';
 import type { PlanNode } from './nodes.js';
@@ -35,9 +35,5 @@ export function schemaOf(node: PlanNode): Schema {
 }
 
 export function pick(schema: Schema, columns: readonly string[]): Schema {
-  const names = schema.map((f) => f.name);
-  return columns.map((c) => {
-    requireColumn(c, names);
-    return schema[names.indexOf(c)];
-  });
+  return columnIndices(schema.map((f) => f.name), columns).map((i) => schema[i]);
 }

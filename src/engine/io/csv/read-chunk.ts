@@ -1,7 +1,7 @@
 // Parses one chunk of a CSV file into a batch of the requested columns. Every field is
 // tokenized (to find record ends), but only the requested columns are converted.
 import { closeSync } from 'node:fs';
-import { requireColumn } from '../../errors.js';
+import { columnIndices } from '../../errors.js';
 import type { Batch } from '../../batch.js';
 import { dialectOf, type CsvOptions } from './options.js';
 import type { CsvLayout } from './layout.js';
@@ -12,8 +12,7 @@ import { openInput, readBytes, Locator, dataProblems } from './input-file.js';
 
 export function readCsvChunk(chunk: CsvChunk, layout: CsvLayout, opts: CsvOptions, columns: readonly string[],
                              onWarning?: (msg: string) => void): Batch {
-  const names = layout.schema.map((f) => f.name);
-  const indices = columns.map((name) => { requireColumn(name, names); return names.indexOf(name); });
+  const indices = columnIndices(layout.schema.map((f) => f.name), columns);
   const d = dialectOf(opts);
   const { fd } = openInput(chunk.path, chunk.displayName);
   let buf: Buffer;
@@ -22,7 +21,7 @@ export function readCsvChunk(chunk: CsvChunk, layout: CsvLayout, opts: CsvOption
   } finally {
     closeSync(fd);
   }
-  const width = names.length;
+  const width = layout.schema.length;
   const loc = new Locator(chunk.displayName, buf, 0, chunk.firstLine);
   const table = tokenize(buf, 0, buf.length, d,
     { fieldsPerRecord: width, maxRecords: Infinity, toIsRecordEnd: true, skipBlankLines: true },
