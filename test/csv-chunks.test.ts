@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { stringAt, type StringColumn } from '../src/engine/batch.js';
 import {
-  DEFAULT_CSV_OPTIONS, inferCsvLayout, planCsvChunks, readCsvChunk, type CsvOptions,
+  DEFAULT_CSV_OPTIONS, chunkFirstLine, inferCsvLayout, planCsvChunks, readCsvChunk, type CsvOptions,
 } from '../src/engine/io/csv/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'csv-chunks-'));
@@ -87,7 +87,7 @@ describe('planCsvChunks', () => {
         chunks.forEach((chunk, k) => {
           if (k > 0) expect(chunk.start).toBe(chunks[k - 1].end);
           expect(starts.has(chunk.start)).toBe(true);
-          expect(chunk.firstLine).toBe(linesBefore(bytes, chunk.start));
+          expect(chunkFirstLine(chunk)).toBe(linesBefore(bytes, chunk.start));
           const batch = readCsvChunk(chunk, layout, opts, names);
           for (let r = 0; r < batch.length; r++) {
             rows.push(batch.columns.map((col) => stringAt(col as StringColumn, r)));
@@ -105,13 +105,13 @@ describe('planCsvChunks', () => {
     const opts: CsvOptions = { ...DEFAULT_CSV_OPTIONS, quote: '' };
     const layout = await inferCsvLayout(path, path, opts);
     const chunks = await planCsvChunks(layout, opts, 1);
-    expect(chunks.map((c) => [c.start, c.firstLine])).toEqual([[4, 2], [9, 3], [13, 4]]);
+    expect(chunks.map((c) => [c.start, chunkFirstLine(c)])).toEqual([[4, 2], [9, 3], [13, 4]]);
 
     const headerOnly = join(dir, 'header-only.csv');
     writeFileSync(headerOnly, 'a,b\n');
     const l2 = await inferCsvLayout(headerOnly, headerOnly, DEFAULT_CSV_OPTIONS);
     const c2 = await planCsvChunks(l2, DEFAULT_CSV_OPTIONS, 64);
-    expect(c2).toEqual([{ path: headerOnly, displayName: headerOnly, start: 4, end: 4, firstLine: 2 }]);
+    expect(c2).toEqual([{ path: headerOnly, displayName: headerOnly, start: 4, end: 4, firstLine: 2, lineOrigin: { offset: 4, line: 2 } }]);
     expect(readCsvChunk(c2[0], l2, DEFAULT_CSV_OPTIONS, ['a', 'b']).length).toBe(0);
   });
 });

@@ -77,7 +77,7 @@ async function chunkOf(text: string, opts: Partial<CsvOptions> = {}): Promise<Cs
   const [source] = await sourcesOf(good, 1 << 20, { dtypes: { ks: 'string', i: 'int64', f: 'float64' }, ...opts });
   const path = join(dir, `chunk-${badChunks++}.csv`);
   writeFileSync(path, text);
-  return { ...source, chunk: { path, displayName: path, start: 0, end: Buffer.byteLength(text), firstLine: 1 } };
+  return { ...source, chunk: { path, displayName: path, start: 0, end: Buffer.byteLength(text), firstLine: 1, lineOrigin: { offset: 0, line: 1 } } };
 }
 
 describe.skipIf(skipGpuTests)('GPU CSV partial aggregates equal the CPU ones', () => {

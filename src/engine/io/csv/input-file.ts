@@ -35,14 +35,16 @@ export function readBytes(fd: number, start: number, length: number): Buffer {
  *  Remembers the last answer so that many warnings in one chunk stay linear. */
 export class Locator {
   private lastPos: number;
-  private lastLine: number;
+  private lastLine = 0;
 
-  constructor(readonly file: string, private readonly buf: Uint8Array, from: number, firstLine: number) {
+  /** `firstLine` may be a function: it is then asked only when a message needs a line. */
+  constructor(readonly file: string, private readonly buf: Uint8Array, from: number, private firstLine: number | (() => number)) {
     this.lastPos = from;
-    this.lastLine = firstLine;
+    if (typeof firstLine === 'number') this.lastLine = firstLine;
   }
 
   line(pos: number): number {
+    if (typeof this.firstLine === 'function') { this.lastLine = this.firstLine(); this.firstLine = this.lastLine; }
     if (pos < this.lastPos) return this.lastLine - countLineBreaks(this.buf, pos, this.lastPos);
     this.lastLine += countLineBreaks(this.buf, this.lastPos, pos);
     this.lastPos = pos;

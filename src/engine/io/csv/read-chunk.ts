@@ -5,7 +5,7 @@ import { columnIndices } from '../../errors.js';
 import type { Batch } from '../../batch.js';
 import { dialectOf, type CsvOptions } from './options.js';
 import type { CsvLayout } from './layout.js';
-import type { CsvChunk } from './chunks.js';
+import { chunkFirstLine, type CsvChunk } from './chunks.js';
 import { tokenize } from './tokenizer.js';
 import { buildColumn, fieldText, unescapedStart } from './columns.js';
 import { openInput, readBytes, Locator, dataProblems } from './input-file.js';
@@ -22,7 +22,7 @@ export function readCsvChunk(chunk: CsvChunk, layout: CsvLayout, opts: CsvOption
     closeSync(fd);
   }
   const width = layout.schema.length;
-  const loc = new Locator(chunk.displayName, buf, 0, chunk.firstLine);
+  const loc = new Locator(chunk.displayName, buf, 0, () => chunkFirstLine(chunk));
   const table = tokenize(buf, 0, buf.length, d,
     { fieldsPerRecord: width, maxRecords: Infinity, toIsRecordEnd: true, skipBlankLines: true },
     dataProblems(loc, width, opts.onBadLines, onWarning));
