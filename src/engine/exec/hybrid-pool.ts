@@ -1,15 +1,29 @@
 // GPU workers and CPU workers behind one queue. An idle GPU worker takes the next task the GPU
 // speeds up; an idle CPU worker takes whatever is next (work stealing), so on a machine with many
-// cores and few GPUs neither kind waits for the other. A task's result is the same wherever it
-// runs (GPU partial states are converted into the CPU's), so output bytes do not change.
+// cores and few GPUs neither kind waits for the other. When the queue is empty and a CPU worker is
+// idle while a GPU task is still running, the CPU worker runs a backup copy of it and the first
+// result wins (MapReduce's backup tasks): a slow device cannot hold up the end of a stage. A
+// task's result is the same wherever it runs (GPU partial states are converted into the CPU's),
+// so which copy wins never changes the output.
 
 import type { FragmentResult, Broadcast, Task } from './fragment.js';
 import type { TaskRunner } from './pool.js';
 
-interface Queued { task: Task; label: string; resolve: (r: FragmentResult) => void; reject: (e: Error) => void }
+interface Job {
+  task: Task;
+  label: string;
+  resolve: (r: FragmentResult) => void;
+  reject: (e: Error) => void;
+  settled: boolean;
+  /** Copies started, and how many of them have failed. */
+  copies: number;
+  failures: number;
+}
 
 export class HybridRunner implements TaskRunner {
-  private readonly queue: Queued[] = [];
+  private readonly queue: Job[] = [];
+  /** GPU jobs without a backup copy yet, oldest first. */
+  private readonly onGpuAlone: Job[] = [];
   private gpuBusy = 0;
   private cpuBusy = 0;
 
@@ -26,7 +40,7 @@ export class HybridRunner implements TaskRunner {
 
   run(task: Task, label: string): Promise<FragmentResult> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ task, label, resolve, reject });
+      this.queue.push({ task, label, resolve, reject, settled: false, copies: 0, failures: 0 });
       this.pump();
     });
   }
@@ -42,21 +56,39 @@ export class HybridRunner implements TaskRunner {
 
   private pump(): void {
     for (;;) {
-      let at = -1;
-      let onGpu = false;
       if (this.gpuBusy < this.gpu.size) {
-        at = this.queue.findIndex((q) => this.gpuSpeedsUp(q.task));
-        onGpu = at >= 0;
+        const at = this.queue.findIndex((j) => this.gpuSpeedsUp(j.task));
+        if (at >= 0) { this.start(this.queue.splice(at, 1)[0], true); continue; }
       }
-      if (at < 0 && this.cpuBusy < this.cpu.size && this.queue.length > 0) at = 0;
-      if (at < 0) return;
-      const job = this.queue.splice(at, 1)[0];
-      const runner = onGpu ? this.gpu : this.cpu;
-      if (onGpu) this.gpuBusy++; else this.cpuBusy++;
-      runner.run(job.task, `${job.label}${onGpu ? ' [gpu]' : ''}`).then(job.resolve, job.reject).finally(() => {
-        if (onGpu) this.gpuBusy--; else this.cpuBusy--;
-        this.pump();
-      });
+      if (this.cpuBusy >= this.cpu.size) return;
+      if (this.queue.length > 0) { this.start(this.queue.shift()!, false); continue; }
+      const straggler = this.onGpuAlone.shift();
+      if (!straggler) return;
+      if (!straggler.settled) this.start(straggler, false);
     }
+  }
+
+  private start(job: Job, onGpu: boolean): void {
+    job.copies++;
+    if (onGpu) { this.gpuBusy++; this.onGpuAlone.push(job); } else this.cpuBusy++;
+    const runner = onGpu ? this.gpu : this.cpu;
+    const label = `${job.label}${onGpu ? ' [gpu]' : job.copies > 1 ? ' [backup]' : ''}`;
+    runner.run(job.task, label).then(
+      (result) => {
+        if (!job.settled) { job.settled = true; job.resolve(result); }
+      },
+      (err: Error) => {
+        job.failures++;
+        // A failed copy decides only when no other copy can still succeed.
+        if (!job.settled && job.failures === job.copies) { job.settled = true; job.reject(err); }
+      },
+    ).finally(() => {
+      if (onGpu) {
+        this.gpuBusy--;
+        const i = this.onGpuAlone.indexOf(job);
+        if (i >= 0) this.onGpuAlone.splice(i, 1);
+      } else this.cpuBusy--;
+      this.pump();
+    });
   }
 }

@@ -1,0 +1,67 @@
+// The hybrid runner's scheduling, with fake runners: GPU-capable tasks prefer the GPU, idle CPU
+// workers take anything, a slow GPU task gets a CPU backup whose result wins, and a task fails only
+// when every copy failed.
+
+import { describe, expect, it } from 'vitest';
+import type { FragmentResult, Task } from '../src/engine/exec/fragment.js';
+import { HybridRunner } from '../src/engine/exec/hybrid-pool.js';
+import type { TaskRunner } from '../src/engine/exec/pool.js';
+
+function task(index: number, gpu: boolean): Task {
+  return {
+    fragment: { index, source: { kind: 'none' }, ops: [], bytes: 0 },
+    terminal: gpu ? { kind: 'partial-aggregate', spec: { keys: [], aggs: [], dropna: false }, inputSchema: [] } : { kind: 'collect' },
+  };
+}
+
+/** A runner of `size` workers that answers each task after `delay(task)` ms with `who` in the warnings. */
+function fake(who: string, size: number, delay: (t: Task) => number, fail = false): TaskRunner & { ran: number[] } {
+  const ran: number[] = [];
+  return {
+    size, ran,
+    broadcast() {},
+    run(t: Task): Promise<FragmentResult> {
+      ran.push(t.fragment.index);
+      return new Promise((resolve, reject) => setTimeout(() => (fail ? reject(new Error(`${who} failed`)) : resolve({ rows: t.fragment.index, warnings: [who] })), delay(t)));
+    },
+    async runOnEach() { return []; },
+    async close() {},
+  };
+}
+
+const isGpuTask = (t: Task) => t.terminal.kind === 'partial-aggregate';
+
+describe('HybridRunner', () => {
+  it('GPU-capable tasks go to the GPU first; CPU workers take the rest and back up a straggler', async () => {
+    const gpu = fake('gpu', 1, () => 200);
+    const cpu = fake('cpu', 2, () => 5);
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    const results = await Promise.all([0, 1, 2, 3].map((i) => hybrid.run(task(i, true), `t${i}`)));
+    expect(results.map((r) => r.rows)).toEqual([0, 1, 2, 3]);
+    expect(gpu.ran).toEqual([0]); // the GPU took the first task and was busy after that
+    expect(cpu.ran.sort()).toEqual([0, 1, 2, 3]); // ...whose backup on an idle CPU worker won
+    expect(results[0].warnings).toEqual(['cpu']);
+  });
+
+  it('a fast GPU keeps its result; CPU-only tasks never go to the GPU', async () => {
+    const gpu = fake('gpu', 1, () => 1);
+    const cpu = fake('cpu', 1, () => 50);
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    const [a, b] = await Promise.all([hybrid.run(task(0, true), 'a'), hybrid.run(task(1, false), 'b')]);
+    expect(a.warnings).toEqual(['gpu']);
+    expect(b.warnings).toEqual(['cpu']);
+    expect(gpu.ran).toEqual([0]);
+  });
+
+  it('fails only when every copy failed', async () => {
+    const gpu = fake('gpu', 1, () => 1, true);
+    const cpu = fake('cpu', 1, () => 20, true);
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    await expect(hybrid.run(task(0, true), 'x')).rejects.toThrow(/failed/);
+    const gpuFails = fake('gpu', 1, () => 30, true);
+    const cpuWorks = fake('cpu', 1, () => 60);
+    const backedUp = new HybridRunner(gpuFails, cpuWorks, isGpuTask);
+    // The CPU backup starts at once (idle CPU, empty queue) and succeeds after the GPU copy failed.
+    expect((await backedUp.run(task(0, true), 'y')).warnings).toEqual(['cpu']);
+  });
+});
