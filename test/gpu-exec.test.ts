@@ -58,7 +58,9 @@ describe.skipIf(skipGpuTests)('GPU partial aggregates equal CPU ones', () => {
 describe.skipIf(skipGpuTests)('groupby --device gpu through the CLI', () => {
   const run = async (name: string, args: string[], env: Record<string, string> = {}) => {
     const out = join(dir, `${name}.csv`);
-    const res = await gpuframe(['groupby', facts, ...args, '-o', out, '--blocksize', '256KB', '--workers', '2'], { env });
+    // GPU workers alone (--workers 0) so these tests see the GPU executor, not CPU backups racing it.
+    const workers = args.includes('gpu') ? '0' : '2';
+    const res = await gpuframe(['groupby', facts, ...args, '-o', out, '--blocksize', '256KB', '--workers', workers], { env });
     return { ...res, out: res.code === 0 ? readFileSync(out) : null };
   };
 
