@@ -11,7 +11,7 @@
 //   1 blank record      2 wrong number of fields      4 quote misuse (CPU: syntax error)
 //   8 a value the GPU does not parse (spaces, inf/nan, > 18 digits, |exponent| > 22, doubled quotes, bad text)
 import { WGSL_GRID } from './wgsl-common.js';
-import { WGSL_BYTES, WGSL_CSV_NUMBERS } from './csv-scan.wgsl.js';
+import { WGSL_BYTES, WGSL_CSV_NUMBERS, WGSL_RECORDS } from './csv-scan.wgsl.js';
 import { WGSL_FIELD_HASH } from './key-hash.wgsl.js';
 import { WGSL_DECIMAL_TO_F64 } from './csv-float.wgsl.js';
 
@@ -41,6 +41,7 @@ struct Params {
 @group(0) @binding(7) var<storage, read_write> counters: array<atomic<u32>>;
 @group(0) @binding(8) var<uniform> p: Params;
 ${WGSL_BYTES}
+${WGSL_RECORDS}
 ${WGSL_CSV_NUMBERS}
 ${WGSL_FIELD_HASH}
 ${WGSL_DECIMAL_TO_F64}
@@ -136,10 +137,9 @@ fn writeKey(r: u32) {
 @compute @workgroup_size(256)
 fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   for (var r = gid.x; r < p.records; r += gridStride(nwg)) {
-    var start = 0u;
-    if (r > 0u) { start = recEnd[r - 1u] + 1u; }
+    let start = recordStart(r);
     let end = recEnd[r];
-    if (end == start || (end == start + 1u && byteAt(start) == 13u)) { problem(1u); continue; }
+    if (isBlankRecord(start, end)) { problem(1u); continue; }
     for (var k = 0u; k < 4u; k++) { keyVal[k] = vec2u(0u, 0u); keyNull[k] = false; }
     let delim = (p.flags >> 8u) & 0xffu;
     var field = 0u;

@@ -14,6 +14,13 @@ export const WGSL_BYTES = /* wgsl */ `
 fn byteAt(i: u32) -> u32 { return (bytes[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu; }
 `;
 
+/** Record r's bytes, from the record ends of the boundary pass (needs a `recEnd` binding):
+ *  a record starts after the previous one's line break; an empty line (LF or CR LF) is blank. */
+export const WGSL_RECORDS = /* wgsl */ `
+fn recordStart(r: u32) -> u32 { if (r == 0u) { return 0u; } return recEnd[r - 1u] + 1u; }
+fn isBlankRecord(start: u32, end: u32) -> bool { return end == start || (end == start + 1u && byteAt(start) == 13u); }
+`;
+
 const BOUNDARIES = /* wgsl */ `
 struct Params { nbytes: u32, nwords: u32, _a: u32, _b: u32 }
 @group(0) @binding(0) var<storage, read> bytes: array<u32>;
@@ -146,6 +153,7 @@ struct Params { records: u32, ncols: u32, _a: u32, _b: u32, cols: array<vec4u, 1
 @group(0) @binding(2) var<storage, read_write> out: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
 ${WGSL_BYTES}
+${WGSL_RECORDS}
 ${NUMBERS}
 
 fn emit(slot: u32, a: u32, b: u32, c: u32, status: u32) {
@@ -165,11 +173,10 @@ fn parseField(slot: u32, kind: u32, s0: u32, e0: u32) {
 @compute @workgroup_size(256)
 fn parse_fields(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   for (var r = gid.x; r < p.records; r += gridStride(nwg)) {
-    var start = 0u;
-    if (r > 0u) { start = recEnd[r - 1u] + 1u; }
+    let start = recordStart(r);
     let end = recEnd[r];
     let base = r * p.ncols;
-    if (end == start || (end == start + 1u && byteAt(start) == 13u)) {
+    if (isBlankRecord(start, end)) {
       for (var j = 0u; j < p.ncols; j++) { emit(base + j, 0u, 0u, 0u, 4u); }
       continue;
     }
