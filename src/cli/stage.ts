@@ -62,13 +62,14 @@ function destination(flags: StageFlags): Destination {
 }
 
 /** Runs or hands on the plan; `observe` sees every result batch before it is written. */
+/** Prints the optimised plan (Graphviz with `dot`) instead of running it. */
+export function printExplain(plan: PlanNode, flags: RunFlagValues & { dot: boolean }): void {
+  const optimised = optimize(plan, { memoryLimit: runSettings(flags).memoryLimit });
+  process.stdout.write(flags.dot ? explainDot(optimised) : explainText(optimised));
+}
+
 export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (batch: Batch) => void): Promise<void> {
-  if (flags.explain || flags.dot) {
-    const settings = runSettings(flags);
-    const optimised = optimize(plan, { memoryLimit: settings.memoryLimit });
-    process.stdout.write(flags.dot ? explainDot(optimised) : explainText(optimised));
-    return;
-  }
+  if (flags.explain || flags.dot) return printExplain(plan, flags);
   const dest = destination(flags);
   if (dest.kind === 'plan') {
     process.stdout.write(serializePlan(plan));
@@ -77,22 +78,23 @@ export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (
   if (dest.kind === 'file') refuseOverwritingInput(plan, dest.path);
   const settings = runSettings(flags);
   const started = performance.now();
-  let writer: BatchWriter | null = null;
+  // Opened once the result's schema is known; a holder, because the callback below sets it.
+  const opened: { writer: BatchWriter | null } = { writer: null };
   let rows = 0;
-  const unregister = onInterrupt(() => { void writer?.abort(); });
+  const unregister = onInterrupt(() => { void opened.writer?.abort(); });
   try {
     await runPlan(plan, settings, async (schema: Schema) => {
       const w = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, schema) : openStreamWriter(process.stdout, dest.format, schema);
-      writer = w;
+      opened.writer = w;
       const textFormat = (dest.format === 'csv' || dest.format === 'jsonl') && !observe && w.writeEncoded ? dest.format : null;
       return {
         write: async (b) => { rows += b.length; observe?.(b); await w.write(b); },
         encoded: textFormat === null ? undefined : { format: textFormat, write: async (bytes, n) => { rows += n; await w.writeEncoded!(bytes); } },
       };
     });
-    await (writer as BatchWriter | null)?.close();
+    await opened.writer?.close();
   } catch (err) {
-    await (writer as BatchWriter | null)?.abort();
+    await opened.writer?.abort();
     throw err;
   } finally {
     unregister();

@@ -1,9 +1,7 @@
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { inputPlan } from '../cli/inputs.js';
-import { runSettings } from '../cli/stage.js';
-import { optimize } from '../engine/optimizer/index.js';
-import { explainDot, explainText } from '../engine/plan/explain.js';
+import { printExplain } from '../cli/stage.js';
 import { csvFlags, runFlags } from '../cli/flags.js';
 
 export default class Explain extends GpuframeCommand {
@@ -17,8 +15,6 @@ export default class Explain extends GpuframeCommand {
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Explain);
-    const plan = await inputPlan(argv as string[], flags);
-    const optimised = optimize(plan, { memoryLimit: runSettings(flags).memoryLimit });
-    process.stdout.write(flags.dot ? explainDot(optimised) : explainText(optimised));
+    printExplain(await inputPlan(argv as string[], flags), flags);
   }
 }
