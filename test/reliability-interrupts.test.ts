@@ -14,9 +14,10 @@ const dir = tempDir('rel-interrupt');
 const big = join(dir, 'big.csv');
 
 beforeAll(() => {
-  // ~25 MB: long enough (a few seconds on 2 cores) to be interrupted mid-write.
+  // ~70 MB: long enough (several seconds on 2 cores, even with the encoding done in the workers)
+  // that the signal lands while the output is being written, also on a loaded machine.
   const rows: string[] = ['k,v,f'];
-  for (let i = 0; i < 1_100_000; i++) rows.push(`k${i % 1000},${i},${(i * 0.37).toFixed(3)}`);
+  for (let i = 0; i < 3_000_000; i++) rows.push(`k${i % 1000},${i},${(i * 0.37).toFixed(3)}`);
   writeFileSync(big, rows.join('\n') + '\n');
 });
 
