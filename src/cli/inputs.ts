@@ -2,7 +2,7 @@
 // (schema inferred from a sample now, so later stages can check column names), `-` or no
 // argument reads stdin, which holds either a plan from an earlier stage or data.
 
-import { closeSync, createReadStream, createWriteStream, openSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { glob } from 'tinyglobby';
 import { DTYPES, type DType } from '../engine/batch.js';
 import { DataError, UsageError, requireColumn } from '../engine/errors.js';
-import { DEFAULT_CSV_OPTIONS, inferCsvLayout, type CsvOptions } from '../engine/io/csv/index.js';
+import { DEFAULT_CSV_OPTIONS, inferCsvLayout, isGzipFile, type CsvOptions } from '../engine/io/csv/index.js';
 import { planArrowChunks } from '../engine/io/arrow.js';
 import { planParquetChunks } from '../engine/io/parquet.js';
 import type { InputFormat, PlanNode, ScanFile, ScanNode } from '../engine/plan/nodes.js';
@@ -86,23 +86,13 @@ async function scanPlan(paths: string[], csvFlags: CsvFlagValues, displayNames =
 
 /** Infers from a sample; a gzip file is sampled through a decompressed prefix, not inflated whole. */
 async function inferCsvSchema(file: ScanFile, options: CsvOptions) {
-  if (!isGzip(file.path)) return (await inferCsvLayout(file.path, file.displayName, options)).schema;
+  if (!isGzipFile(file.path, file.displayName)) return (await inferCsvLayout(file.path, file.displayName, options)).schema;
   const sample = join(tmpdir(), `gpuframe-sample-${process.pid}-${randomBytes(4).toString('hex')}.csv`);
   try {
     await copyGunzipPrefix(file.path, sample, 8 << 20);
     return (await inferCsvLayout(sample, file.displayName, options)).schema;
   } finally {
     rmSync(sample, { force: true });
-  }
-}
-
-function isGzip(path: string): boolean {
-  const fd = openSync(path, 'r');
-  try {
-    const head = Buffer.alloc(2);
-    return readSync(fd, head, 0, 2, 0) === 2 && head[0] === 0x1f && head[1] === 0x8b;
-  } finally {
-    closeSync(fd);
   }
 }
 

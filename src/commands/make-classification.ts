@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { outputFlags, runFlags } from '../cli/flags.js';
-import { generatorFlags, pair } from '../cli/generate.js';
+import { generatorFlags } from '../cli/generate.js';
 import { finishStage } from '../cli/stage.js';
 import type { PlanNode } from '../engine/plan/nodes.js';
 

@@ -8,12 +8,20 @@ import { createGunzip } from 'node:zlib';
 import { DataError } from '../../errors.js';
 import { openInput, readBytes } from './input-file.js';
 
+/** True when the file starts with gzip's magic bytes (1f 8b), whatever its name. */
+export function isGzipFile(path: string, displayName = path): boolean {
+  const { fd } = openInput(path, displayName);
+  try {
+    const magic = readBytes(fd, 0, 2);
+    return magic.length === 2 && magic[0] === 0x1f && magic[1] === 0x8b;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The plain path to read: `path` itself, or a decompressed copy of it in a new folder under tmpDir. */
 export async function materializeCsvInput(path: string, tmpDir: string): Promise<string> {
-  const { fd } = openInput(path, path);
-  const magic = readBytes(fd, 0, 2);
-  closeSync(fd);
-  if (magic.length < 2 || magic[0] !== 0x1f || magic[1] !== 0x8b) return path;
+  if (!isGzipFile(path)) return path;
   const dir = await mkdtemp(join(tmpDir, 'gpuframe-csv-'));
   const plain = join(dir, basename(path).replace(/\.gz$/i, '') || 'input.csv');
   try {
