@@ -1,0 +1,143 @@
+// Timing GPU work on the GPU itself, with `timestamp-query`. Wall-clock timing of short GPU work
+// measures Node's event polling as much as the GPU (notes/webgpu.md), so kernel throughput is
+// taken from timestamps the device writes at the start and end of each compute pass.
+//
+//   const t = new KernelTimer(ctx, 64);
+//   kernel.dispatch('entry', buffers, wg, encoder, t.writes('entry'));   // one timed pass
+//   t.spanStart('copy', enc); enc.copyBufferToBuffer(...); t.spanEnd('copy', enc); // non-pass work
+//   const ns = await t.read();   // Map label -> { ns summed over passes, passes }
+//
+// Without timestamp-query (a device may lack it), `timestampsUnavailable(ctx)` says why and
+// callers time by wall clock over many repetitions (`wallClockNs`).
+
+import { performance } from 'node:perf_hooks';
+import { RuntimeFailure } from '../errors.js';
+import { throwIfGpuFailed } from './buffers.js';
+import type { GpuContext } from './device.js';
+
+export interface TimedLabel {
+  /** Nanoseconds, summed over the label's passes (or spans). */
+  ns: number;
+  /** How many passes (or spans) were timed under the label. */
+  passes: number;
+}
+
+/** Why this device cannot time by timestamps, or null when it can. */
+export function timestampsUnavailable(ctx: Pick<GpuContext, 'hasTimestamps'>): string | null {
+  return ctx.hasTimestamps
+    ? null
+    : 'timestamp-query is not available on this GPU device: time by wall clock over many repetitions instead';
+}
+
+/** A pair of query slots: [begin, end]; a pass or span fills both. */
+interface Pair { label: string; index: number }
+
+export class KernelTimer {
+  private readonly querySet: GPUQuerySet;
+  private readonly resolveBuf: GPUBuffer;
+  private readonly readBuf: GPUBuffer;
+  private pairs: Pair[] = [];
+  private readonly openSpans = new Map<string, number>();
+
+  /** Room for `maxPasses` timed passes or spans between two reads. Throws when the device lacks timestamps. */
+  constructor(private readonly ctx: GpuContext, readonly maxPasses = 64) {
+    const why = timestampsUnavailable(ctx);
+    if (why) throw new RuntimeFailure(why);
+    const count = 2 * maxPasses;
+    this.querySet = ctx.device.createQuerySet({ type: 'timestamp', count, label: 'kernel timer' });
+    this.resolveBuf = ctx.device.createBuffer({ size: count * 8, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+    this.readBuf = ctx.device.createBuffer({ size: count * 8, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  }
+
+  private allocate(label: string): number {
+    if (this.pairs.length >= this.maxPasses) throw new RuntimeFailure(`KernelTimer: more than ${this.maxPasses} timed passes before read()`);
+    const index = 2 * this.pairs.length;
+    this.pairs.push({ label, index });
+    return index;
+  }
+
+  /** Timestamp writes for one compute pass (GpuKernel.dispatch's last argument), counted under `label`. */
+  writes(label: string): GPUComputePassTimestampWrites {
+    const index = this.allocate(label);
+    return { querySet: this.querySet, beginningOfPassWriteIndex: index, endOfPassWriteIndex: index + 1 };
+  }
+
+  /**
+   * Starts timing work that is not one compute pass (copies, several passes, several submits):
+   * an empty compute pass writes the start time, into `encoder` or submitted at once.
+   */
+  spanStart(label: string, encoder?: GPUCommandEncoder): void {
+    if (this.openSpans.has(label)) throw new RuntimeFailure(`KernelTimer: span '${label}' is already open`);
+    const index = this.allocate(label);
+    this.openSpans.set(label, index);
+    this.markerPass({ querySet: this.querySet, beginningOfPassWriteIndex: index }, encoder);
+  }
+
+  /** Ends the span `label`: an empty compute pass writes the end time once earlier work is done. */
+  spanEnd(label: string, encoder?: GPUCommandEncoder): void {
+    const index = this.openSpans.get(label);
+    if (index === undefined) throw new RuntimeFailure(`KernelTimer: span '${label}' was not started`);
+    this.openSpans.delete(label);
+    this.markerPass({ querySet: this.querySet, endOfPassWriteIndex: index + 1 }, encoder);
+  }
+
+  private markerPass(timestampWrites: GPUComputePassTimestampWrites, encoder?: GPUCommandEncoder): void {
+    const enc = encoder ?? this.ctx.device.createCommandEncoder();
+    enc.beginComputePass({ timestampWrites }).end();
+    if (!encoder) this.ctx.device.queue.submit([enc.finish()]);
+  }
+
+  /**
+   * Resolves the timestamps of everything timed since the last read (the work must have been
+   * submitted), reads them back, and starts over. Durations per label, in nanoseconds.
+   */
+  async read(): Promise<Map<string, TimedLabel>> {
+    if (this.openSpans.size > 0) throw new RuntimeFailure(`KernelTimer: spans still open: ${[...this.openSpans.keys()].join(', ')}`);
+    const pairs = this.pairs;
+    this.pairs = [];
+    const out = new Map<string, TimedLabel>();
+    if (pairs.length === 0) return out;
+    const count = 2 * pairs.length;
+    const enc = this.ctx.device.createCommandEncoder();
+    enc.resolveQuerySet(this.querySet, 0, count, this.resolveBuf, 0);
+    enc.copyBufferToBuffer(this.resolveBuf, 0, this.readBuf, 0, count * 8);
+    this.ctx.device.queue.submit([enc.finish()]);
+    await this.readBuf.mapAsync(GPUMapMode.READ, 0, count * 8);
+    throwIfGpuFailed(this.ctx);
+    const stamps = new BigUint64Array(this.readBuf.getMappedRange(0, count * 8).slice(0));
+    this.readBuf.unmap();
+    for (const { label, index } of pairs) {
+      // Clamped at 0: some drivers' counters are not monotonic across a pass on every GPU engine.
+      const ns = stamps[index + 1] > stamps[index] ? Number(stamps[index + 1] - stamps[index]) : 0;
+      const t = out.get(label) ?? { ns: 0, passes: 0 };
+      out.set(label, { ns: t.ns + ns, passes: t.passes + 1 });
+    }
+    return out;
+  }
+
+  destroy(): void {
+    this.querySet.destroy();
+    this.resolveBuf.destroy();
+    this.readBuf.destroy();
+  }
+}
+
+/**
+ * The fallback without timestamps: nanoseconds per repetition of the work `encode` records,
+ * by wall clock over `repetitions` of it in one submit (after one untimed warm-up run). Use
+ * enough repetitions that the submit-to-done latency (event polling) is small next to them.
+ */
+export async function wallClockNs(ctx: GpuContext, encode: (encoder: GPUCommandEncoder) => void, repetitions: number): Promise<number> {
+  const run = async (reps: number) => {
+    const enc = ctx.device.createCommandEncoder();
+    for (let r = 0; r < reps; r++) encode(enc);
+    ctx.device.queue.submit([enc.finish()]);
+    await ctx.device.queue.onSubmittedWorkDone();
+  };
+  await run(1);
+  const t0 = performance.now();
+  await run(repetitions);
+  const ns = (performance.now() - t0) * 1e6;
+  throwIfGpuFailed(ctx);
+  return ns / repetitions;
+}
