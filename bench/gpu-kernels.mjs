@@ -1,90 +1,378 @@
 #!/usr/bin/env node
-// Times the GPU kernels end to end (upload + kernels + readback of the small result) on large
-// generated inputs and prints GB/s of input bytes and the fraction of a measured device-to-device
-// copy bandwidth. Run after `npm run build`:  ROWS=50000000 node bench/gpu-kernels.mjs
+// GPU kernel throughput against a measured HBM roofline (issue 3). Run after `npm run build`:
+//   ROWS=50000000 CSV_BYTES=1e9 node bench/gpu-kernels.mjs
+// Knobs: ROWS (group-by rows and join probe rows, default 4e6), GROUPS (300), CSV_BYTES (1e8),
+// BUILD_ROWS (join build rows, default ROWS/10), REPEAT (timed repetitions per kernel, 5).
+//
+// 1. Roofline: a grid-stride vec4<f32> copy over min(1 GiB, binding limit), read + write, timed
+//    by timestamp queries; the best of a few grid sizes is "the measured HBM rate". The device's
+//    copyBufferToBuffer is timed too, for comparison.
+// 2. Inputs are uploaded once through a StagingRing (upload rate reported apart), then each hot
+//    kernel is dispatched on device-resident buffers, built here from the kernels' exported WGSL
+//    and the binding layouts in their .wgsl.ts headers, and timed by timestamp queries (mean of
+//    REPEAT passes, after an untimed warm-up). Without timestamp-query: wall clock over many
+//    repetitions in one submit (src/engine/gpu/timing.ts).
+// 3. Bytes per kernel: the arrays it must stream at least, each read once and written once at its
+//    full width (a 2-word column counts 8 bytes a row even where a pass reads one word). Small
+//    hash tables and accumulators, uniforms, and random lookups into a join's table are not
+//    counted, so a table-bound kernel's fraction is an upper bound on its share of HBM time.
+//
 // Inputs are generated before the GPU device is opened, in per-chunk functions (dawn.node crash:
-// notes/webgpu.md). Wall-clock timing over whole calls; each kernel call is long enough that
-// event-polling latency is small next to it.
+// notes/webgpu.md).
 import { performance } from 'node:perf_hooks';
 
 const ROWS = Number(process.env.ROWS ?? 4_000_000);
 const GROUPS = Number(process.env.GROUPS ?? 300);
-const REPEAT = Number(process.env.REPEAT ?? 3);
+const CSV_BYTES = Number(process.env.CSV_BYTES ?? 1e8);
+const BUILD_ROWS = Number(process.env.BUILD_ROWS ?? Math.max(1, Math.floor(ROWS / 10)));
+const REPEAT = Math.max(1, Number(process.env.REPEAT ?? 5));
+const CHUNK = 4096;
 
-function fillChunk(keys, ints, floats, from, to) {
+// ---- inputs, before the device -------------------------------------------------------------
+
+const mix = (i) => Math.imul(i, 2654435761) >>> 0;
+
+function groupChunk(keys, ints, floats, from, to) {
   for (let i = from; i < to; i++) {
-    const g = (Math.imul(i, 2654435761) >>> 0) % GROUPS;
-    keys[2 * i] = g; keys[2 * i + 1] = 0;
+    keys[2 * i] = mix(i) % GROUPS; keys[2 * i + 1] = 0;
     ints[2 * i] = (i * 7) >>> 0; ints[2 * i + 1] = 0;
     floats[i] = (i % 1000) * 0.25 - 100;
   }
 }
-function csvChunk(lines, from, to) {
-  for (let i = from; i < to; i++) lines.push(`${i},${(i % 977) * 1.5 - 300},${i * 3},ABC`);
+
+// Probe keys fall in [0, 2 * BUILD_ROWS): about half find their (unique) build key.
+function joinChunk(probe, build, from, to) {
+  for (let i = from; i < to; i++) {
+    probe[2 * i] = mix(i) % (2 * BUILD_ROWS); probe[2 * i + 1] = 0;
+    if (i < BUILD_ROWS) { build[2 * i] = i; build[2 * i + 1] = 0; }
+  }
 }
 
-const keys = new Uint32Array(ROWS * 2), ints = new Uint32Array(ROWS * 2), floats = new Float64Array(ROWS);
-for (let at = 0; at < ROWS; at += 4096) fillChunk(keys, ints, floats, at, Math.min(ROWS, at + 4096));
-const csvRows = Math.min(ROWS, Number(process.env.CSV_ROWS ?? ROWS / 2));
-const lines = [];
-for (let at = 0; at < csvRows; at += 4096) csvChunk(lines, at, Math.min(csvRows, at + 4096));
-const csvBytes = new TextEncoder().encode(lines.join('\n') + '\n');
-lines.length = 0;
+// CSV lines `id,float,int,key`; returns the bytes written at `at`, or 0 when the chunk does not fit.
+const CSV_WIDTH = 4;
+const encoder = new TextEncoder();
+function csvChunk(out, at, from) {
+  let text = '';
+  for (let i = from; i < from + CHUNK; i++) text += `${i},${(i % 977) * 1.5 - 300},${i * 3},K${i % GROUPS}\n`;
+  if (at + text.length > out.length) return 0;
+  return encoder.encodeInto(text, out.subarray(at)).written;
+}
+
+const groupKeys = new Uint32Array(ROWS * 2), intWords = new Uint32Array(ROWS * 2), floats = new Float64Array(ROWS);
+const probeKeys = new Uint32Array(ROWS * 2), buildKeys = new Uint32Array(BUILD_ROWS * 2);
+for (let at = 0; at < Math.max(ROWS, BUILD_ROWS); at += CHUNK) {
+  if (at < ROWS) groupChunk(groupKeys, intWords, floats, at, Math.min(ROWS, at + CHUNK));
+  joinChunk(probeKeys, buildKeys, at, Math.min(ROWS, at + CHUNK));
+}
+const csvBuffer = new Uint8Array(CSV_BYTES);
+let csvLength = 0, csvLines = 0;
+for (;;) {
+  const wrote = csvChunk(csvBuffer, csvLength, csvLines);
+  if (wrote === 0) break;
+  csvLength += wrote; csvLines += CHUNK;
+}
+const csvBytes = csvBuffer.subarray(0, csvLength);
+
+// ---- device --------------------------------------------------------------------------------
 
 const { openGpu, describeAdapter } = await import('../dist/engine/gpu/device.js');
-const { StagingRing, storageBuffer, freeBuffer } = await import('../dist/engine/gpu/buffers.js');
-const { groupbyAggregate } = await import('../dist/kernels/groupby-aggregate.js');
-const { csvScan } = await import('../dist/kernels/csv-scan.js');
-const { hashJoin } = await import('../dist/kernels/hash-join.js');
+const { StagingRing, storageBuffer, freeBuffer, uniformWords, kernelFor, readU32, workgroupsFor } = await import('../dist/engine/gpu/buffers.js');
+const { KernelTimer, timestampsUnavailable, wallClockNs } = await import('../dist/engine/gpu/timing.js');
+const { exclusiveScan } = await import('../dist/kernels/prefix-scan.js');
+const { PREFIX_SCAN_WGSL } = await import('../dist/kernels/prefix-scan.wgsl.js');
+const G = await import('../dist/kernels/groupby-aggregate.wgsl.js');
+const J = await import('../dist/kernels/hash-join.wgsl.js');
+const { CSV_BOUNDARIES_WGSL } = await import('../dist/kernels/csv-scan.wgsl.js');
+const { CSV_ROWS_WGSL } = await import('../dist/kernels/csv-rows.wgsl.js');
 
 const ctx = await openGpu({ allowSoftware: true });
 if (!ctx) { console.error('no WebGPU adapter'); process.exit(1); }
+const device = ctx.device;
 const d = describeAdapter(ctx);
-console.log(`adapter: ${d.name} (${d.vendor}, ${d.isSoftware ? 'software' : 'hardware'}), subgroups=${ctx.hasSubgroups} timestamp-query=${ctx.hasTimestamps}`);
+console.log(`adapter: ${d.name} (${d.vendor}, ${d.isSoftware ? 'software' : 'hardware'}), timestamp-query=${ctx.hasTimestamps}, maxStorageBufferBindingSize=${device.limits.maxStorageBufferBindingSize}`);
+console.log(`rows=${ROWS} groups=${GROUPS} build rows=${BUILD_ROWS} csv=${(csvLength / 1e6).toFixed(1)} MB (${csvLines} lines) repeat=${REPEAT}`);
+const noTimestamps = timestampsUnavailable(ctx);
+if (noTimestamps) console.log(`note: ${noTimestamps}`);
+const timer = noTimestamps ? null : new KernelTimer(ctx, 2 * REPEAT + 8);
 
-async function copyBandwidth() {
-  const bytes = Math.min(256 << 20, ctx.device.limits.maxStorageBufferBindingSize);
-  const a = storageBuffer(ctx, bytes, 'copy src'), b = storageBuffer(ctx, bytes, 'copy dst');
-  const reps = 10;
-  const run = async () => {
-    const enc = ctx.device.createCommandEncoder();
-    for (let i = 0; i < reps; i++) enc.copyBufferToBuffer(a, 0, b, 0, bytes);
-    ctx.device.queue.submit([enc.finish()]);
-    await ctx.device.queue.onSubmittedWorkDone();
-  };
-  await run();
-  const t0 = performance.now();
-  await run();
-  const s = (performance.now() - t0) / 1000;
-  freeBuffer(ctx, a); freeBuffer(ctx, b);
-  return (2 * bytes * reps) / s / 1e9; // read + write
-}
+const results = []; // { name, ns, bytes } | { name, error }
+let rooflineGBs = NaN;
 
-async function time(name, inputBytes, fn) {
-  await fn(); // warm-up: pipelines compiled
-  let best = Infinity;
-  for (let r = 0; r < REPEAT; r++) {
-    const t0 = performance.now();
-    await fn();
-    best = Math.min(best, performance.now() - t0);
+const fmtLine = (name, ns, bytes) => {
+  const gbs = bytes / ns;
+  const frac = Number.isFinite(rooflineGBs) ? `${(100 * gbs / rooflineGBs).toFixed(1).padStart(6)}%` : '';
+  return `${name.padEnd(30)} ${(ns / 1e6).toFixed(3).padStart(10)} ms ${(bytes / 1e6).toFixed(1).padStart(10)} MB ${gbs.toFixed(1).padStart(9)} GB/s ${frac}`;
+};
+
+/**
+ * Times `record(encoder, timestampWrites)`, one pass per call, REPEAT times after a warm-up;
+ * `prepare(encoder)` runs untimed before each (resetting state the kernel accumulates into).
+ * Reports mean ns per pass; a kernel whose dispatch raised GPU errors is reported as failed.
+ */
+async function timeKernel(name, bytes, record, prepare = () => {}) {
+  const errorsBefore = ctx.errors.length;
+  let ns;
+  if (timer) {
+    const warm = device.createCommandEncoder();
+    prepare(warm); record(warm, undefined);
+    device.queue.submit([warm.finish()]);
+    const enc = device.createCommandEncoder();
+    for (let r = 0; r < REPEAT; r++) { prepare(enc); record(enc, timer.writes(name)); }
+    device.queue.submit([enc.finish()]);
+    const t = (await timer.read()).get(name);
+    ns = t.ns / t.passes;
+  } else {
+    ns = await wallClockNs(ctx, (enc) => { prepare(enc); record(enc, undefined); }, Math.max(20, REPEAT));
   }
-  const gbs = inputBytes / (best / 1000) / 1e9;
-  console.log(`${name.padEnd(34)} ${best.toFixed(1).padStart(9)} ms  ${gbs.toFixed(2).padStart(8)} GB/s  ${(100 * gbs / copyGBs).toFixed(1).padStart(6)}% of copy`);
+  await device.queue.onSubmittedWorkDone();
+  if (ctx.lostReason || ctx.errors.length > errorsBefore) {
+    const error = ctx.lostReason ?? ctx.errors[errorsBefore];
+    results.push({ name, error });
+    console.log(`${name.padEnd(30)} FAILED: ${error.split('\n')[0]}`);
+    return;
+  }
+  results.push({ name, ns, bytes });
+  console.log(fmtLine(name, ns, bytes));
 }
 
-const copyGBs = await copyBandwidth();
-console.log(`device-to-device copy: ${copyGBs.toFixed(1)} GB/s (read+write)`);
-const ring = new StagingRing(ctx, 32 << 20, 4);
-console.log(`rows=${ROWS} groups=${GROUPS} csv=${(csvBytes.length / 1e6).toFixed(1)} MB`);
+const clear = (...bufs) => (enc) => { for (const b of bufs) enc.clearBuffer(b); };
+const pow2AtLeast = (n) => { let c = 16; while (c < n) c *= 2; return c; };
 
-await time('groupby count+sum+min/max int64', keys.byteLength + ints.byteLength, () =>
-  groupbyAggregate(ctx, { words: keys, valid: null }, [{ type: 'int64', words: ints, valid: null }], { expectedGroups: GROUPS, ring }));
-await time('groupby exact float64 sum+min/max', keys.byteLength + floats.byteLength, () =>
-  groupbyAggregate(ctx, { words: keys, valid: null }, [{ type: 'float64', values: floats, valid: null }], { expectedGroups: GROUPS, ring }));
-const dim = new Uint32Array(GROUPS * 2);
-for (let g = 0; g < GROUPS; g++) dim[2 * g] = g;
-await time(`hash-join ${ROWS} x ${GROUPS}`, keys.byteLength, () => hashJoin(ctx, { words: keys, valid: null }, { words: dim, valid: null }, { ring }));
-await time('csv-scan 2 numeric columns', csvBytes.length, () =>
-  csvScan(ctx, { bytes: csvBytes, columns: [{ index: 1, type: 'float64' }, { index: 2, type: 'int64' }], final: true }, ring));
+// ---- roofline ------------------------------------------------------------------------------
+
+const STREAM_COPY_WGSL = /* wgsl */ `
+struct Params { n: u32, _a: u32, _b: u32, _c: u32 }
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(256)
+fn stream_copy(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var i = gid.x; i < p.n; i += nwg.x * 256u) { dst[i] = src[i]; }
+}
+`;
+
+async function roofline() {
+  const bytes = Math.floor(Math.min(1 << 30, device.limits.maxStorageBufferBindingSize) / 16) * 16;
+  const src = storageBuffer(ctx, bytes, 'roofline src'), dst = storageBuffer(ctx, bytes, 'roofline dst');
+  const params = uniformWords(ctx, [bytes / 16]);
+  const kernel = kernelFor(ctx, 'bench-stream-copy', STREAM_COPY_WGSL);
+  console.log(`\nroofline: vec4<f32> copy of ${(bytes / 2 ** 20).toFixed(0)} MiB (read + write = ${(2 * bytes / 1e6).toFixed(0)} MB per pass)`);
+  const first = results.length;
+  for (const wg of [1024, 4096, 16384, 65535]) {
+    await timeKernel(`stream_copy ${wg} workgroups`, 2 * bytes, (enc, tw) => kernel.dispatch('stream_copy', [src, dst, params], wg, enc, tw));
+  }
+  const rates = results.slice(first).filter((r) => r.ns).map((r) => r.bytes / r.ns);
+  rooflineGBs = Math.max(...rates);
+  // copyBufferToBuffer between two empty timestamp passes (a span), or by wall clock.
+  const copy = (enc) => enc.copyBufferToBuffer(src, 0, dst, 0, bytes);
+  let copyNs;
+  if (timer) {
+    const enc = device.createCommandEncoder();
+    copy(enc);
+    for (let r = 0; r < REPEAT; r++) { timer.spanStart('copyBufferToBuffer', enc); copy(enc); timer.spanEnd('copyBufferToBuffer', enc); }
+    device.queue.submit([enc.finish()]);
+    const t = (await timer.read()).get('copyBufferToBuffer');
+    copyNs = t.ns / t.passes;
+  } else {
+    copyNs = await wallClockNs(ctx, copy, Math.max(20, REPEAT));
+  }
+  results.push({ name: 'copyBufferToBuffer', ns: copyNs, bytes: 2 * bytes });
+  console.log(fmtLine('copyBufferToBuffer', copyNs, 2 * bytes));
+  console.log(`roofline (best stream_copy): ${rooflineGBs.toFixed(1)} GB/s`);
+  freeBuffer(ctx, src); freeBuffer(ctx, dst); params.destroy();
+}
+
+// ---- uploads -------------------------------------------------------------------------------
+
+const ring = new StagingRing(ctx, 32 << 20, 4);
+const uploads = { bytes: 0, ms: 0 };
+async function upload(data, label) {
+  const buf = storageBuffer(ctx, data.byteLength, label);
+  const t0 = performance.now();
+  await ring.upload(data, buf);
+  await device.queue.onSubmittedWorkDone();
+  uploads.ms += performance.now() - t0;
+  uploads.bytes += data.byteLength;
+  return buf;
+}
+
+// ---- group-by (groupby-aggregate.wgsl.ts) --------------------------------------------------
+
+async function groupby() {
+  const n = ROWS;
+  const capacity = Math.min(pow2AtLeast(2 * n), pow2AtLeast(2 * GROUPS));
+  const slots = capacity + 1;
+  console.log(`\ngroup-by: ${n} rows, ${GROUPS} groups, ${capacity} slots`);
+  const keys = await upload(groupKeys, 'keys');
+  const ints = await upload(intWords, 'int64 values');
+  const flts = await upload(new Uint32Array(floats.buffer), 'float64 values');
+  const noNulls = storageBuffer(ctx, 16, 'validity (no nulls)');
+  const owner = storageBuffer(ctx, slots * 4, 'owners'), counts = storageBuffer(ctx, slots * 8, 'counts');
+  const firstRow = storageBuffer(ctx, slots * 4, 'first rows'), rowSlot = storageBuffer(ctx, n * 4, 'row slots');
+  const overflow = storageBuffer(ctx, 4, 'overflow');
+  const insertParams = uniformWords(ctx, [n, capacity, 0]);
+  // firstRow is not reset between repetitions: atomicMin does the same work on any old value.
+  await timeKernel('insert_keys', 12 * n, (enc, tw) => kernelFor(ctx, 'groupby-insert', G.GROUPBY_INSERT_WGSL)
+    .dispatch('insert_keys', [keys, noNulls, owner, counts, firstRow, rowSlot, overflow, insertParams], workgroupsFor(n), enc, tw), clear(owner, counts));
+  const [overflowed] = await readU32(ctx, overflow, 1);
+  if (overflowed) console.log('warning: the key table overflowed');
+
+  const column = async (values, isFloat) => {
+    const params = uniformWords(ctx, [n, 0, isFloat ? 1 : 0]);
+    const sum = storageBuffer(ctx, slots * (isFloat ? 14 : 8) * 4, 'sums');
+    const minMax = storageBuffer(ctx, slots * 16, 'min/max');
+    device.queue.writeBuffer(minMax, 0, new Uint32Array(slots * 4).map((_, i) => (i % 4 < 2 ? 0 : 0xffffffff)));
+    const run = (k, entry, acc) => (enc, tw) => kernelFor(ctx, k, isFloat ? G.GROUPBY_FLOAT_SUM_WGSL : G.GROUPBY_INT_SUM_WGSL)
+      .dispatch(entry, [rowSlot, values, noNulls, acc, params], workgroupsFor(n), enc, tw);
+    if (isFloat) {
+      await timeKernel('float_exponents', 12 * n, run('groupby-float-sum', 'float_exponents', sum), clear(sum));
+      // float_sum needs this pass's maximum exponents: run untimed before each repetition.
+      const exps = run('groupby-float-sum', 'float_exponents', sum);
+      await timeKernel('float_sum', 12 * n, run('groupby-float-sum', 'float_sum', sum), (enc) => { enc.clearBuffer(sum); exps(enc); });
+    } else {
+      await timeKernel('sum_int', 12 * n, run('groupby-int-sum', 'sum_int', sum), clear(sum));
+    }
+    const mm = (entry) => (enc, tw) => kernelFor(ctx, 'groupby-min-max', G.GROUPBY_MIN_MAX_WGSL)
+      .dispatch(entry, [rowSlot, values, noNulls, minMax, params], workgroupsFor(n), enc, tw);
+    const kind = isFloat ? 'float64' : 'int64';
+    await timeKernel(`minmax_hi (${kind})`, 12 * n, mm('minmax_hi'));
+    await timeKernel(`minmax_lo (${kind})`, 12 * n, mm('minmax_lo'));
+    for (const b of [sum, minMax]) freeBuffer(ctx, b);
+    params.destroy();
+  };
+  await column(ints, false);
+  await column(flts, true);
+  for (const b of [keys, ints, flts, noNulls, owner, counts, firstRow, rowSlot, overflow]) freeBuffer(ctx, b);
+  insertParams.destroy();
+}
+
+// ---- CSV (csv-scan.wgsl.ts boundaries, csv-rows.wgsl.ts split_rows) ------------------------
+
+// Columns split_rows extracts: the text key (hashed), the float and the int; kinds 0 int64, 1 float64, 2 text.
+const SPLIT_COLUMNS = [{ index: 3, kind: 2 }, { index: 1, kind: 1 }, { index: 2, kind: 0 }];
+
+/** csv-rows.wgsl.ts Params: one text key, null text '' (empty fields), ',' delimiter. */
+function splitParams(records) {
+  const cols = new Array(16 * 4).fill(0);
+  SPLIT_COLUMNS.forEach((c, j) => { cols[4 * j] = c.index; cols[4 * j + 1] = c.kind; });
+  const nullLen = new Array(8).fill(0), nullText = new Array(8 * 4).fill(0);
+  const keyCols = [0, 0xffffffff, 0xffffffff, 0xffffffff];
+  const flags = 44 << 8; // hashed (not exact int) key, no dropna, delimiter ','
+  const validStride = Math.ceil(Math.max(1, records) / 4);
+  return [records, SPLIT_COLUMNS.length, CSV_WIDTH, 1, 0xffffffff, 1, validStride, flags, ...keyCols, ...cols, ...nullLen, ...nullText];
+}
+
+async function csv() {
+  const nbytes = csvLength, nwords = Math.ceil(nbytes / 4);
+  console.log(`\nCSV: ${(nbytes / 1e6).toFixed(1)} MB, ${csvLines} records`);
+  const data = await upload(csvBytes, 'csv bytes');
+  const quotes = storageBuffer(ctx, (nwords + 1) * 4, 'quote counts'), recs = storageBuffer(ctx, (nwords + 1) * 4, 'record counts');
+  const unused = storageBuffer(ctx, 16, 'record ends (unused)');
+  const params = uniformWords(ctx, [nbytes, nwords]);
+  const boundaries = kernelFor(ctx, 'csv-boundaries', CSV_BOUNDARIES_WGSL);
+  const wg = workgroupsFor(nwords);
+  await timeKernel('quote_counts', nbytes + 4 * nwords, (enc, tw) => boundaries.dispatch('quote_counts', [data, quotes, null, null, params], wg, enc, tw));
+  exclusiveScan(ctx, quotes, nwords);
+  await timeKernel('count_records', nbytes + 8 * nwords, (enc, tw) => boundaries.dispatch('count_records', [data, quotes, recs, unused, params], wg, enc, tw));
+  device.queue.writeBuffer(recs, nwords * 4, new Uint32Array(1));
+  exclusiveScan(ctx, recs, nwords + 1);
+  const [records] = await readU32(ctx, recs, 1, nwords);
+  if (records !== csvLines) console.log(`warning: ${records} records found, ${csvLines} written`);
+  const recEnd = storageBuffer(ctx, Math.max(1, records) * 4, 'record ends');
+  await timeKernel('list_records', nbytes + 8 * nwords + 4 * records, (enc, tw) => boundaries.dispatch('list_records', [data, quotes, recs, recEnd, params], wg, enc, tw));
+  for (const b of [quotes, recs, unused]) freeBuffer(ctx, b);
+
+  const r = Math.max(1, records), ncols = SPLIT_COLUMNS.length;
+  const out = {
+    values: storageBuffer(ctx, r * ncols * 8, 'values'),
+    validBytes: storageBuffer(ctx, Math.ceil(r / 4) * 4 * ncols, 'validity bytes'),
+    keyWords: storageBuffer(ctx, r * 8, 'key words'),
+    keyMask: storageBuffer(ctx, Math.ceil(r / 32) * 4, 'key validity'),
+    keySpans: storageBuffer(ctx, r * 8, 'key spans'),
+    counters: storageBuffer(ctx, 17 * 4, 'counters'),
+  };
+  const split = uniformWords(ctx, splitParams(records));
+  const splitBytes = nbytes + 4 * r + r * ncols * 9 + 16 * r + r / 8;
+  await timeKernel('split_rows (3 of 4 columns)', splitBytes, (enc, tw) => kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
+    .dispatch('split_rows', [data, recEnd, out.values, out.validBytes, out.keyWords, out.keyMask, out.keySpans, out.counters, split], workgroupsFor(records), enc, tw));
+  const [problems] = await readU32(ctx, out.counters, 1);
+  if (problems) console.log(`warning: split_rows reported problem bits ${problems}`);
+  for (const b of [data, recEnd, ...Object.values(out)]) freeBuffer(ctx, b);
+  params.destroy(); split.destroy();
+}
+
+// ---- hash join (hash-join.wgsl.ts; the build inserts with the group-by's insert_keys) -------
+
+async function join() {
+  const nr = BUILD_ROWS, nl = ROWS;
+  const capacity = pow2AtLeast(2 * nr);
+  console.log(`\nhash join: probe ${nl} rows against build ${nr} rows (${capacity} slots)`);
+  const right = await upload(buildKeys, 'build keys');
+  const left = await upload(probeKeys, 'probe keys');
+  const noNulls = storageBuffer(ctx, 16, 'validity (no nulls)');
+  const owner = storageBuffer(ctx, (capacity + 1) * 4, 'owners'), counts = storageBuffer(ctx, (capacity + 1) * 8, 'counts');
+  const firstRow = storageBuffer(ctx, (capacity + 1) * 4, 'first rows'), rowSlot = storageBuffer(ctx, nr * 4, 'row slots');
+  const overflow = storageBuffer(ctx, 4, 'overflow');
+  const buildParams = uniformWords(ctx, [nr, capacity, 0]);
+  await timeKernel('build insert_keys', 12 * nr, (enc, tw) => kernelFor(ctx, 'groupby-insert', G.GROUPBY_INSERT_WGSL)
+    .dispatch('insert_keys', [right, noNulls, owner, counts, firstRow, rowSlot, overflow, buildParams], workgroupsFor(nr), enc, tw), clear(owner, counts));
+  const segStart = storageBuffer(ctx, (capacity + 2) * 4, 'segments');
+  kernelFor(ctx, 'join-segment-sizes', J.JOIN_SEGMENT_SIZES_WGSL).dispatch('segment_sizes', [counts, segStart, buildParams], workgroupsFor(capacity + 2));
+  exclusiveScan(ctx, segStart, capacity + 2);
+  const cursor = storageBuffer(ctx, capacity * 4, 'cursors');
+  const unordered = storageBuffer(ctx, nr * 4, 'rows unordered'), sorted = storageBuffer(ctx, nr * 4, 'rows by key');
+  await timeKernel('build place_rows', 8 * nr, (enc, tw) => kernelFor(ctx, 'join-place', J.JOIN_PLACE_WGSL)
+    .dispatch('place_rows', [rowSlot, segStart, cursor, unordered, buildParams], workgroupsFor(nr), enc, tw), clear(cursor));
+  await timeKernel('build rank_rows', 12 * nr, (enc, tw) => kernelFor(ctx, 'join-rank', J.JOIN_RANK_WGSL)
+    .dispatch('rank_rows', [rowSlot, segStart, unordered, sorted, buildParams], workgroupsFor(nr), enc, tw));
+
+  const probeParams = uniformWords(ctx, [nl, capacity, 0]);
+  const matchSlot = storageBuffer(ctx, nl * 4, 'match slots'), outStart = storageBuffer(ctx, (nl + 1) * 4, 'output offsets');
+  await timeKernel('probe_rows', 16 * nl, (enc, tw) => kernelFor(ctx, 'join-probe', J.JOIN_PROBE_WGSL)
+    .dispatch('probe_rows', [left, noNulls, right, owner, segStart, matchSlot, outStart, probeParams], workgroupsFor(nl), enc, tw));
+  device.queue.writeBuffer(outStart, nl * 4, new Uint32Array(1));
+  exclusiveScan(ctx, outStart, nl + 1);
+  const [total] = await readU32(ctx, outStart, 1, nl);
+  const outLeft = storageBuffer(ctx, Math.max(1, total) * 4, 'left rows'), outRight = storageBuffer(ctx, Math.max(1, total) * 4, 'right rows');
+  await timeKernel(`emit_pairs (${total} pairs)`, 8 * nl + 12 * total, (enc, tw) => kernelFor(ctx, 'join-emit', J.JOIN_EMIT_WGSL)
+    .dispatch('emit_pairs', [matchSlot, outStart, segStart, sorted, outLeft, outRight, probeParams], workgroupsFor(nl), enc, tw));
+  for (const b of [right, left, noNulls, owner, counts, firstRow, rowSlot, overflow, segStart, cursor, unordered, sorted, matchSlot, outStart, outLeft, outRight]) freeBuffer(ctx, b);
+  buildParams.destroy(); probeParams.destroy();
+}
+
+// ---- prefix scan (prefix-scan.wgsl.ts): the two full-size passes of one level ---------------
+
+async function scan() {
+  const n = ROWS, blocks = Math.ceil(n / 1024);
+  console.log(`\nprefix scan: ${n} words`);
+  const data = storageBuffer(ctx, n * 4, 'scan data'), sums = storageBuffer(ctx, blocks * 4, 'block sums');
+  const params = uniformWords(ctx, [n]);
+  const kernel = kernelFor(ctx, 'prefix-scan', PREFIX_SCAN_WGSL);
+  await timeKernel('scan_blocks', 8 * n, (enc, tw) => kernel.dispatch('scan_blocks', [data, sums, params], Math.min(blocks, 8192), enc, tw));
+  exclusiveScan(ctx, sums, blocks);
+  await timeKernel('add_block_offsets', 8 * n, (enc, tw) => kernel.dispatch('add_block_offsets', [data, sums, params], workgroupsFor(n), enc, tw));
+  freeBuffer(ctx, data); freeBuffer(ctx, sums); params.destroy();
+}
+
+// ---- run -----------------------------------------------------------------------------------
+
+const started = performance.now();
+await roofline();
+await groupby();
+await csv();
+await join();
+await scan();
 ring.destroy();
-process.exit(0);
+timer?.destroy();
+
+console.log(`\nupload through StagingRing (4 × 32 MiB): ${(uploads.bytes / 1e6).toFixed(0)} MB in ${uploads.ms.toFixed(0)} ms = ${(uploads.bytes / uploads.ms / 1e6).toFixed(2)} GB/s`);
+console.log(`GPU part took ${((performance.now() - started) / 1000).toFixed(1)} s; timing by ${timer ? 'timestamp queries (mean of ' + REPEAT + ' passes)' : 'wall clock'}`);
+console.log(`\n| kernel | time (ms) | bytes (MB) | GB/s | % of roofline (${rooflineGBs.toFixed(0)} GB/s) |`);
+console.log('| --- | ---: | ---: | ---: | ---: |');
+for (const r of results) {
+  if (r.error) { console.log(`| ${r.name} | failed: ${r.error.split('\n')[0]} | | | |`); continue; }
+  const gbs = r.bytes / r.ns;
+  console.log(`| ${r.name} | ${(r.ns / 1e6).toFixed(3)} | ${(r.bytes / 1e6).toFixed(1)} | ${gbs.toFixed(1)} | ${(100 * gbs / rooflineGBs).toFixed(1)}% |`);
+}
+process.exit(results.some((r) => r.error) ? 1 : 0);
