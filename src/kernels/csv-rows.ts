@@ -6,7 +6,8 @@ import type { Column } from '../engine/batch.js';
 import type { GpuContext } from '../engine/gpu/device.js';
 import { fillU32, freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, workgroupsFor } from '../engine/gpu/buffers.js';
 import { findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
-import { CSV_ROWS_WGSL } from './csv-rows.wgsl.js';
+import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from './csv-rows.wgsl.js';
+import type { DeviceAggColumn } from './groupby-aggregate.js';
 import type { HashedKeys } from './key-hash.js';
 
 export type CsvFieldKind = 'int64' | 'float64' | 'text';
@@ -92,9 +93,9 @@ export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: num
   };
 }
 
-/** Words per column in the validity bytes. */
+/** Words per column in the validity bytes: whole groups of 32 rows, so valid_bits reads only its own column. */
 function validStride(records: number): number {
-  return Math.ceil(records / 4);
+  return Math.ceil(records / 32) * 8;
 }
 
 function paramWords(records: number, req: CsvRowsRequest): number[] {
@@ -129,4 +130,26 @@ export async function columnOf(ctx: GpuContext, rows: CsvRows, j: number, kind: 
   return kind === 'float64'
     ? { type: 'float64', values: new Float64Array(words), valid }
     : { type: 'int64', values: new BigInt64Array(words), valid };
+}
+
+/**
+ * Column j of the split rows as a group-by input that stays on the device: its value words
+ * copied out, its validity bytes packed into bits. Text columns give their validity only (the
+ * group-by counts their non-nulls). The caller frees both buffers.
+ */
+export function deviceColumn(ctx: GpuContext, rows: CsvRows, j: number, kind: CsvFieldKind): DeviceAggColumn {
+  const n = rows.records;
+  const values = storageBuffer(ctx, n * 8, 'csv column values');
+  const mask = storageBuffer(ctx, Math.ceil(n / 32) * 4, 'csv column validity');
+  const enc = ctx.device.createCommandEncoder();
+  if (n > 0) enc.copyBufferToBuffer(rows.values, j * n * 8, values, 0, n * 8);
+  ctx.device.queue.submit([enc.finish()]);
+  const hasNulls = rows.nulls[j] !== 0;
+  if (hasNulls) {
+    const words = Math.ceil(n / 32);
+    const params = uniformWords(ctx, [words, j * validStride(Math.max(1, n))]);
+    kernelFor(ctx, 'csv-valid-bits', CSV_VALID_BITS_WGSL).dispatch('valid_bits', [rows.validBytes, mask, params], workgroupsFor(words));
+    params.destroy();
+  }
+  return { type: kind === 'float64' ? 'float64' : 'int64', values, mask, hasNulls };
 }

@@ -194,5 +194,26 @@ fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
 }
 `;
 
+// valid_bits: one column's validity bytes (4 per word, 0 or 1) packed into bits (32 rows per word).
+const VALID_BITS = /* wgsl */ `
+struct Params { words: u32, fromWord: u32, _b: u32, _c: u32 }
+@group(0) @binding(0) var<storage, read> validBytes: array<u32>;
+@group(0) @binding(1) var<storage, read_write> bits: array<u32>;
+@group(0) @binding(2) var<uniform> p: Params;
+
+@compute @workgroup_size(256)
+fn valid_bits(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var w = gid.x; w < p.words; w += gridStride(nwg)) {
+    var out = 0u;
+    for (var k = 0u; k < 8u; k++) {
+      let b = validBytes[p.fromWord + 8u * w + k];
+      out = out | ((b & 1u) << (4u * k)) | (((b >> 8u) & 1u) << (4u * k + 1u)) | (((b >> 16u) & 1u) << (4u * k + 2u)) | (((b >> 24u) & 1u) << (4u * k + 3u));
+    }
+    bits[w] = out;
+  }
+}
+`;
+
 export const CSV_ROWS_WGSL = WGSL_GRID + SPLIT;
+export const CSV_VALID_BITS_WGSL = WGSL_GRID + VALID_BITS;
 export const CSV_ROW_PROBLEMS = { blank: 1, ragged: 2, quotes: 4, value: 8 } as const;

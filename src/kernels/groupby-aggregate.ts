@@ -63,39 +63,77 @@ export interface GroupbyOptions {
 
 export async function groupbyAggregate(ctx: GpuContext, keys: GroupKeys, columns: readonly AggColumnInput[], options: GroupbyOptions = {}): Promise<GroupAggregates> {
   const n = keys.words.length / 2;
-  const maxCapacity = nextPow2(2 * n);
-  let capacity = Math.min(maxCapacity, nextPow2(2 * (options.expectedGroups ?? 4096)));
   const keyBuf = await uploadNew(ctx, keys.words, 'group keys', options.ring);
   const keyMask = packValidity(keys.valid, n);
   const keyMaskBuf = await uploadNew(ctx, keyMask.words, 'group key validity', options.ring);
-  try {
-    for (;;) {
-      const table = await insertKeys(ctx, keyBuf, keyMaskBuf, keyMask.hasNulls, n, capacity);
-      if (table) return await aggregateColumns(ctx, table, keys, columns, n, capacity, options.ring);
-      if (capacity >= maxCapacity) throw new RuntimeFailure('GPU group-by table overflowed at full capacity');
-      capacity *= 2;
-    }
-  } finally {
-    freeBuffer(ctx, keyBuf);
-    freeBuffer(ctx, keyMaskBuf);
+  const table = await buildKeyTable(ctx, keyBuf, keyMaskBuf, keyMask.hasNulls, n, options.expectedGroups ?? 4096);
+  freeBuffer(ctx, keyBuf);
+  freeBuffer(ctx, keyMaskBuf);
+  const onDevice: DeviceAggColumn[] = [];
+  for (const col of columns) onDevice.push(await uploadAggColumn(ctx, col, n, options.ring));
+  const result = await aggregateByTable(ctx, table, onDevice, n);
+  for (const c of onDevice) { freeBuffer(ctx, c.values); freeBuffer(ctx, c.mask); }
+  const keyWords = new Uint32Array(result.groups * 2);
+  for (let g = 0; g < result.groups; g++) {
+    if (result.nullKey[g]) continue;
+    keyWords[2 * g] = keys.words[2 * result.ownerRow[g]];
+    keyWords[2 * g + 1] = keys.words[2 * result.ownerRow[g] + 1];
   }
+  return { ...result, keyWords };
+}
+
+/** A column to aggregate, on the device: two u32 words per row, and a packed validity mask. */
+export interface DeviceAggColumn {
+  type: 'int64' | 'float64';
+  values: GPUBuffer;
+  mask: GPUBuffer;
+  hasNulls: boolean;
+}
+
+async function uploadAggColumn(ctx: GpuContext, col: AggColumnInput, n: number, ring?: StagingRing): Promise<DeviceAggColumn> {
+  const data = col.type === 'float64' ? new Uint32Array(col.values.buffer, col.values.byteOffset, n * 2) : col.words;
+  const mask = packValidity(col.valid, n);
+  return {
+    type: col.type,
+    values: await uploadNew(ctx, data, 'aggregate values', ring),
+    mask: await uploadNew(ctx, mask.words, 'aggregate validity', ring),
+    hasNulls: mask.hasNulls,
+  };
 }
 
 /** A built key table: slot owners (row + 1), rows per slot (2 words), first row per slot, slot per row. */
-export interface KeyTable { owner: GPUBuffer; counts: GPUBuffer; firstRow: GPUBuffer; rowSlot: GPUBuffer }
-type Table = KeyTable;
+export interface KeyTable { owner: GPUBuffer; counts: GPUBuffer; firstRow: GPUBuffer; rowSlot: GPUBuffer; capacity: number }
+
+/** Frees a key table's device buffers. */
+export function freeKeyTable(ctx: GpuContext, t: KeyTable): void {
+  for (const b of [t.owner, t.counts, t.firstRow, t.rowSlot]) freeBuffer(ctx, b);
+}
+
+/**
+ * The key table of n rows (key words and validity mask on the device), sized for `expectedGroups`
+ * and grown (×4) when it fills, up to nextPow2(2n) slots (2 per row).
+ */
+export async function buildKeyTable(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, expectedGroups: number): Promise<KeyTable> {
+  const maxCapacity = nextPow2(2 * n);
+  for (let capacity = Math.min(maxCapacity, nextPow2(2 * expectedGroups)); ; capacity = Math.min(maxCapacity, capacity * 4)) {
+    const table = await insertKeys(ctx, keyBuf, maskBuf, hasNulls, n, capacity);
+    if (table) return table;
+    if (capacity >= maxCapacity) throw new RuntimeFailure('GPU group-by table overflowed at full capacity');
+  }
+}
 
 /**
  * Builds the key table over `capacity` slots (a power of two; slot `capacity` holds null keys).
  * Null when it overflowed: the caller retries with a larger capacity. Also used by hash-join.
  */
-export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, capacity: number): Promise<Table | null> {
+export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, capacity: number): Promise<KeyTable | null> {
   const slots = capacity + 1;
-  const t: Table = {
+  const t: KeyTable = {
     owner: storageBuffer(ctx, slots * 4, 'group owners'),
     counts: storageBuffer(ctx, slots * 8, 'group counts'),
     firstRow: storageBuffer(ctx, slots * 4, 'group first rows'),
     rowSlot: storageBuffer(ctx, n * 4, 'row slots'),
+    capacity,
   };
   const overflow = storageBuffer(ctx, 4, 'overflow flag');
   fillU32(ctx, t.owner, 0);
@@ -109,66 +147,81 @@ export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GP
   params.destroy();
   freeBuffer(ctx, overflow);
   if (flag === 0) return t;
-  for (const b of Object.values(t)) freeBuffer(ctx, b);
+  freeKeyTable(ctx, t);
   return null;
 }
 
-async function aggregateColumns(ctx: GpuContext, t: Table, keys: GroupKeys, columns: readonly AggColumnInput[], n: number, capacity: number, ring?: StagingRing): Promise<GroupAggregates> {
-  const accs: { sum: GPUBuffer; minMax: GPUBuffer }[] = [];
-  for (const col of columns) accs.push(await accumulateColumn(ctx, t.rowSlot, col, n, capacity, ring));
+/** Group aggregates of rows grouped on the device: each group's owner row stands for its key. */
+export type DeviceGroupAggregates = Omit<GroupAggregates, 'keyWords'> & {
+  /** A row of each group (the one that claimed its slot); 0 for the null-key group. */
+  ownerRow: Uint32Array;
+};
 
-  const { groups, slotOfGroup } = await numberGroups(ctx, t, capacity);
-  const gather = async (src: GPUBuffer, width: number) => {
-    const dst = storageBuffer(ctx, Math.max(1, groups * width) * 4, 'gathered');
-    const params = uniformWords(ctx, [capacity, groups, width]);
-    kernelFor(ctx, 'groupby-gather', W.GROUPBY_GATHER_WGSL).dispatch('gather', [src, slotOfGroup, dst, params], workgroupsFor(groups * width));
-    const out = await readU32(ctx, dst, groups * width);
-    params.destroy();
-    freeBuffer(ctx, dst);
-    return out;
-  };
-  const owner = await gather(t.owner, 1);
-  const counts = await gather(t.counts, 2);
-  const firstRow = await gather(t.firstRow, 1);
-  const colWords: { sum: Uint32Array; minMax: Uint32Array }[] = [];
-  for (let c = 0; c < columns.length; c++) {
-    colWords.push({ sum: await gather(accs[c].sum, columns[c].type === 'int64' ? INT_WIDTH : FLOAT_WIDTH), minMax: await gather(accs[c].minMax, MINMAX_WIDTH) });
-    freeBuffer(ctx, accs[c].sum);
-    freeBuffer(ctx, accs[c].minMax);
+/**
+ * Aggregates `columns` of n rows grouped by `table` (freed here), all on the device; one readback
+ * brings the per-group records, decoded on the host in first-appearance order.
+ */
+export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: readonly DeviceAggColumn[], n: number): Promise<DeviceGroupAggregates> {
+  const accs = columns.map((col) => accumulateColumn(ctx, t, col, n));
+  const { groups, slotOfGroup } = await numberGroups(ctx, t);
+  // Every per-group record, gathered side by side into one buffer: one readback.
+  const sources: { src: GPUBuffer; width: number }[] = [
+    { src: t.owner, width: 1 }, { src: t.counts, width: 2 }, { src: t.firstRow, width: 1 },
+    ...columns.flatMap((col, c) => [{ src: accs[c].sum, width: col.type === 'int64' ? INT_WIDTH : FLOAT_WIDTH }, { src: accs[c].minMax, width: MINMAX_WIDTH }]),
+  ];
+  const total = sources.reduce((s, x) => s + x.width, 0) * groups;
+  const dst = storageBuffer(ctx, Math.max(1, total) * 4, 'gathered');
+  const gather = kernelFor(ctx, 'groupby-gather', W.GROUPBY_GATHER_WGSL);
+  const enc = ctx.device.createCommandEncoder();
+  const params: GPUBuffer[] = [];
+  let at = 0;
+  for (const { src, width } of sources) {
+    const p = uniformWords(ctx, [t.capacity, groups, width, at]);
+    params.push(p);
+    gather.dispatch('gather', [src, slotOfGroup, dst, p], workgroupsFor(groups * width), enc);
+    at += groups * width;
   }
-  for (const b of Object.values(t)) freeBuffer(ctx, b);
-  freeBuffer(ctx, slotOfGroup);
+  ctx.device.queue.submit([enc.finish()]);
+  const words = await readU32(ctx, dst, total);
+  for (const p of params) p.destroy();
+  for (const b of [dst, slotOfGroup, ...accs.flatMap((a) => [a.sum, a.minMax])]) freeBuffer(ctx, b);
+  freeKeyTable(ctx, t);
 
+  const part = (k: number) => {
+    let from = 0;
+    for (let i = 0; i < k; i++) from += sources[i].width * groups;
+    return words.subarray(from, from + sources[k].width * groups);
+  };
+  const owner = part(0), counts = part(1), firstRow = part(2);
   // Per-group decoding on the host: small (one record per group), in first-appearance order.
   const order = Array.from({ length: groups }, (_, g) => g).sort((a, b) => firstRow[a] - firstRow[b]);
-  const keyWords = new Uint32Array(groups * 2);
+  const ownerRow = new Uint32Array(groups);
   const nullKey = new Uint8Array(groups);
   const rows = new Float64Array(groups);
   const first = new Uint32Array(groups);
   order.forEach((g, out) => {
     const o = owner[g];
-    if (o === 0) nullKey[out] = 1;
-    else { keyWords[2 * out] = keys.words[2 * (o - 1)]; keyWords[2 * out + 1] = keys.words[2 * (o - 1) + 1]; }
+    if (o === 0) nullKey[out] = 1; else ownerRow[out] = o - 1;
     rows[out] = counts[2 * g] + counts[2 * g + 1] * 2 ** 32;
     first[out] = firstRow[g];
   });
-  return { groups, keyWords, nullKey, firstRow: first, rows, columns: columns.map((col, c) => decodeColumn(col.type, colWords[c], order)) };
+  const decoded = columns.map((col, c) => decodeColumn(col.type, { sum: part(3 + 2 * c), minMax: part(4 + 2 * c) }, order));
+  return { groups, ownerRow, nullKey, firstRow: first, rows, columns: decoded };
 }
 
-async function accumulateColumn(ctx: GpuContext, rowSlot: GPUBuffer, col: AggColumnInput, n: number, capacity: number, ring?: StagingRing): Promise<{ sum: GPUBuffer; minMax: GPUBuffer }> {
-  const slots = capacity + 1;
+/** Submits one column's accumulation over the table's slots; the caller frees the accumulators. */
+function accumulateColumn(ctx: GpuContext, t: KeyTable, col: DeviceAggColumn, n: number): { sum: GPUBuffer; minMax: GPUBuffer } {
+  const slots = t.capacity + 1;
   const isFloat = col.type === 'float64';
-  const data = isFloat ? new Uint32Array(col.values.buffer, col.values.byteOffset, n * 2) : col.words;
-  const valuesBuf = await uploadNew(ctx, data, 'aggregate values', ring);
-  const mask = packValidity(col.valid, n);
-  const maskBuf = await uploadNew(ctx, mask.words, 'aggregate validity', ring);
-  const params = uniformWords(ctx, [n, mask.hasNulls ? 1 : 0, isFloat ? 1 : 0]);
+  const params = uniformWords(ctx, [n, col.hasNulls ? 1 : 0, isFloat ? 1 : 0]);
   const sum = storageBuffer(ctx, slots * (isFloat ? FLOAT_WIDTH : INT_WIDTH) * 4, 'sum accumulators');
   fillU32(ctx, sum, 0);
   const minMax = storageBuffer(ctx, slots * MINMAX_WIDTH * 4, 'min/max accumulators');
-  ctx.device.queue.writeBuffer(minMax, 0, new Uint32Array(slots * MINMAX_WIDTH).fill(0xffffffff).map((v, i) => (i % 4 < 2 ? 0 : v)));
-  const bindings = (acc: GPUBuffer) => [rowSlot, valuesBuf, maskBuf, acc, params];
+  const bindings = (acc: GPUBuffer) => [t.rowSlot, col.values, col.mask, acc, params];
   const wg = workgroupsFor(n);
+  const mm = kernelFor(ctx, 'groupby-min-max', W.GROUPBY_MIN_MAX_WGSL);
+  const slotParams = uniformWords(ctx, [slots, 0, 0]);
+  mm.dispatch('minmax_init', [null, null, null, minMax, slotParams], workgroupsFor(slots));
   if (isFloat) {
     const k = kernelFor(ctx, 'groupby-float-sum', W.GROUPBY_FLOAT_SUM_WGSL);
     k.dispatch('float_exponents', bindings(sum), wg);
@@ -176,18 +229,16 @@ async function accumulateColumn(ctx: GpuContext, rowSlot: GPUBuffer, col: AggCol
   } else {
     kernelFor(ctx, 'groupby-int-sum', W.GROUPBY_INT_SUM_WGSL).dispatch('sum_int', bindings(sum), wg);
   }
-  const mm = kernelFor(ctx, 'groupby-min-max', W.GROUPBY_MIN_MAX_WGSL);
   mm.dispatch('minmax_hi', bindings(minMax), wg);
   mm.dispatch('minmax_lo', bindings(minMax), wg);
-  await ctx.device.queue.onSubmittedWorkDone();
-  freeBuffer(ctx, valuesBuf);
-  freeBuffer(ctx, maskBuf);
   params.destroy();
+  slotParams.destroy();
   return { sum, minMax };
 }
 
 /** Numbers the used slots 0..groups-1 (scan of used flags) and lists each group's slot. */
-async function numberGroups(ctx: GpuContext, t: Table, capacity: number): Promise<{ groups: number; slotOfGroup: GPUBuffer }> {
+async function numberGroups(ctx: GpuContext, t: KeyTable): Promise<{ groups: number; slotOfGroup: GPUBuffer }> {
+  const { capacity } = t;
   const flags = storageBuffer(ctx, (capacity + 2) * 4, 'used flags');
   fillU32(ctx, flags, 0);
   const params = uniformWords(ctx, [capacity, 0, 0]);
@@ -197,7 +248,6 @@ async function numberGroups(ctx: GpuContext, t: Table, capacity: number): Promis
   const [groups] = await readU32(ctx, flags, 1, capacity + 1);
   const slotOfGroup = storageBuffer(ctx, Math.max(1, groups) * 4, 'slot of group');
   kernelFor(ctx, 'groupby-compact', W.GROUPBY_COMPACT_WGSL).dispatch('compact', [flags, slotOfGroup, params], wg);
-  await ctx.device.queue.onSubmittedWorkDone();
   params.destroy();
   freeBuffer(ctx, flags);
   return { groups, slotOfGroup };

@@ -35,8 +35,10 @@ fn findSlot(i: u32) -> u32 {
   let k1 = keys[2u * i + 1u];
   let mask = p.capacity - 1u;
   var s = hash2(k0, k1) & mask;
-  // Bounded: each slot is examined at most a few times (a weak exchange may fail spuriously).
-  for (var step = 0u; step < 4u * p.capacity + 16u; step++) {
+  // Bounded: a probe this long means the table is (nearly) full, so the host retries with a
+  // larger one; the bound keeps a full table from costing every row a walk of the whole table.
+  let maxSteps = min(4u * p.capacity + 16u, 4096u);
+  for (var step = 0u; step < maxSteps; step++) {
     var o = atomicLoad(&owner[s]);
     if (o == 0u) {
       let r = atomicCompareExchangeWeak(&owner[s], 0u, i + 1u);
@@ -98,19 +100,19 @@ fn compact(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) n
 `;
 
 const GATHER_ROWS = /* wgsl */ `
-struct Params { capacity: u32, groups: u32, width: u32, _pad: u32 }
+struct Params { capacity: u32, groups: u32, width: u32, dstOffset: u32 }
 @group(0) @binding(0) var<storage, read> src: array<u32>;
 @group(0) @binding(1) var<storage, read> slotOfGroup: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-// dst[g] = src[slot of g], each entry \`width\` words.
+// dst[dstOffset + g·width ...] = src[slot of g], each entry \`width\` words.
 @compute @workgroup_size(256)
 fn gather(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let total = p.groups * p.width;
   for (var j = gid.x; j < total; j += gridStride(nwg)) {
     let g = j / p.width;
-    dst[j] = src[slotOfGroup[g] * p.width + (j - g * p.width)];
+    dst[p.dstOffset + j] = src[slotOfGroup[g] * p.width + (j - g * p.width)];
   }
 }
 `;
@@ -234,6 +236,17 @@ fn ordered(i: u32) -> vec2u {
 fn isNanAt(i: u32) -> bool {
   let hi = values[2u * i + 1u];
   return p.isFloat == 1u && ((hi >> 20u) & 0x7ffu) == 0x7ffu && ((hi & 0xfffffu) != 0u || values[2u * i] != 0u);
+}
+
+// Initial accumulators; here p.n is the number of slots.
+@compute @workgroup_size(256)
+fn minmax_init(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var s = gid.x; s < p.n; s += gridStride(nwg)) {
+    atomicStore(&acc[4u * s], 0u);
+    atomicStore(&acc[4u * s + 1u], 0u);
+    atomicStore(&acc[4u * s + 2u], 0xffffffffu);
+    atomicStore(&acc[4u * s + 3u], 0xffffffffu);
+  }
 }
 
 @compute @workgroup_size(256)

@@ -6,7 +6,7 @@
 import { RuntimeFailure } from '../engine/errors.js';
 import type { GpuContext } from '../engine/gpu/device.js';
 import { fillU32, freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
-import { insertKeys, nextPow2, type GroupKeys, type KeyTable } from './groupby-aggregate.js';
+import { freeKeyTable, insertKeys, nextPow2, type GroupKeys, type KeyTable } from './groupby-aggregate.js';
 import { exclusiveScan } from './prefix-scan.js';
 import { packValidity } from './validity.js';
 import * as W from './hash-join.wgsl.js';
@@ -23,7 +23,8 @@ export async function hashJoin(ctx: GpuContext, left: GroupKeys, right: GroupKey
   try {
     return await probeSide(ctx, left, built, options.ring);
   } finally {
-    for (const b of [built.keys, built.segStart, built.sorted, ...Object.values(built.table)]) freeBuffer(ctx, b);
+    for (const b of [built.keys, built.segStart, built.sorted]) freeBuffer(ctx, b);
+    freeKeyTable(ctx, built.table);
   }
 }
 

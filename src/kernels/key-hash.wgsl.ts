@@ -62,9 +62,8 @@ struct Params { n: u32, keyCount: u32, _b: u32, _c: u32 }
 @group(0) @binding(2) var<storage, read> validMask: array<u32>;
 @group(0) @binding(3) var<storage, read> owner: array<u32>;
 @group(0) @binding(4) var<storage, read> rowSlot: array<u32>;
-@group(0) @binding(5) var<storage, read_write> groupOf: array<u32>;
-@group(0) @binding(6) var<storage, read_write> mismatch: atomic<u32>;
-@group(0) @binding(7) var<uniform> p: Params;
+@group(0) @binding(5) var<storage, read_write> mismatch: atomic<u32>;
+@group(0) @binding(6) var<uniform> p: Params;
 ${WGSL_BYTES}
 
 fn sameField(a: u32, b: u32) -> bool {
@@ -81,19 +80,15 @@ fn sameField(a: u32, b: u32) -> bool {
   return true;
 }
 
-// groupOf: 2 words per row, (owner row, 0) for a row with a key, (n, 0) for one without.
+// Every row with a key has the same key fields as the row owning its slot; mismatch = 1 otherwise.
 @compute @workgroup_size(256)
 fn verify_keys(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   for (var r = gid.x; r < p.n; r += gridStride(nwg)) {
-    var o = p.n;
-    if (((validMask[r >> 5u] >> (r & 31u)) & 1u) == 1u) {
-      o = owner[rowSlot[r]] - 1u;
-      for (var k = 0u; k < p.keyCount && o != r; k++) {
-        if (!sameField(k * p.n + r, k * p.n + o)) { atomicStore(&mismatch, 1u); }
-      }
+    if (((validMask[r >> 5u] >> (r & 31u)) & 1u) == 0u) { continue; }
+    let o = owner[rowSlot[r]] - 1u;
+    for (var k = 0u; k < p.keyCount && o != r; k++) {
+      if (!sameField(k * p.n + r, k * p.n + o)) { atomicStore(&mismatch, 1u); }
     }
-    groupOf[2u * r] = o;
-    groupOf[2u * r + 1u] = 0u;
   }
 }
 `;

@@ -127,24 +127,44 @@ async function aggregateSlice(gpu: GpuContext, batch: Batch, input: Schema, spec
   const indexOf = (name: string) => input.findIndex((f) => f.name === name);
   const keyCols = spec.keys.map((k) => batch.columns[indexOf(k)]);
   const grouping = groupingOf(keyCols, n, spec.dropna);
-
-  // One GPU input per distinct aggregated column (count, sum and min/max come together).
   const inputSlot = new Map<number, number>();
   const inputs: AggColumnInput[] = [];
-  for (const a of spec.aggs) {
-    if (a.column === null) continue;
-    const ci = indexOf(a.column);
-    if (inputSlot.has(ci)) continue;
+  for (const ci of aggregatedColumns(spec, input)) {
     const gpuInput = aggInput(batch.columns[ci], n);
     inputSlot.set(ci, gpuInput === null ? -1 : inputs.length);
     if (gpuInput) inputs.push(gpuInput);
   }
   const result = await groupbyAggregate(gpu, grouping.keys, inputs, { expectedGroups: grouping.expectedGroups });
-
-  const keep: number[] = [];
-  for (let g = 0; g < result.groups; g++) if (!result.nullKey[g] || grouping.keepNullGroup) keep.push(g);
-  const pick = Int32Array.from(keep);
+  const pick = groupsToKeep(result, grouping.keepNullGroup);
   const { keys, hashes } = grouping.keysOf(result, pick);
+  return partialOfGroups(result, pick, keys, hashes, input, spec, inputSlot);
+}
+
+/** The distinct aggregated columns of `spec` (indices into `input`), in first-use order: one GPU input each. */
+export function aggregatedColumns(spec: AggregateSpec, input: Schema): number[] {
+  const out: number[] = [];
+  for (const a of spec.aggs) {
+    if (a.column === null) continue;
+    const ci = input.findIndex((f) => f.name === a.column);
+    if (!out.includes(ci)) out.push(ci);
+  }
+  return out;
+}
+
+/** The GPU groups that are real groups: all, but the null-key group only when it is one. */
+export function groupsToKeep(result: { groups: number; nullKey: Uint8Array }, keepNullGroup: boolean): Int32Array {
+  const keep: number[] = [];
+  for (let g = 0; g < result.groups; g++) if (!result.nullKey[g] || keepNullGroup) keep.push(g);
+  return Int32Array.from(keep);
+}
+
+/**
+ * The CPU's PartialAggregate for GPU groups `pick` with their key columns and hashes.
+ * `inputSlot` maps an aggregated input column to its GPU input (-1: none, count its rows).
+ */
+export function partialOfGroups(result: Omit<GroupAggregates, 'keyWords'>, pick: Int32Array, keys: Column[], hashes: Uint32Array,
+                                input: Schema, spec: AggregateSpec, inputSlot: Map<number, number>): PartialAggregate {
+  const indexOf = (name: string) => input.findIndex((f) => f.name === name);
   const states: AggState[] = spec.aggs.map((a) => {
     if (a.column === null) return countState(result.rows, pick);
     const ci = indexOf(a.column);

@@ -1,28 +1,29 @@
-// The partial-aggregate terminal over a CSV chunk with the byte work on the GPU: the chunk's raw
-// bytes go up once; the GPU finds records and fields, detects nulls, parses int64/float64 fields
-// and hashes the key fields (csv-rows.ts). One int64 key groups rows as it is; any other key set
-// (text keys, several keys) groups them by its 64-bit hash, made exact by comparing each row's key
-// bytes with its group representative's (key-hash.ts), and the representative row numbers become
-// the group ids. gpuPartialAggregate then aggregates; the host copies each group's key fields out
-// of the chunk, and the result is the CPU's PartialAggregate.
+// The partial-aggregate terminal over a CSV chunk with the per-row work on the GPU: the chunk's
+// raw bytes go up once; the GPU finds records and fields, detects nulls, parses int64/float64
+// fields and hashes the key fields (csv-rows.ts), groups the rows in one key table (an int64 key
+// by its value; any other key set by its 64-bit hash, made exact by comparing each row's key bytes
+// with those of the row owning its slot: key-hash.ts) and aggregates the columns there
+// (groupby-aggregate.ts). Nothing per row comes back: one record per group does, and the host
+// takes each group's key from its owner row. The result is the CPU's PartialAggregate.
 //
 // Anything the GPU path does not handle, in the query (float/bool/timestamp columns, more than 4
 // keys, a quote other than '"') or in the chunk (a blank or ragged record, a quote error, a value the
 // GPU does not parse, a hash collision), returns a `fallback` reason: the caller then reads the
 // chunk with the CPU reader, which gives the right rows or the located error.
 
-import { takeColumn, type Column, type Int64Column, type Schema, type StringColumn } from '../batch.js';
+import { takeColumn, type Column, type Schema, type StringColumn } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
 import { copyUnescaped } from '../io/csv/columns.js';
-import { freeBuffer, readBack, readU32 } from '../gpu/buffers.js';
+import { freeBuffer, readU32 } from '../gpu/buffers.js';
 import { MAX_CSV_COLUMNS } from '../../kernels/csv-scan.js';
-import { columnOf, MAX_KEY_COLUMNS, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
-import { exactKeyGroups } from '../../kernels/key-hash.js';
+import { columnOf, deviceColumn, MAX_KEY_COLUMNS, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
+import { aggregateByTable, buildKeyTable, freeKeyTable, type DeviceAggColumn, type DeviceGroupAggregates, type KeyTable } from '../../kernels/groupby-aggregate.js';
+import { keysGroupExactly } from '../../kernels/key-hash.js';
 import { dialectOf } from '../io/csv/options.js';
 import { hashKeys } from '../ops/keys.js';
-import { aggregateOutputSchema, partitionPartial, type AggregateSpec, type PartialAggregate } from '../ops/aggregate/index.js';
+import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
 import type { SourceSpec } from './fragment.js';
-import { gpuPartialAggregate } from './gpu-aggregate.js';
+import { aggregatedColumns, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
 import { readChunkBytes, uploadChunk } from './gpu-csv-bytes.js';
 
 export type CsvSource = Extract<SourceSpec, { kind: 'csv' }>;
@@ -73,76 +74,101 @@ function planOf(source: CsvSource, spec: AggregateSpec, input: Schema): CsvPlan 
   return { width: layout.schema.length, delimiter: dialectOf(options).delimiter, columns, keys, exactIntKey: keys.length === 1 && columns[keys[0]].kind === 'int64' };
 }
 
-/** The batch column holding each row's representative row (hashed keys); not an input name. */
-const GROUP = '\u0000group';
+/** Groups seen in this process's last chunk: sizes the next chunk's first key table. */
+let groupsSeen = 0;
 
 export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource, spec: AggregateSpec, input: Schema,
                                              options: GpuCsvOptions = {}): Promise<GpuCsvOutcome> {
   const plan = planOf(source, spec, input);
   if (typeof plan === 'string') return { fallback: plan };
+  const phases = new PhaseLog(`gpu csv ${source.chunk.displayName}@${source.chunk.start}`);
   const bytes = readChunkBytes(source.chunk);
   // Key spans use the top two bits of a position as flags.
   if (bytes.length >= Math.min(gpu.device.limits.maxStorageBufferBindingSize, 2 ** 30)) return { fallback: 'chunk larger than a GPU binding' };
+  phases.mark('read');
   const data = await uploadChunk(gpu, bytes);
+  phases.mark('upload');
   let rows: CsvRows | null = null;
-  let groupOf: GPUBuffer | null = null;
+  let table: KeyTable | null = null;
+  const inputs: DeviceAggColumn[] = [];
   try {
     rows = await splitCsvRows(gpu, data, bytes.length, {
       width: plan.width, delimiter: plan.delimiter, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask,
     });
+    phases.mark('split');
     if (rows.problems !== 0) return { fallback: `records the GPU does not parse (problems ${rows.problems})` };
     const n = rows.records;
-    const columns: Column[] = [];
-    for (let j = 0; j < plan.columns.length; j++) columns.push(await columnOf(gpu, rows, j, plan.columns[j].kind));
-    // Text columns are int64 stand-ins here (only their non-null counts are aggregated).
-    const schema: Schema = input.map((f, j) => ({ name: f.name, type: columns[j].type }));
-    let partial: PartialAggregate;
-    if (plan.exactIntKey) {
-      partial = await gpuPartialAggregate(gpu, [{ schema, length: n, columns }], schema, spec);
-    } else {
-      groupOf = await exactKeyGroups(gpu, data, rows.key);
-      if (groupOf === null) return { fallback: 'key hash collision' };
-      const group: Column = { type: 'int64', values: new BigInt64Array(await readBack(gpu, groupOf, 8 * n)), valid: null };
-      const withGroup: Schema = [...schema, { name: GROUP, type: 'int64' }];
-      let byGroup = await gpuPartialAggregate(gpu, [{ schema: withGroup, length: n, columns: [...columns, group] }], withGroup,
-        { ...spec, keys: [GROUP], dropna: false });
-      byGroup = withoutGroup(byGroup, BigInt(n)); // rows without a key (--dropna and a null key field)
-      partial = { ...byGroup, keys: await keysOfGroups(gpu, rows, plan, columns, bytes, byGroup.keys[0] as Int64Column) };
-      partial.hashes = hashKeys(partial.keys, partial.groups);
+    // One table over the key words: an int64 key's own words, or a hash of the key fields whose
+    // grouping is then checked byte by byte. Rows without a key (null, or --dropna) use the null slot.
+    table = await buildKeyTable(gpu, rows.key.words, rows.key.validMask, true, n, Math.max(1024, 2 * groupsSeen));
+    if (!plan.exactIntKey && !(await keysGroupExactly(gpu, data, rows.key, table))) return { fallback: 'key hash collision' };
+    phases.mark('group');
+    const inputSlot = new Map<number, number>();
+    for (const j of aggregatedColumns(spec, input)) {
+      if (plan.columns[j].kind === 'text' && rows.nulls[j] === 0) { inputSlot.set(j, -1); continue; }
+      inputSlot.set(j, inputs.length);
+      inputs.push(deviceColumn(gpu, rows, j, plan.columns[j].kind));
     }
-    return {
-      rows: n,
-      partial: {
-        ...partial,
-        spec,
-        schema: aggregateOutputSchema(input, spec),
-        aggInputTypes: spec.aggs.map((a) => (a.column === null ? null : input.find((f) => f.name === a.column)!.type)),
-      },
-    };
+    const grouped = table;
+    table = null; // aggregateByTable frees it
+    const result = await aggregateByTable(gpu, grouped, inputs, n);
+    groupsSeen = result.groups;
+    phases.mark('aggregate');
+    const pick = groupsToKeep(result, plan.exactIntKey && !spec.dropna);
+    const keys = await keysOfGroups(gpu, rows, plan, bytes, pick, result);
+    const partial = partialOfGroups(result, pick, keys, hashKeys(keys, pick.length), input, spec, inputSlot);
+    phases.mark('keys');
+    phases.report(n);
+    return { rows: n, partial };
   } finally {
     rows?.free();
-    if (groupOf) freeBuffer(gpu, groupOf);
+    if (table) freeKeyTable(gpu, table);
+    for (const c of inputs) { freeBuffer(gpu, c.values); freeBuffer(gpu, c.mask); }
     freeBuffer(gpu, data);
   }
 }
 
-/** The partial without the group whose key is `key`, if there is one. */
-function withoutGroup(p: PartialAggregate, key: bigint): PartialAggregate {
-  const keys = (p.keys[0] as Int64Column).values;
-  const at = keys.indexOf(key);
-  if (at < 0) return p;
-  const part = new Int32Array(p.groups);
-  part[at] = 1;
-  return partitionPartial(p, part, 2)[0];
+/** The key columns of the picked groups, from each group's owner row (null for the null-key group). */
+async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, bytes: Uint8Array, pick: Int32Array, result: DeviceGroupAggregates): Promise<Column[]> {
+  const reps = Int32Array.from(pick, (g) => result.ownerRow[g]);
+  const nullGroup = Array.from(pick, (g) => result.nullKey[g] === 1);
+  const spans = plan.keys.some((j) => plan.columns[j].kind === 'text') ? await readU32(gpu, rows.key.spans, 2 * rows.records * plan.keys.length) : null;
+  const out: Column[] = [];
+  for (let k = 0; k < plan.keys.length; k++) {
+    const j = plan.keys[k];
+    if (plan.columns[j].kind === 'text') {
+      out.push(textKeys(reps, spans!.subarray(2 * rows.records * k, 2 * rows.records * (k + 1)), bytes));
+      continue;
+    }
+    const col = takeColumn(await columnOf(gpu, rows, j, 'int64'), reps);
+    if (nullGroup.includes(true)) {
+      const valid = col.valid ?? new Uint8Array(reps.length).fill(1);
+      nullGroup.forEach((isNull, g) => { if (isNull) valid[g] = 0; });
+      col.valid = valid;
+    }
+    out.push(col);
+  }
+  return out;
 }
 
-/** The key columns of the groups, from each group's representative row. */
-async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, columns: Column[], bytes: Uint8Array, reps: Int64Column): Promise<Column[]> {
-  const spans = await readU32(gpu, rows.key.spans, 2 * rows.records * plan.keys.length);
-  const repRows = Int32Array.from(reps.values, Number);
-  return plan.keys.map((j, k) => (plan.columns[j].kind === 'text'
-    ? textKeys(repRows, spans.subarray(2 * rows.records * k, 2 * rows.records * (k + 1)), bytes)
-    : takeColumn(columns[j], repRows)));
+/** Per-phase wall-clock times of one chunk, written to stderr when GPUFRAME_GPU_PHASES=1 (diagnosis). */
+class PhaseLog {
+  private readonly enabled = process.env.GPUFRAME_GPU_PHASES === '1';
+  private last = performance.now();
+  private readonly parts: string[] = [];
+
+  constructor(private readonly what: string) {}
+
+  mark(phase: string): void {
+    if (!this.enabled) return;
+    const now = performance.now();
+    this.parts.push(`${phase} ${(now - this.last).toFixed(1)}`);
+    this.last = now;
+  }
+
+  report(rows: number): void {
+    if (this.enabled) process.stderr.write(`${this.what}: ${rows} rows; ms: ${this.parts.join(', ')}\n`);
+  }
 }
 
 /** The text of each representative row's key field (doubled quotes undone; null-text fields null). */
