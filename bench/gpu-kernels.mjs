@@ -75,7 +75,7 @@ const csvBytes = csvBuffer.subarray(0, csvLength);
 
 // ---- device --------------------------------------------------------------------------------
 
-const { openGpu, describeAdapter } = await import('../dist/engine/gpu/device.js');
+const { describeAdapter } = await import('../dist/engine/gpu/device.js');
 const { StagingRing, storageBuffer, freeBuffer, uniformWords, kernelFor, readU32, workgroupsFor } = await import('../dist/engine/gpu/buffers.js');
 const { KernelTimer, timestampsUnavailable, wallClockNs } = await import('../dist/engine/gpu/timing.js');
 const { exclusiveScan } = await import('../dist/kernels/prefix-scan.js');
@@ -85,10 +85,36 @@ const J = await import('../dist/kernels/hash-join.wgsl.js');
 const { CSV_BOUNDARIES_WGSL } = await import('../dist/kernels/csv-scan.wgsl.js');
 const { CSV_ROWS_WGSL } = await import('../dist/kernels/csv-rows.wgsl.js');
 
-const ctx = await openGpu({ allowSoftware: true });
+/**
+ * A GpuContext (src/engine/gpu/device.ts) whose timestamps are exact: Dawn rounds them to 65.5 µs
+ * unless its instance is created with this toggle (timing.ts), and openGpu creates its instance
+ * without flags. Same features and limits as openGpu; switch to it once it passes the flag.
+ */
+let gpuInstance = null;
+async function openUnquantizedGpu() {
+  const { create, globals } = await import('webgpu');
+  Object.assign(globalThis, globals);
+  process.env.XDG_RUNTIME_DIR ??= '/tmp';
+  // The instance must stay referenced while its device lives (a collected one crashes dawn.node).
+  gpuInstance = create(['disable-dawn-features=timestamp_quantization']);
+  const adapter = await gpuInstance.requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter) return null;
+  const requiredFeatures = ['subgroups', 'timestamp-query'].filter((f) => adapter.features.has(f));
+  const requiredLimits = {};
+  for (const k in adapter.limits) if (typeof adapter.limits[k] === 'number') requiredLimits[k] = adapter.limits[k];
+  const dev = await adapter.requestDevice({ requiredFeatures, requiredLimits });
+  const c = { adapter, device: dev, features: new Set(requiredFeatures), hasSubgroups: requiredFeatures.includes('subgroups'),
+    hasTimestamps: requiredFeatures.includes('timestamp-query'), isSoftware: false, lostReason: null, errors: [] };
+  dev.onuncapturederror = (ev) => { c.errors.push(ev.error.message); };
+  void dev.lost.then((info) => { c.lostReason = info.message || info.reason || 'device lost'; });
+  return c;
+}
+
+const ctx = await openUnquantizedGpu();
 if (!ctx) { console.error('no WebGPU adapter'); process.exit(1); }
 const device = ctx.device;
 const d = describeAdapter(ctx);
+ctx.isSoftware = d.isSoftware;
 console.log(`adapter: ${d.name} (${d.vendor}, ${d.isSoftware ? 'software' : 'hardware'}), timestamp-query=${ctx.hasTimestamps}, maxStorageBufferBindingSize=${device.limits.maxStorageBufferBindingSize}`);
 console.log(`rows=${ROWS} groups=${GROUPS} build rows=${BUILD_ROWS} csv=${(csvLength / 1e6).toFixed(1)} MB (${csvLines} lines) repeat=${REPEAT}`);
 const noTimestamps = timestampsUnavailable(ctx);
@@ -121,6 +147,7 @@ async function timeKernel(name, bytes, record, prepare = () => {}) {
     device.queue.submit([enc.finish()]);
     const t = (await timer.read()).get(name);
     ns = t.ns / t.passes;
+    if (timer.quantized) console.log('warning: timestamps are rounded to 65.5 µs (Dawn timestamp_quantization is on)');
   } else {
     ns = await wallClockNs(ctx, (enc) => { prepare(enc); record(enc, undefined); }, Math.max(20, REPEAT));
   }

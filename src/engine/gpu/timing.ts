@@ -9,6 +9,10 @@
 //
 // Without timestamp-query (a device may lack it), `timestampsUnavailable(ctx)` says why and
 // callers time by wall clock over many repetitions (`wallClockNs`).
+//
+// Dawn rounds timestamps down to multiples of 65,536 ns unless the instance is created with
+// `disable-dawn-features=timestamp_quantization` (measured on lavapipe, webgpu 0.6.2); `quantized`
+// says whether the last read looked rounded, so callers can warn that short passes are unreliable.
 
 import { performance } from 'node:perf_hooks';
 import { RuntimeFailure } from '../errors.js';
@@ -29,6 +33,9 @@ export function timestampsUnavailable(ctx: Pick<GpuContext, 'hasTimestamps'>): s
     : 'timestamp-query is not available on this GPU device: time by wall clock over many repetitions instead';
 }
 
+/** Dawn's timestamp quantum while its timestamp_quantization toggle is on. */
+export const QUANTUM_NS = 65536n;
+
 /** A pair of query slots: [begin, end]; a pass or span fills both. */
 interface Pair { label: string; index: number }
 
@@ -38,6 +45,8 @@ export class KernelTimer {
   private readonly readBuf: GPUBuffer;
   private pairs: Pair[] = [];
   private readonly openSpans = new Map<string, number>();
+  /** Whether every timestamp of the last read was a multiple of QUANTUM_NS (Dawn's quantization on). */
+  quantized = false;
 
   /** Room for `maxPasses` timed passes or spans between two reads. Throws when the device lacks timestamps. */
   constructor(private readonly ctx: GpuContext, readonly maxPasses = 64) {
@@ -64,13 +73,15 @@ export class KernelTimer {
 
   /**
    * Starts timing work that is not one compute pass (copies, several passes, several submits):
-   * an empty compute pass writes the start time, into `encoder` or submitted at once.
+   * an empty compute pass writes the start time, into `encoder` or submitted at once. Both span
+   * markers are end-of-pass writes, which wait for the work recorded before them, so a span
+   * starts when earlier work is done rather than overlapping its tail.
    */
   spanStart(label: string, encoder?: GPUCommandEncoder): void {
     if (this.openSpans.has(label)) throw new RuntimeFailure(`KernelTimer: span '${label}' is already open`);
     const index = this.allocate(label);
     this.openSpans.set(label, index);
-    this.markerPass({ querySet: this.querySet, beginningOfPassWriteIndex: index }, encoder);
+    this.markerPass({ querySet: this.querySet, endOfPassWriteIndex: index }, encoder);
   }
 
   /** Ends the span `label`: an empty compute pass writes the end time once earlier work is done. */
@@ -106,6 +117,7 @@ export class KernelTimer {
     throwIfGpuFailed(this.ctx);
     const stamps = new BigUint64Array(this.readBuf.getMappedRange(0, count * 8).slice(0));
     this.readBuf.unmap();
+    this.quantized = stamps.every((t) => t % QUANTUM_NS === 0n);
     for (const { label, index } of pairs) {
       // Clamped at 0: some drivers' counters are not monotonic across a pass on every GPU engine.
       const ns = stamps[index + 1] > stamps[index] ? Number(stamps[index + 1] - stamps[index]) : 0;
