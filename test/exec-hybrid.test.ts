@@ -64,4 +64,18 @@ describe('HybridRunner', () => {
     // The CPU backup starts at once (idle CPU, empty queue) and succeeds after the GPU copy failed.
     expect((await backedUp.run(task(0, true), 'y')).warnings).toEqual(['cpu']);
   });
+
+  it('GPU-only tasks (ML training data) never run on CPU workers, not even as backups of a slow GPU', async () => {
+    const load = (index: number): Task => ({
+      fragment: { index, source: { kind: 'none' }, ops: [], bytes: 0 },
+      terminal: { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null },
+    });
+    const gpu = fake('gpu', 1, () => 30);
+    const cpu = fake('cpu', 2, () => 1);
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask, (t) => t.terminal.kind === 'load-matrix');
+    const results = await Promise.all([hybrid.run(load(0), 'l0'), hybrid.run(task(1, false), 'c'), hybrid.run(load(2), 'l2')]);
+    expect(results.map((r) => r.warnings[0])).toEqual(['gpu', 'cpu', 'gpu']);
+    expect(gpu.ran).toEqual([0, 2]);
+    expect(cpu.ran).toEqual([1]); // idle CPU workers neither took the loads nor backed them up
+  });
 });

@@ -83,7 +83,9 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
     const gpuSpeedsUp = (task: Task) => task.terminal.kind === 'partial-aggregate' && gpuSupports(task.terminal.spec, task.terminal.inputSchema);
     const gpus = await GpuProcessPool.create({ gpus: choice.use, allowSoftware: choice.allowSoftware, tracer, warn: settings.warn });
     if (settings.workers === 0) return gpus;
-    return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuSpeedsUp);
+    // ML training data lives on GPU workers only: a partition's results must not depend on where it landed.
+    const gpuOnly = (task: Task) => task.terminal.kind === 'load-matrix';
+    return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuSpeedsUp, gpuOnly);
   }
   return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
 }

@@ -4,7 +4,9 @@
 // idle while a GPU task is still running, the CPU worker runs a backup copy of it and the first
 // result wins (MapReduce's backup tasks): a slow device cannot hold up the end of a stage. A
 // task's result is the same wherever it runs (GPU partial states are converted into the CPU's),
-// so which copy wins never changes the output.
+// so which copy wins never changes the output. Tasks marked GPU-only (loading ML training data:
+// GPU and CPU compute its tasks in different precisions) never run on a CPU worker, not even as
+// backups, unless no GPU worker is left.
 
 import type { FragmentResult, Broadcast, Task } from './fragment.js';
 import type { TaskRunner } from './pool.js';
@@ -27,7 +29,12 @@ export class HybridRunner implements TaskRunner {
   private gpuBusy = 0;
   private cpuBusy = 0;
 
-  constructor(private readonly gpu: TaskRunner, private readonly cpu: TaskRunner, private readonly gpuSpeedsUp: (task: Task) => boolean) {}
+  constructor(
+    private readonly gpu: TaskRunner,
+    private readonly cpu: TaskRunner,
+    private readonly gpuSpeedsUp: (task: Task) => boolean,
+    private readonly gpuOnly: (task: Task) => boolean = () => false,
+  ) {}
 
   get size(): number {
     return this.gpu.size + this.cpu.size;
@@ -57,15 +64,21 @@ export class HybridRunner implements TaskRunner {
   private pump(): void {
     for (;;) {
       if (this.gpuBusy < this.gpu.size) {
-        const at = this.queue.findIndex((j) => this.gpuSpeedsUp(j.task));
+        const at = this.queue.findIndex((j) => this.gpuOnly(j.task) || this.gpuSpeedsUp(j.task));
         if (at >= 0) { this.start(this.queue.splice(at, 1)[0], true); continue; }
       }
       if (this.cpuBusy >= this.cpu.size) return;
-      if (this.queue.length > 0) { this.start(this.queue.shift()!, false); continue; }
-      const straggler = this.onGpuAlone.shift();
-      if (!straggler) return;
+      const at = this.queue.findIndex((j) => this.cpuMayRun(j));
+      if (at >= 0) { this.start(this.queue.splice(at, 1)[0], false); continue; }
+      const i = this.onGpuAlone.findIndex((j) => this.cpuMayRun(j));
+      if (i < 0) return;
+      const straggler = this.onGpuAlone.splice(i, 1)[0];
       if (!straggler.settled) this.start(straggler, false);
     }
+  }
+
+  private cpuMayRun(job: Job): boolean {
+    return !this.gpuOnly(job.task) || this.gpu.size === 0;
   }
 
   private start(job: Job, onGpu: boolean): void {
