@@ -2,7 +2,8 @@
 // GPU kernel throughput against a measured HBM roofline (issue 3). Run after `npm run build`:
 //   ROWS=50000000 CSV_BYTES=1e9 node bench/gpu-kernels.mjs
 // Knobs: ROWS (group-by rows and join probe rows, default 4e6), GROUPS (300), CSV_BYTES (1e8),
-// BUILD_ROWS (join build rows, default ROWS/10), REPEAT (timed repetitions per kernel, 5).
+// BUILD_ROWS (join build rows, default ROWS/10), REPEAT (timed repetitions per kernel, 5),
+// TIMING=wall (wall clock instead of timestamps, for comparison).
 //
 // 1. Roofline: a grid-stride vec4<f32> copy over min(1 GiB, binding limit), read + write, timed
 //    by timestamp queries; the best of a few grid sizes is "the measured HBM rate". The device's
@@ -58,6 +59,7 @@ function csvChunk(out, at, from) {
   return encoder.encodeInto(text, out.subarray(at)).written;
 }
 
+const generating = performance.now();
 const groupKeys = new Uint32Array(ROWS * 2), intWords = new Uint32Array(ROWS * 2), floats = new Float64Array(ROWS);
 const probeKeys = new Uint32Array(ROWS * 2), buildKeys = new Uint32Array(BUILD_ROWS * 2);
 for (let at = 0; at < Math.max(ROWS, BUILD_ROWS); at += CHUNK) {
@@ -72,6 +74,7 @@ for (;;) {
   csvLength += wrote; csvLines += CHUNK;
 }
 const csvBytes = csvBuffer.subarray(0, csvLength);
+const generatedMs = performance.now() - generating;
 
 // ---- device --------------------------------------------------------------------------------
 
@@ -116,8 +119,8 @@ const device = ctx.device;
 const d = describeAdapter(ctx);
 ctx.isSoftware = d.isSoftware;
 console.log(`adapter: ${d.name} (${d.vendor}, ${d.isSoftware ? 'software' : 'hardware'}), timestamp-query=${ctx.hasTimestamps}, maxStorageBufferBindingSize=${device.limits.maxStorageBufferBindingSize}`);
-console.log(`rows=${ROWS} groups=${GROUPS} build rows=${BUILD_ROWS} csv=${(csvLength / 1e6).toFixed(1)} MB (${csvLines} lines) repeat=${REPEAT}`);
-const noTimestamps = timestampsUnavailable(ctx);
+console.log(`rows=${ROWS} groups=${GROUPS} build rows=${BUILD_ROWS} csv=${(csvLength / 1e6).toFixed(1)} MB (${csvLines} lines) repeat=${REPEAT}; inputs generated in ${(generatedMs / 1000).toFixed(1)} s`);
+const noTimestamps = process.env.TIMING === 'wall' ? 'TIMING=wall: timing by wall clock' : timestampsUnavailable(ctx);
 if (noTimestamps) console.log(`note: ${noTimestamps}`);
 const timer = noTimestamps ? null : new KernelTimer(ctx, 2 * REPEAT + 8);
 
@@ -134,6 +137,7 @@ const fmtLine = (name, ns, bytes) => {
  * Times `record(encoder, timestampWrites)`, one pass per call, REPEAT times after a warm-up;
  * `prepare(encoder)` runs untimed before each (resetting state the kernel accumulates into).
  * Reports mean ns per pass; a kernel whose dispatch raised GPU errors is reported as failed.
+ * By wall clock (no timestamps, or TIMING=wall) `prepare` is inside the time, and so is latency.
  */
 async function timeKernel(name, bytes, record, prepare = () => {}) {
   const errorsBefore = ctx.errors.length;
