@@ -87,6 +87,7 @@ const G = await import('../dist/kernels/groupby-aggregate.wgsl.js');
 const J = await import('../dist/kernels/hash-join.wgsl.js');
 const { CSV_BOUNDARIES_WGSL } = await import('../dist/kernels/csv-scan.wgsl.js');
 const { CSV_ROWS_WGSL } = await import('../dist/kernels/csv-rows.wgsl.js');
+const { KEY_VERIFY_WGSL } = await import('../dist/kernels/key-hash.wgsl.js');
 
 /**
  * A GpuContext (src/engine/gpu/device.ts) whose timestamps are exact: Dawn rounds them to 65.5 µs
@@ -166,6 +167,27 @@ async function timeKernel(name, bytes, record, prepare = () => {}) {
   console.log(fmtLine(name, ns, bytes));
 }
 
+/**
+ * Builds the group-by key table (groupby-aggregate.wgsl.ts insert_keys) over n rows' key words,
+ * timing insert_keys under `name`. firstRow is not reset between repetitions: atomicMin does
+ * the same work on any old value. Returns the table's buffers; the caller frees them.
+ */
+async function timeInsertKeys(name, keys, mask, hasNulls, n, capacity) {
+  const slots = capacity + 1;
+  const t = {
+    owner: storageBuffer(ctx, slots * 4, 'owners'), counts: storageBuffer(ctx, slots * 8, 'counts'),
+    firstRow: storageBuffer(ctx, slots * 4, 'first rows'), rowSlot: storageBuffer(ctx, n * 4, 'row slots'),
+    overflow: storageBuffer(ctx, 4, 'overflow'),
+  };
+  const params = uniformWords(ctx, [n, capacity, hasNulls ? 1 : 0]);
+  await timeKernel(name, 12 * n + (hasNulls ? n / 8 : 0), (enc, tw) => kernelFor(ctx, 'groupby-insert', G.GROUPBY_INSERT_WGSL)
+    .dispatch('insert_keys', [keys, mask, t.owner, t.counts, t.firstRow, t.rowSlot, t.overflow, params], workgroupsFor(n), enc, tw), clear(t.owner, t.counts));
+  params.destroy();
+  const [overflowed] = await readU32(ctx, t.overflow, 1);
+  if (overflowed) console.log(`warning: ${name}: the key table overflowed`);
+  return t;
+}
+
 const clear = (...bufs) => (enc) => { for (const b of bufs) enc.clearBuffer(b); };
 const pow2AtLeast = (n) => { let c = 16; while (c < n) c *= 2; return c; };
 
@@ -239,15 +261,7 @@ async function groupby() {
   const ints = await upload(intWords, 'int64 values');
   const flts = await upload(new Uint32Array(floats.buffer), 'float64 values');
   const noNulls = storageBuffer(ctx, 16, 'validity (no nulls)');
-  const owner = storageBuffer(ctx, slots * 4, 'owners'), counts = storageBuffer(ctx, slots * 8, 'counts');
-  const firstRow = storageBuffer(ctx, slots * 4, 'first rows'), rowSlot = storageBuffer(ctx, n * 4, 'row slots');
-  const overflow = storageBuffer(ctx, 4, 'overflow');
-  const insertParams = uniformWords(ctx, [n, capacity, 0]);
-  // firstRow is not reset between repetitions: atomicMin does the same work on any old value.
-  await timeKernel('insert_keys', 12 * n, (enc, tw) => kernelFor(ctx, 'groupby-insert', G.GROUPBY_INSERT_WGSL)
-    .dispatch('insert_keys', [keys, noNulls, owner, counts, firstRow, rowSlot, overflow, insertParams], workgroupsFor(n), enc, tw), clear(owner, counts));
-  const [overflowed] = await readU32(ctx, overflow, 1);
-  if (overflowed) console.log('warning: the key table overflowed');
+  const { rowSlot, ...table } = await timeInsertKeys('insert_keys', keys, noNulls, false, n, capacity);
 
   const column = async (values, isFloat) => {
     const params = uniformWords(ctx, [n, 0, isFloat ? 1 : 0]);
@@ -274,8 +288,7 @@ async function groupby() {
   };
   await column(ints, false);
   await column(flts, true);
-  for (const b of [keys, ints, flts, noNulls, owner, counts, firstRow, rowSlot, overflow]) freeBuffer(ctx, b);
-  insertParams.destroy();
+  for (const b of [keys, ints, flts, noNulls, rowSlot, ...Object.values(table)]) freeBuffer(ctx, b);
 }
 
 // ---- CSV (csv-scan.wgsl.ts boundaries, csv-rows.wgsl.ts split_rows) ------------------------
@@ -290,7 +303,7 @@ function splitParams(records) {
   const nullLen = new Array(8).fill(0), nullText = new Array(8 * 4).fill(0);
   const keyCols = [0, 0xffffffff, 0xffffffff, 0xffffffff];
   const flags = 44 << 8; // hashed (not exact int) key, no dropna, delimiter ','
-  const validStride = Math.ceil(Math.max(1, records) / 4);
+  const validStride = Math.ceil(Math.max(1, records) / 32) * 8; // as csv-rows.ts: whole groups of 32 rows
   return [records, SPLIT_COLUMNS.length, CSV_WIDTH, 1, 0xffffffff, 1, validStride, flags, ...keyCols, ...cols, ...nullLen, ...nullText];
 }
 
@@ -317,7 +330,7 @@ async function csv() {
   const r = Math.max(1, records), ncols = SPLIT_COLUMNS.length;
   const out = {
     values: storageBuffer(ctx, r * ncols * 8, 'values'),
-    validBytes: storageBuffer(ctx, Math.ceil(r / 4) * 4 * ncols, 'validity bytes'),
+    validBytes: storageBuffer(ctx, Math.ceil(r / 32) * 32 * ncols, 'validity bytes'),
     keyWords: storageBuffer(ctx, r * 8, 'key words'),
     keyMask: storageBuffer(ctx, Math.ceil(r / 32) * 4, 'key validity'),
     keySpans: storageBuffer(ctx, r * 8, 'key spans'),
@@ -329,8 +342,20 @@ async function csv() {
     .dispatch('split_rows', [data, recEnd, out.values, out.validBytes, out.keyWords, out.keyMask, out.keySpans, out.counters, split], workgroupsFor(records), enc, tw));
   const [problems] = await readU32(ctx, out.counters, 1);
   if (problems) console.log(`warning: split_rows reported problem bits ${problems}`);
-  for (const b of [data, recEnd, ...Object.values(out)]) freeBuffer(ctx, b);
-  params.destroy(); split.destroy();
+
+  // The GPU CSV group-by's next steps: the key table over the hashed keys, then the byte-exact
+  // check of each row's key text against its slot owner's (key-hash.wgsl.ts).
+  const capacity = pow2AtLeast(2 * Math.max(1024, 2 * GROUPS));
+  const table = await timeInsertKeys('insert_keys (csv hashed keys)', out.keyWords, out.keyMask, true, records, capacity);
+  const mismatch = storageBuffer(ctx, 4, 'key mismatch');
+  const verifyParams = uniformWords(ctx, [records, 1]);
+  // Bytes: spans, validity and row slots; the key texts themselves (a few bytes a row) are not counted.
+  await timeKernel('verify_keys', 12 * r + r / 8, (enc, tw) => kernelFor(ctx, 'key-verify', KEY_VERIFY_WGSL)
+    .dispatch('verify_keys', [data, out.keySpans, out.keyMask, table.owner, table.rowSlot, mismatch, verifyParams], workgroupsFor(records), enc, tw));
+  const [mismatched] = await readU32(ctx, mismatch, 1);
+  if (mismatched) console.log('warning: verify_keys found a key hash collision');
+  for (const b of [data, recEnd, mismatch, ...Object.values(out), ...Object.values(table)]) freeBuffer(ctx, b);
+  for (const u of [params, split, verifyParams]) u.destroy();
 }
 
 // ---- hash join (hash-join.wgsl.ts; the build inserts with the group-by's insert_keys) -------
@@ -342,12 +367,8 @@ async function join() {
   const right = await upload(buildKeys, 'build keys');
   const left = await upload(probeKeys, 'probe keys');
   const noNulls = storageBuffer(ctx, 16, 'validity (no nulls)');
-  const owner = storageBuffer(ctx, (capacity + 1) * 4, 'owners'), counts = storageBuffer(ctx, (capacity + 1) * 8, 'counts');
-  const firstRow = storageBuffer(ctx, (capacity + 1) * 4, 'first rows'), rowSlot = storageBuffer(ctx, nr * 4, 'row slots');
-  const overflow = storageBuffer(ctx, 4, 'overflow');
+  const { owner, counts, rowSlot, ...table } = await timeInsertKeys('build insert_keys', right, noNulls, false, nr, capacity);
   const buildParams = uniformWords(ctx, [nr, capacity, 0]);
-  await timeKernel('build insert_keys', 12 * nr, (enc, tw) => kernelFor(ctx, 'groupby-insert', G.GROUPBY_INSERT_WGSL)
-    .dispatch('insert_keys', [right, noNulls, owner, counts, firstRow, rowSlot, overflow, buildParams], workgroupsFor(nr), enc, tw), clear(owner, counts));
   const segStart = storageBuffer(ctx, (capacity + 2) * 4, 'segments');
   kernelFor(ctx, 'join-segment-sizes', J.JOIN_SEGMENT_SIZES_WGSL).dispatch('segment_sizes', [counts, segStart, buildParams], workgroupsFor(capacity + 2));
   exclusiveScan(ctx, segStart, capacity + 2);
@@ -368,7 +389,7 @@ async function join() {
   const outLeft = storageBuffer(ctx, Math.max(1, total) * 4, 'left rows'), outRight = storageBuffer(ctx, Math.max(1, total) * 4, 'right rows');
   await timeKernel(`emit_pairs (${total} pairs)`, 8 * nl + 12 * total, (enc, tw) => kernelFor(ctx, 'join-emit', J.JOIN_EMIT_WGSL)
     .dispatch('emit_pairs', [matchSlot, outStart, segStart, sorted, outLeft, outRight, probeParams], workgroupsFor(nl), enc, tw));
-  for (const b of [right, left, noNulls, owner, counts, firstRow, rowSlot, overflow, segStart, cursor, unordered, sorted, matchSlot, outStart, outLeft, outRight]) freeBuffer(ctx, b);
+  for (const b of [right, left, noNulls, owner, counts, rowSlot, ...Object.values(table), segStart, cursor, unordered, sorted, matchSlot, outStart, outLeft, outRight]) freeBuffer(ctx, b);
   buildParams.destroy(); probeParams.destroy();
 }
 
