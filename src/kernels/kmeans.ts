@@ -1,0 +1,119 @@
+// k-means on a device matrix: Lloyd assignment with per-cluster counts, sums and inertia, and the
+// k-means++ seeding steps over each row's nearest squared distance kept on the device (minD2).
+// Functions record into a GpuWork, so every partition of a worker shares one submission and one
+// readback. WGSL: kmeans.wgsl.ts. CPU twins (f32 distances, float64 sums): kmeansAssignCpu,
+// ppUpdateCpu.
+
+import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
+import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
+import { CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl } from './kmeans.wgsl.js';
+
+/** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
+export const MAX_GPU_FEATURES = 256;
+
+export function kmeansOnGpu(cols: number): boolean {
+  return cols >= 1 && cols <= MAX_GPU_FEATURES && cols <= CENTRE_TILE;
+}
+
+/** Entries of the assignment result of one partition: k × d sums (feature-major), k counts, the inertia. */
+export function assignEntries(k: number, d: number): number {
+  return k * d + k + 1;
+}
+
+function rowWorkgroups(rows: number): number {
+  return Math.ceil(rows / 256);
+}
+
+/**
+ * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
+ * out[outOffset …] as (hi, lo) pairs. Returns the labels and distances buffers (temporaries).
+ */
+export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number): { labels: GPUBuffer; dist: GPUBuffer } {
+  const d = m.cols, blocks = blocksOf(m.rows), entries = assignEntries(k, d);
+  const params = work.params([m.rows, k, 0, 0]);
+  const labels = work.temp(m.rows * 4, 'kmeans labels');
+  const dist = work.temp(m.rows * 4, 'kmeans distances');
+  work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], rowWorkgroups(m.rows));
+  const partials = work.temp(blocks * entries * 8, 'kmeans partial sums');
+  work.dispatch(`kmeans-sums-${d}`, kmeansSumsWgsl(d), 'sums', [params, m.xr, labels, dist, partials], blocks);
+  recordReduceBlocks(work, partials, blocks, entries, out, outOffset);
+  return { labels, dist };
+}
+
+/** The trainer's AssignResult from a partition's (hi, lo) pairs. */
+export function assignResultOf(pairs: Float32Array, k: number, d: number): AssignResult {
+  const feature = pairsToDD(pairs, k * d);
+  // Kernel entries are feature-major (j × k + c); the trainer wants cluster-major (c × d + j).
+  const sums = { hi: new Float64Array(k * d), lo: new Float64Array(k * d) };
+  for (let j = 0; j < d; j++) {
+    for (let c = 0; c < k; c++) {
+      sums.hi[c * d + j] = feature.hi[j * k + c];
+      sums.lo[c * d + j] = feature.lo[j * k + c];
+    }
+  }
+  const counts = new Float64Array(k);
+  for (let c = 0; c < k; c++) counts[c] = pairs[2 * (k * d + c)] + pairs[2 * (k * d + c) + 1];
+  return { counts, sums, inertia: pairsToDD(pairs, 1, k * d + k) };
+}
+
+/** Records minD2 = min(minD2, distance to centres [from, to)) per row; from = 0 starts afresh. */
+export function recordPpUpdate(work: GpuWork, m: DeviceMatrix, minD2: GPUBuffer, centres: GPUBuffer, from: number, to: number): void {
+  if (to <= from) return;
+  const d = m.cols;
+  work.dispatch(`kmeans-pp-update-${d}`, kmeansPpUpdateWgsl(d), 'pp_update', [work.params([m.rows, 0, from, to]), m.xr, centres, minD2], rowWorkgroups(m.rows));
+}
+
+/** Records Σ_r minD2[r] into out[outOffset] and returns the per-block partial sums (for ppPick). */
+export function recordTotal(work: GpuWork, m: DeviceMatrix, minD2: GPUBuffer, out: GPUBuffer, outOffset: number): GPUBuffer {
+  const partials = recordBlockSums(work, minD2, m.rows, 1);
+  recordReduceBlocks(work, partials, blocksOf(m.rows), 1, out, outOffset);
+  return partials;
+}
+
+/** Records, for each of `trials` candidates, Σ_r min(minD2[r], distance to the candidate) into out[outOffset + t]. */
+export function recordPotential(work: GpuWork, m: DeviceMatrix, minD2: GPUBuffer, candidates: GPUBuffer, trials: number, out: GPUBuffer, outOffset: number): void {
+  const d = m.cols;
+  const potential = work.temp(m.rows * trials * 4, 'kmeans++ potentials');
+  work.dispatch(`kmeans-pp-potential-${d}`, kmeansPpPotentialWgsl(d), 'pp_potential', [work.params([m.rows, trials, 0, 0]), m.xr, candidates, minD2, potential], rowWorkgroups(m.rows));
+  const partials = recordBlockSums(work, potential, m.rows, trials);
+  recordReduceBlocks(work, partials, blocksOf(m.rows), trials, out, outOffset);
+}
+
+/** f32 squared distance of row r (column-major `x`) to centre c, summed over features in order. */
+function distF32(x: Float32Array, rows: number, r: number, centres: Float32Array, c: number, d: number): number {
+  let s = 0;
+  for (let j = 0; j < d; j++) {
+    const t = Math.fround(x[j * rows + r] - centres[c * d + j]);
+    s = Math.fround(s + Math.fround(t * t));
+  }
+  return s;
+}
+
+/** CPU twin of recordAssign: labels and distances in f32, counts, float64 sums and inertia. */
+export function kmeansAssignCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number) {
+  const labels = new Uint32Array(rows), dist = new Float32Array(rows);
+  const counts = new Float64Array(k), sums = new Float64Array(k * d);
+  let inertia = 0;
+  for (let r = 0; r < rows; r++) {
+    let best = 0, bestD = 3.4028234663852886e38;
+    for (let c = 0; c < k; c++) {
+      const s = distF32(x, rows, r, centres, c, d);
+      if (s < bestD) { bestD = s; best = c; }
+    }
+    labels[r] = best;
+    dist[r] = bestD;
+    counts[best]++;
+    inertia += bestD;
+    for (let j = 0; j < d; j++) sums[best * d + j] += x[j * rows + r];
+  }
+  return { labels, dist, counts, sums, inertia };
+}
+
+/** CPU twin of recordPpUpdate. */
+export function ppUpdateCpu(x: Float32Array, rows: number, d: number, minD2: Float32Array, centres: Float32Array, from: number, to: number): void {
+  for (let r = 0; r < rows; r++) {
+    let m = from === 0 ? 3.4028234663852886e38 : minD2[r];
+    for (let c = from; c < to; c++) m = Math.min(m, distF32(x, rows, r, centres, c, d));
+    minD2[r] = m;
+  }
+}

@@ -1,0 +1,174 @@
+// Device-resident design matrices for the ML kernels, and deterministic sums over their rows.
+// A partition's float64 rows are uploaded once as raw words and split on the device into
+// column-major f32 pairs (xr = x rounded to f32, xl = the rest; ml-matrix.wgsl.ts), so no JS loop
+// touches each value in the GPU worker. Sums run per block of BLOCK_ROWS rows in a fixed order and
+// then over blocks in block order, in double-float: the same partition gives the same bits on
+// any run, whichever worker holds it.
+
+import type { GpuContext } from '../engine/gpu/device.js';
+import { freeBuffer, kernelFor, storageBuffer, throwIfGpuFailed, uniformWords, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import type { DDArray } from '../engine/ml/double-double.js';
+import { BLOCK_ROWS, BLOCK_SUMS_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL } from './ml-matrix.wgsl.js';
+
+export { BLOCK_ROWS };
+
+/** A partition on the device: `cols` feature columns, then the target column when `hasY`. */
+export interface DeviceMatrix {
+  rows: number;
+  cols: number;
+  hasY: boolean;
+  xr: GPUBuffer;
+  xl: GPUBuffer;
+}
+
+const MAX_WORKGROUPS = 65535;
+
+export function blocksOf(rows: number): number {
+  return Math.max(1, Math.ceil(rows / BLOCK_ROWS));
+}
+
+/** Whether a partition of this shape fits the device's binding limit (else its tasks run on the CPU copy). */
+export function deviceMatrixFits(ctx: GpuContext, rows: number, columns: number): boolean {
+  return rows > 0 && rows * columns * 4 <= ctx.device.limits.maxStorageBufferBindingSize && blocksOf(rows) * 64 <= 2 ** 31;
+}
+
+/** Uploads row-major float64 `x` (rows × cols) and `y` through `ring` and splits them on the device. */
+export async function uploadMatrix(ctx: GpuContext, ring: StagingRing, x: Float64Array, y: Float64Array | null, rows: number, cols: number): Promise<DeviceMatrix> {
+  const columns = cols + (y ? 1 : 0);
+  const xr = storageBuffer(ctx, rows * columns * 4, 'matrix xr');
+  const xl = storageBuffer(ctx, rows * columns * 4, 'matrix xl');
+  const kernel = kernelFor(ctx, 'ml-matrix', ML_MATRIX_WGSL);
+  const sliceRows = Math.max(1, Math.floor(Math.min(ctx.device.limits.maxStorageBufferBindingSize, 64 << 20) / (columns * 8)));
+  const src = storageBuffer(ctx, Math.min(rows, sliceRows) * columns * 8, 'matrix f64 slice');
+  try {
+    const decode = async (data: Float64Array, srcCols: number, colStart: number) => {
+      for (let start = 0; start < rows; start += sliceRows) {
+        const n = Math.min(sliceRows, rows - start);
+        await ring.upload(data.subarray(start * srcCols, (start + n) * srcCols), src);
+        const params = uniformWords(ctx, [n, srcCols, start, rows, colStart]);
+        kernel.dispatch('decode', [params, src, xr, xl], workgroupsFor(n * srcCols));
+        params.destroy();
+      }
+    };
+    if (cols > 0) await decode(x, cols, 0);
+    if (y) await decode(y, 1, cols);
+  } finally {
+    freeBuffer(ctx, src);
+  }
+  return { rows, cols, hasY: y !== null, xr, xl };
+}
+
+export function freeMatrix(ctx: GpuContext, m: DeviceMatrix): void {
+  freeBuffer(ctx, m.xr);
+  freeBuffer(ctx, m.xl);
+}
+
+/**
+ * The commands of one task, recorded into one encoder and submitted once; `finish` reads results
+ * back in that same submission and frees the temporary buffers.
+ */
+export class GpuWork {
+  readonly encoder: GPUCommandEncoder;
+  private readonly temps: GPUBuffer[] = [];
+  private readonly uniforms: GPUBuffer[] = [];
+
+  constructor(readonly ctx: GpuContext) {
+    this.encoder = ctx.device.createCommandEncoder();
+  }
+
+  params(words: readonly number[]): GPUBuffer {
+    const b = uniformWords(this.ctx, words);
+    this.uniforms.push(b);
+    return b;
+  }
+
+  temp(bytes: number, label: string): GPUBuffer {
+    const b = storageBuffer(this.ctx, bytes, label);
+    this.temps.push(b);
+    return b;
+  }
+
+  /** A temporary buffer holding `data` (small inputs: centres, shifts), written before the commands run. */
+  input(data: Float32Array | Uint32Array, label: string): GPUBuffer {
+    const b = this.temp(data.byteLength, label);
+    if (data.byteLength > 0) this.ctx.device.queue.writeBuffer(b, 0, data);
+    return b;
+  }
+
+  dispatch(label: string, code: string, entry: string, buffers: readonly GPUBuffer[], workgroups: number): void {
+    kernelFor(this.ctx, label, code).dispatch(entry, buffers, Math.max(1, Math.min(MAX_WORKGROUPS, workgroups)), this.encoder);
+  }
+
+  /** Submits everything and returns the f32 contents of each requested (buffer, floats) range. */
+  async finish(reads: readonly { buf: GPUBuffer; floats: number; offset?: number }[]): Promise<Float32Array[]> {
+    const staging = reads.map((r) => {
+      const size = Math.max(4, r.floats * 4);
+      const s = this.ctx.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      if (r.floats > 0) this.encoder.copyBufferToBuffer(r.buf, (r.offset ?? 0) * 4, s, 0, r.floats * 4);
+      return s;
+    });
+    this.ctx.device.queue.submit([this.encoder.finish()]);
+    try {
+      await Promise.all(staging.map((s) => s.mapAsync(GPUMapMode.READ)));
+      throwIfGpuFailed(this.ctx);
+      return staging.map((s, i) => new Float32Array(s.getMappedRange().slice(0, reads[i].floats * 4)));
+    } finally {
+      for (const s of staging) s.destroy();
+      this.release();
+    }
+  }
+
+  /** Frees the temporaries (after a failure before finish, too). */
+  release(): void {
+    for (const b of this.temps.splice(0)) freeBuffer(this.ctx, b);
+    for (const b of this.uniforms.splice(0)) b.destroy();
+  }
+}
+
+/**
+ * Records per-block sums of `entries` runs of `rows` f32 values (entry e at values[e × rows]):
+ * returns the partials buffer, partial[e × blocks + b] as (hi, lo).
+ */
+export function recordBlockSums(work: GpuWork, values: GPUBuffer, rows: number, entries: number): GPUBuffer {
+  const blocks = blocksOf(rows);
+  const partials = work.temp(blocks * entries * 8, 'block sums');
+  work.dispatch('ml-block-sums', BLOCK_SUMS_WGSL, 'block_sums', [work.params([rows, blocks, entries, 0]), values, partials], blocks * entries);
+  return partials;
+}
+
+/** Records out[outOffset + e] = Σ over blocks, in block order, of partial[e × blocks + b] (double-float). */
+export function recordReduceBlocks(work: GpuWork, partials: GPUBuffer, blocks: number, entries: number, out: GPUBuffer, outOffset: number): void {
+  work.dispatch('ml-reduce-blocks', REDUCE_BLOCKS_WGSL, 'reduce_blocks', [work.params([0, blocks, entries, outOffset]), partials, out], workgroupsFor(entries));
+}
+
+/** Double-float pairs (hi, lo) [offset, offset + n) as a DDArray for the trainers' double-double combine. */
+export function pairsToDD(pairs: Float32Array, n: number, offset = 0): DDArray {
+  const hi = new Float64Array(n), lo = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    hi[i] = pairs[2 * (offset + i)];
+    lo[i] = pairs[2 * (offset + i) + 1];
+  }
+  return { hi, lo };
+}
+
+/** A float64 as the (hi, lo) f32 pair a double-float argument travels as. */
+export function splitDouble(v: number): [number, number] {
+  const hi = Math.fround(v);
+  return [hi, Math.fround(v - hi)];
+}
+
+/** CPU twin of the decode kernel for one value: [xr, xl]. */
+export function decodeCpu(v: number): [number, number] {
+  const words = new Uint32Array(new Float64Array([v]).buffer);
+  const [lw, hw] = [words[0], words[1]];
+  const e = (hw >>> 20) & 0x7ff;
+  if (e === 0) return [0, 0];
+  if (e === 0x7ff) return [v, 0];
+  const top = (1 << 23) | ((hw & 0xfffff) << 3) | (lw >>> 29);
+  const next = (lw >>> 5) & 0xffffff;
+  const s = hw >>> 31 ? -1 : 1;
+  const hi = Math.fround(s * top * 2 ** (e - 1023 - 23));
+  const lo = Math.fround(s * next * 2 ** (e - 1023 - 47));
+  const r = Math.fround(hi + lo);
+  return [r, Math.fround(Math.fround(hi - r) + lo)];
+}

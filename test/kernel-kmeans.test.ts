@@ -1,0 +1,152 @@
+// k-means kernels on lavapipe against their CPU twins: the f64 -> (xr, xl) decode, assignment with
+// per-cluster counts, sums and inertia, and the k-means++ steps (nearest distance kept on the
+// device, totals, potentials), on random data and awkward shapes: k = 1, d = 1, ties, all rows
+// equal, row counts that are not a multiple of the workgroup or of a block.
+
+import { describe, expect, it } from 'vitest';
+import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+import { StagingRing } from '../src/engine/gpu/buffers.js';
+import type { GpuContext } from '../src/engine/gpu/device.js';
+import { assignEntries, assignResultOf, kmeansAssignCpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
+import { decodeCpu, freeMatrix, GpuWork, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
+import { Rng } from '../src/engine/ml/random.js';
+
+function randomRows(rng: Rng, rows: number, d: number, scale = 10, round = false): Float64Array {
+  const x = new Float64Array(rows * d);
+  for (let i = 0; i < x.length; i++) x[i] = round ? Math.round((rng.nextFloat() - 0.5) * scale) : (rng.nextFloat() - 0.5) * scale;
+  return x;
+}
+
+/** The decoded f32 columns the kernels read, computed on the CPU (column-major). */
+function columnsCpu(x: Float64Array, rows: number, d: number): Float32Array {
+  const out = new Float32Array(rows * d);
+  for (let r = 0; r < rows; r++) for (let j = 0; j < d; j++) out[j * rows + r] = decodeCpu(x[r * d + j])[0];
+  return out;
+}
+
+let ring: StagingRing | null = null;
+/** Uploads through one small ring (1 MiB slots, so larger inputs take several). */
+export function upload(ctx: GpuContext, x: Float64Array, y: Float64Array | null, rows: number, d: number): Promise<DeviceMatrix> {
+  ring ??= new StagingRing(ctx, 1 << 16, 2);
+  return uploadMatrix(ctx, ring, x, y, rows, d);
+}
+
+async function assignOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number) {
+  const work = new GpuWork(ctx);
+  const entries = assignEntries(k, m.cols);
+  const out = work.temp(entries * 8, 'out');
+  const { labels } = recordAssign(work, m, work.input(new Float32Array(centres), 'centres'), k, out, 0);
+  const [pairs, labelWords] = await work.finish([{ buf: out, floats: entries * 2 }, { buf: labels, floats: m.rows }]);
+  return { result: assignResultOf(pairs, k, m.cols), labels: new Uint32Array(labelWords.buffer) };
+}
+
+const relClose = (a: number, b: number, tol: number) => Math.abs(a - b) <= tol * Math.max(1, Math.abs(b));
+
+describe.skipIf(skipGpuTests)('device matrix decode', () => {
+  it('splits float64 values into xr + xl exactly as the CPU twin, within 2^-46 of the value', async () => {
+    const ctx = await testGpu();
+    const rng = new Rng(3, 'decode');
+    const rows = 1000, d = 3;
+    const x = new Float64Array(rows * d).map(() => (rng.nextFloat() - 0.5) * 10 ** Math.floor(rng.nextFloat() * 12 - 6));
+    x.set([0, -0, 1, -1, 1e-30, 123456789.123456789, 2 ** 40 + 0.5, -3.5e20, 1 / 3]);
+    const y = new Float64Array(rows).map((_, r) => r * 0.1 - 7);
+    const m = await upload(ctx, x, y, rows, d);
+    const work = new GpuWork(ctx);
+    const [xr, xl] = await work.finish([{ buf: m.xr, floats: rows * (d + 1) }, { buf: m.xl, floats: rows * (d + 1) }]);
+    freeMatrix(ctx, m);
+    for (let r = 0; r < rows; r++) {
+      for (let j = 0; j <= d; j++) {
+        const v = j < d ? x[r * d + j] : y[r];
+        const [er, el] = decodeCpu(v);
+        expect([xr[j * rows + r], xl[j * rows + r]], `row ${r} col ${j}`).toEqual([er, el]);
+        expect(Math.abs(xr[j * rows + r] + xl[j * rows + r] - v)).toBeLessThanOrEqual(Math.abs(v) * 2 ** -46);
+      }
+    }
+  });
+});
+
+describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
+  const cases: [string, number, number, number, boolean][] = [
+    // name, rows, d, k, integer data (exact ties)
+    ['random 5000 x 4, k 7', 5000, 4, 7, false],
+    ['k = 1', 3001, 3, 1, false],
+    ['d = 1, integer data with ties', 4097, 1, 5, true],
+    ['rows not a multiple of 256, integer ties', 9999, 2, 9, true],
+    ['many centres: several workgroup tiles (k 300, d 16)', 700, 16, 300, false],
+  ];
+  for (const [name, rows, d, k, round] of cases) {
+    it(name, async () => {
+      const ctx = await testGpu();
+      const rng = new Rng(rows, name);
+      const x = randomRows(rng, rows, d, 10, round);
+      const centres = randomRows(rng, k, d, 10, round);
+      const m = await upload(ctx, x, null, rows, d);
+      const got = await assignOnGpu(ctx, m, centres, k);
+      freeMatrix(ctx, m);
+      const want = kmeansAssignCpu(columnsCpu(x, rows, d), rows, d, new Float32Array(centres), k);
+      // Labels: equal, except where two centres are within f32 rounding (FMA contraction may differ).
+      let differ = 0;
+      for (let r = 0; r < rows; r++) if (got.labels[r] !== want.labels[r]) differ++;
+      expect(differ).toBeLessThanOrEqual(round ? 0 : 2);
+      if (differ === 0) {
+        expect(Array.from(got.result.counts)).toEqual(Array.from(want.counts));
+        for (let i = 0; i < k * d; i++) expect(got.result.sums.hi[i] + got.result.sums.lo[i], `sum ${i}`).toBeCloseTo(want.sums[i], 6);
+      }
+      expect(relClose(got.result.inertia.hi[0] + got.result.inertia.lo[0], want.inertia, 1e-6)).toBe(true);
+    });
+  }
+
+  it('all rows equal: one cluster takes every row (the lowest index among equal centres)', async () => {
+    const ctx = await testGpu();
+    const rows = 1234, d = 3;
+    const x = new Float64Array(rows * d).fill(2.5);
+    const centres = new Float64Array([9, 9, 9, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5]);
+    const m = await upload(ctx, x, null, rows, d);
+    const got = await assignOnGpu(ctx, m, centres, 3);
+    freeMatrix(ctx, m);
+    expect(Array.from(got.result.counts)).toEqual([0, rows, 0]);
+    expect(got.result.sums.hi[3] + got.result.sums.lo[3]).toBe(2.5 * rows);
+    expect(got.result.inertia.hi[0]).toBe(0);
+  });
+});
+
+describe.skipIf(skipGpuTests)('k-means++ kernels', () => {
+  it('nearest distances updated in steps, totals and potentials match the CPU twin', async () => {
+    const ctx = await testGpu();
+    const rng = new Rng(9, 'pp');
+    const rows = 5003, d = 5, k = 4, trials = 3;
+    const x = randomRows(rng, rows, d);
+    const centres = randomRows(rng, k, d);
+    const candidates = randomRows(rng, trials, d);
+    const m = await upload(ctx, x, null, rows, d);
+    const minD2 = ctx.device.createBuffer({ size: rows * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+    const cols = columnsCpu(x, rows, d);
+    const want = new Float32Array(rows);
+    for (const [from, to] of [[0, 1], [1, 3], [3, 4]]) {
+      const work = new GpuWork(ctx);
+      recordPpUpdate(work, m, minD2, work.input(new Float32Array(centres.subarray(0, to * d)), 'centres'), from, to);
+      const out = work.temp((1 + trials) * 8, 'out');
+      recordTotal(work, m, minD2, out, 0);
+      recordPotential(work, m, minD2, work.input(new Float32Array(candidates), 'candidates'), trials, out, 1);
+      const [pairs, got] = await work.finish([{ buf: out, floats: (1 + trials) * 2 }, { buf: minD2, floats: rows }]);
+      ppUpdateCpu(cols, rows, d, want, new Float32Array(centres), from, to);
+      let far = 0;
+      for (let r = 0; r < rows; r++) if (!relClose(got[r], want[r], 1e-5)) far++;
+      expect(far, `after centres ${from}..${to}`).toBe(0);
+      const total = want.reduce((s, v) => s + v, 0);
+      expect(relClose(pairs[0] + pairs[1], total, 1e-6)).toBe(true);
+      for (let t = 0; t < trials; t++) {
+        const cand = new Float32Array(candidates.subarray(t * d, (t + 1) * d));
+        let pot = 0;
+        for (let r = 0; r < rows; r++) {
+          let s = 0;
+          for (let j = 0; j < d; j++) s += (cols[j * rows + r] - cand[j]) ** 2;
+          pot += Math.min(want[r], s);
+        }
+        expect(relClose(pairs[2 + 2 * t] + pairs[3 + 2 * t], pot, 1e-5), `potential ${t}`).toBe(true);
+      }
+    }
+    minD2.destroy();
+    freeMatrix(ctx, m);
+  });
+});
