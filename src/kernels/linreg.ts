@@ -1,0 +1,85 @@
+// Linear regression on a device matrix: the centred Gram matrix (upper triangle of Xᵀ X and Xᵀ y),
+// column moments (the same kernel with a constant-1 column), and the residual sum of squares, all
+// accumulated in double-float per block and over blocks in a fixed order. WGSL: linreg.wgsl.ts.
+// CPU twin (float64): gramCpu.
+
+import type { GramResult } from '../engine/ml/linreg-tasks.js';
+import type { MomentsResult } from '../engine/ml/stats-tasks.js';
+import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, splitDouble, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
+import { LINREG_GRAM_WGSL, LINREG_RESIDUAL_WGSL, ONE_COLUMN } from './linreg.wgsl.js';
+
+/** Column pairs of the Gram matrix: (i, j) for i ≤ j < d, then (i, d) for Xᵀ y (column d is y). */
+export function gramPairs(d: number): Uint32Array {
+  const out: number[] = [];
+  for (let i = 0; i < d; i++) for (let j = i; j < d; j++) out.push(i, j);
+  for (let i = 0; i < d; i++) out.push(i, d);
+  return new Uint32Array(out);
+}
+
+/** Column pairs of the moments: (c, 1) then (c, c) for every column. */
+export function momentPairs(columns: number): Uint32Array {
+  const out: number[] = [];
+  for (let c = 0; c < columns; c++) out.push(c, ONE_COLUMN, c, c);
+  return new Uint32Array(out);
+}
+
+/** (hi, lo) pairs of float64 values, for kernel arguments. */
+function doubleFloats(values: ArrayLike<number>): Float32Array {
+  const out = new Float32Array(values.length * 2);
+  for (let i = 0; i < values.length; i++) [out[2 * i], out[2 * i + 1]] = splitDouble(values[i]);
+  return out;
+}
+
+/** Records Σ (x_i - shift_i)(x_j - shift_j) for each pair into out[outOffset …]; `shift` has one value per device column. */
+export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<number>, pairs: Uint32Array, out: GPUBuffer, outOffset: number): void {
+  const entries = pairs.length / 2, blocks = blocksOf(m.rows);
+  const partials = work.temp(blocks * entries * 8, 'gram partials');
+  const buffers = [work.params([m.rows, entries, blocks]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(pairs, 'gram pairs'), partials];
+  work.dispatch('linreg-gram', LINREG_GRAM_WGSL, 'gram', buffers, blocks * entries);
+  recordReduceBlocks(work, partials, blocks, entries, out, outOffset);
+}
+
+/** Records Σ (y - intercept - x·coefficients)² into out[outOffset]. */
+export function recordResidual(work: GpuWork, m: DeviceMatrix, coefficients: Float64Array, intercept: number, out: GPUBuffer, outOffset: number): void {
+  const squares = work.temp(m.rows * 4, 'residual squares');
+  const model = work.input(doubleFloats([...coefficients, intercept]), 'linreg model');
+  work.dispatch('linreg-residual', LINREG_RESIDUAL_WGSL, 'residual', [work.params([m.rows, m.cols]), m.xr, m.xl, model, squares], Math.ceil(m.rows / 256));
+  const partials = recordBlockSums(work, squares, m.rows, 1);
+  recordReduceBlocks(work, partials, blocksOf(m.rows), 1, out, outOffset);
+}
+
+/** The trainer's GramResult from the (hi, lo) pairs of gramPairs(d)'s entries. */
+export function gramResultOf(pairs: Float32Array, d: number): GramResult {
+  const all = pairsToDD(pairs, d * (d + 1) / 2 + d);
+  const xtx = { hi: new Float64Array(d * d), lo: new Float64Array(d * d) };
+  let e = 0;
+  for (let i = 0; i < d; i++) {
+    for (let j = i; j < d; j++, e++) { xtx.hi[i * d + j] = all.hi[e]; xtx.lo[i * d + j] = all.lo[e]; }
+  }
+  return { xtx, xty: { hi: all.hi.slice(e), lo: all.lo.slice(e) } };
+}
+
+/** The trainer's MomentsResult from momentPairs(cols + hasY)'s entries (entry cols stays 0 without y). */
+export function momentsResultOf(pairs: Float32Array, rows: number, cols: number, hasY: boolean): MomentsResult {
+  const columns = cols + (hasY ? 1 : 0);
+  const all = pairsToDD(pairs, 2 * columns);
+  const sum = { hi: new Float64Array(cols + 1), lo: new Float64Array(cols + 1) };
+  const sumSq = { hi: new Float64Array(cols + 1), lo: new Float64Array(cols + 1) };
+  for (let c = 0; c < columns; c++) {
+    sum.hi[c] = all.hi[2 * c]; sum.lo[c] = all.lo[2 * c];
+    sumSq.hi[c] = all.hi[2 * c + 1]; sumSq.lo[c] = all.lo[2 * c + 1];
+  }
+  return { rows, sum, sumSq };
+}
+
+/** CPU twin (float64 reference): the sums recordGram computes, for row-major x, and y as column d. */
+export function gramCpu(x: Float64Array, y: Float64Array | null, rows: number, d: number, shift: ArrayLike<number>, pairs: Uint32Array): Float64Array {
+  const out = new Float64Array(pairs.length / 2);
+  const value = (c: number, r: number) => (c === ONE_COLUMN ? 1 : (c === d ? y![r] : x[r * d + c]) - shift[c]);
+  for (let e = 0; e < out.length; e++) {
+    let s = 0;
+    for (let r = 0; r < rows; r++) s += value(pairs[2 * e], r) * value(pairs[2 * e + 1], r);
+    out[e] = s;
+  }
+  return out;
+}
