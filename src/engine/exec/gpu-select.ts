@@ -7,7 +7,7 @@ import type { GpuInfo } from '../gpu/device.js';
 import type { Task } from './fragment.js';
 import { HybridRunner } from './hybrid-pool.js';
 import { InProcessRunner, ProcessPool, type TaskRunner } from './pool.js';
-import type { Tracer } from './trace.js';
+import { traced, type Tracer } from './trace.js';
 
 export type DeviceMode = 'auto' | 'gpu' | 'cpu';
 
@@ -76,12 +76,12 @@ export async function chooseGpus(device: DeviceMode, indices: number[] | undefin
  * With GPUs, --workers 0 means GPU workers only.
  */
 export async function createRunner(settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner> {
-  const choice = await chooseGpus(settings.device ?? 'cpu', settings.gpus);
+  const choice = await traced(tracer, 'find GPUs', () => chooseGpus(settings.device ?? 'cpu', settings.gpus));
   if (choice.use.length > 0) {
     const { GpuProcessPool } = await import('./gpu-pool.js');
     const { gpuSupports } = await import('./gpu-aggregate.js');
     const gpuSpeedsUp = (task: Task) => task.terminal.kind === 'partial-aggregate' && gpuSupports(task.terminal.spec, task.terminal.inputSchema);
-    const gpus = await GpuProcessPool.create({ gpus: choice.use, allowSoftware: choice.allowSoftware, tracer, warn: settings.warn });
+    const gpus = await traced(tracer, 'open GPU workers', () => GpuProcessPool.create({ gpus: choice.use, allowSoftware: choice.allowSoftware, tracer, warn: settings.warn }));
     if (settings.workers === 0) return gpus;
     // ML training data lives on GPU workers only: a partition's results must not depend on where it landed.
     const gpuOnly = (task: Task) => task.terminal.kind === 'load-matrix';

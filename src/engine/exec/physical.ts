@@ -15,6 +15,7 @@ import { schemaOf } from '../plan/schema.js';
 import type { RunContext } from './context.js';
 import type { Fragment, SpillSet } from './fragment.js';
 import { runStream, withOp, type Stream } from './stream.js';
+import { traced } from './trace.js';
 
 export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream> {
   switch (node.kind) {
@@ -55,7 +56,8 @@ async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
       const plain = await materializeCsvInput(file.path, ctx.tmpDir);
       const layout = await inferCsvLayout(plain, file.displayName, options);
       checkSameColumns(scan, layout.schema, file.displayName);
-      for (const chunk of await planCsvChunks(layout, options, ctx.blocksize)) {
+      const chunks = await traced(ctx.tracer, `plan chunks of ${file.displayName}`, () => planCsvChunks(layout, options, ctx.blocksize));
+      for (const chunk of chunks) {
         add({ source: { kind: 'csv', chunk, layout, options, columns }, bytes: chunk.end - chunk.start });
       }
     } else if (scan.format === 'parquet') {

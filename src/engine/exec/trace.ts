@@ -1,5 +1,6 @@
 // --trace FILE.json: a Chrome trace-event timeline (open in Perfetto or chrome://tracing) with one
-// row per worker and one slice per task.
+// row per worker and one slice per task, and a row for the parent's own steps (starting workers,
+// planning partitions).
 
 import { writeFileSync } from 'node:fs';
 
@@ -13,6 +14,16 @@ export class Tracer {
     this.slices.push({ name, worker, start: start - this.origin, end: end - this.origin });
   }
 
+  /** Times `work` as a slice on the parent's row. */
+  async span<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    try {
+      return await work();
+    } finally {
+      this.record(name, 'parent', start, performance.now());
+    }
+  }
+
   write(path: string): void {
     const workers = [...new Set(this.slices.map((s) => s.worker))];
     const events = [
@@ -24,4 +35,9 @@ export class Tracer {
     ];
     writeFileSync(path, JSON.stringify({ traceEvents: events, displayTimeUnit: 'ms' }));
   }
+}
+
+/** `work`, timed as a parent slice when there is a tracer. */
+export function traced<T>(tracer: Tracer | undefined, name: string, work: () => Promise<T>): Promise<T> {
+  return tracer ? tracer.span(name, work) : work();
 }
