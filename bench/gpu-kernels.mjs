@@ -41,12 +41,12 @@ function groupChunk(keys, ints, floats, from, to) {
   }
 }
 
-// Probe keys fall in [0, 2 * BUILD_ROWS): about half find their (unique) build key.
-function joinChunk(probe, build, from, to) {
-  for (let i = from; i < to; i++) {
-    probe[2 * i] = mix(i) % (2 * BUILD_ROWS); probe[2 * i + 1] = 0;
-    if (i < BUILD_ROWS) { build[2 * i] = i; build[2 * i + 1] = 0; }
-  }
+// Build keys 0..BUILD_ROWS-1; probe keys fall in [0, 2 * BUILD_ROWS): about half find theirs.
+function probeChunk(probe, from, to) {
+  for (let i = from; i < to; i++) { probe[2 * i] = mix(i) % (2 * BUILD_ROWS); probe[2 * i + 1] = 0; }
+}
+function buildChunk(build, from, to) {
+  for (let i = from; i < to; i++) { build[2 * i] = i; build[2 * i + 1] = 0; }
 }
 
 // CSV lines `id,float,int,key`; returns the bytes written at `at`, or 0 when the chunk does not fit.
@@ -62,10 +62,11 @@ function csvChunk(out, at, from) {
 const generating = performance.now();
 const groupKeys = new Uint32Array(ROWS * 2), intWords = new Uint32Array(ROWS * 2), floats = new Float64Array(ROWS);
 const probeKeys = new Uint32Array(ROWS * 2), buildKeys = new Uint32Array(BUILD_ROWS * 2);
-for (let at = 0; at < Math.max(ROWS, BUILD_ROWS); at += CHUNK) {
-  if (at < ROWS) groupChunk(groupKeys, intWords, floats, at, Math.min(ROWS, at + CHUNK));
-  joinChunk(probeKeys, buildKeys, at, Math.min(ROWS, at + CHUNK));
+for (let at = 0; at < ROWS; at += CHUNK) {
+  groupChunk(groupKeys, intWords, floats, at, Math.min(ROWS, at + CHUNK));
+  probeChunk(probeKeys, at, Math.min(ROWS, at + CHUNK));
 }
+for (let at = 0; at < BUILD_ROWS; at += CHUNK) buildChunk(buildKeys, at, Math.min(BUILD_ROWS, at + CHUNK));
 const csvBuffer = new Uint8Array(CSV_BYTES);
 let csvLength = 0, csvLines = 0;
 for (;;) {
