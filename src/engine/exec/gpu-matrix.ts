@@ -1,0 +1,271 @@
+// ML design-matrix partitions held by a GPU worker (the GPU side of matrix.ts). A loaded partition
+// keeps its float64 host copy and is uploaded once to the device (ml-matrix.ts layout); map-matrix
+// runs the k-means, linear-regression and moments tasks as kernels over every partition this
+// worker holds, in one submission with one readback, and the other tasks (forest, row sampling)
+// with the CPU code on the host copy. Results are per partition and deterministic, so which GPU
+// holds a partition never changes them (the trainer combines them in partition order).
+
+import { concatBatches } from '../batch.js';
+import type { GpuContext } from '../gpu/device.js';
+import { readBack, StagingRing } from '../gpu/buffers.js';
+import { designMatrix } from '../ml/design-matrix.js';
+import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
+import { dropScratch } from '../ml/scratch.js';
+import { assignEntries, assignResultOf, kmeansOnGpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
+import { gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
+import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadMatrix, type DeviceMatrix } from '../../kernels/ml-matrix.js';
+import type { FragmentResult, Task } from './fragment.js';
+import { runTask, type BroadcastCache } from './run-fragment.js';
+
+/** Seeding state of one k-means++ run: each row's nearest squared distance among the first `count` centres. */
+interface Seeding { minD2: GPUBuffer; count: number }
+
+interface GpuPartition {
+  host: MatrixPartition;
+  /** Null when the partition does not fit a device binding or the budget: its tasks run on the host copy. */
+  device: DeviceMatrix | null;
+  seeding: Map<string, Seeding>;
+}
+
+/** Partitions by matrix id, then partition index. */
+const matrices = new Map<string, Map<number, GpuPartition>>();
+const rings = new WeakMap<GpuContext, StagingRing>();
+
+export function isMatrixTask(task: Task): boolean {
+  const k = task.terminal.kind;
+  return k === 'load-matrix' || k === 'map-matrix' || k === 'drop-matrix';
+}
+
+export async function runGpuMatrixTask(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise<FragmentResult> {
+  const { terminal } = task;
+  switch (terminal.kind) {
+    case 'load-matrix':
+      return load(task, cache, ctx);
+    case 'drop-matrix':
+      for (const p of matrices.get(terminal.matrixId)?.values() ?? []) freePartition(ctx, p);
+      matrices.delete(terminal.matrixId);
+      return { rows: 0, warnings: [] };
+    case 'map-matrix': {
+      const parts = [...(matrices.get(terminal.matrixId)?.values() ?? [])].sort((a, b) => a.host.index - b.host.index);
+      for (const p of parts) p.host.firstRow = terminal.firstRows[p.host.index];
+      const warnings: string[] = [];
+      let values: unknown[];
+      try {
+        values = await mapPartitions(ctx, parts, terminal.task, terminal.args);
+      } catch (err) {
+        if (ctx.lostReason) throw err;
+        // Seeding state may be half-updated: drop it, so the next call rebuilds it from the centres.
+        for (const p of parts) { for (const s of p.seeding.values()) s.minD2.destroy(); p.seeding.clear(); }
+        warnings.push(`GPU ${terminal.task} failed (${err instanceof Error ? err.message : String(err)}); it ran on the CPU`);
+        values = parts.map((p) => PARTITION_TASKS[terminal.task](p.host, terminal.args));
+      }
+      return { mapped: parts.map((p, i) => ({ index: p.host.index, value: values[i] })), rows: 0, warnings };
+    }
+    default:
+      throw new Error(`not a matrix task: ${terminal.kind}`);
+  }
+}
+
+async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise<FragmentResult> {
+  const { fragment, terminal } = task;
+  if (terminal.kind !== 'load-matrix') throw new Error('expected load-matrix');
+  const read = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
+  const batches = read.batches!;
+  const m = designMatrix(concatBatches(batches[0]?.schema ?? [], batches), terminal.features, terminal.target);
+  const host: MatrixPartition = { index: fragment.index, firstRow: -1, rows: m.rows, cols: m.cols, x: m.x, y: m.y };
+  const warnings = read.warnings;
+  let device: DeviceMatrix | null = null;
+  if (deviceMatrixFits(ctx, m.rows, m.cols + (m.y ? 1 : 0))) {
+    try {
+      device = await uploadMatrix(ctx, ringOf(ctx), m.x, m.y, m.rows, m.cols);
+    } catch (err) {
+      if (ctx.lostReason) throw err;
+      warnings.push(`partition ${fragment.index} stays on the CPU of its GPU worker (${err instanceof Error ? err.message : String(err)})`);
+    }
+  } else if (m.rows > 0) {
+    warnings.push(`partition ${fragment.index} (${m.rows} rows) exceeds the GPU's storage binding limit; its ML tasks run on the CPU (use a smaller --blocksize)`);
+  }
+  const held = matrices.get(terminal.matrixId) ?? new Map<number, GpuPartition>();
+  matrices.set(terminal.matrixId, held);
+  const old = held.get(fragment.index);
+  if (old) freePartition(ctx, old);
+  held.set(fragment.index, { host, device, seeding: new Map() });
+  return { holder: process.pid, matched: read.matched, rows: read.rows, warnings };
+}
+
+function ringOf(ctx: GpuContext): StagingRing {
+  let r = rings.get(ctx);
+  if (!r) { r = new StagingRing(ctx); rings.set(ctx, r); }
+  return r;
+}
+
+function freePartition(ctx: GpuContext, p: GpuPartition): void {
+  if (p.device) freeMatrix(ctx, p.device);
+  for (const s of p.seeding.values()) s.minD2.destroy();
+  p.device = null;
+  p.seeding.clear();
+}
+
+/**
+ * What one partition's task needs on the device: `pairs` (hi, lo) results recorded at an offset of
+ * the shared output buffer, then decoded. A plan with `value` needs no GPU work.
+ */
+type Plan =
+  | { value: unknown }
+  | { pairs: number; record(work: GpuWork, out: GPUBuffer, offset: number): void; decode(pairs: Float32Array): unknown };
+
+type DevicePartition = GpuPartition & { device: DeviceMatrix };
+type GpuPartitionTask = (ctx: GpuContext, p: DevicePartition, args: any) => Plan | null;
+
+async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: string, args: unknown): Promise<unknown[]> {
+  const cpu = PARTITION_TASKS[name];
+  if (!cpu) throw new Error(`unknown partition task '${name}'`);
+  const gpu = GPU_TASKS[name] as GpuPartitionTask | undefined;
+  const plans = parts.map((p) => (gpu && p.device ? gpu(ctx, p as DevicePartition, args) : null));
+  const work = new GpuWork(ctx);
+  try {
+    let total = 0;
+    const offsets = plans.map((plan) => {
+      const at = total;
+      if (plan && 'pairs' in plan) total += plan.pairs;
+      return at;
+    });
+    let results: Float32Array | null = null;
+    if (total > 0) {
+      const out = work.temp(total * 8, 'ml results');
+      plans.forEach((plan, i) => { if (plan && 'pairs' in plan) plan.record(work, out, offsets[i]); });
+      [results] = await work.finish([{ buf: out, floats: total * 2 }]);
+    }
+    const values: unknown[] = [];
+    for (let i = 0; i < parts.length; i++) {
+      const plan = plans[i];
+      if (!plan) values.push(cpu(parts[i].host, args));
+      else if ('value' in plan) values.push(plan.value);
+      else values.push(await plan.decode(results!.subarray(offsets[i] * 2, (offsets[i] + plan.pairs) * 2)));
+    }
+    return values;
+  } finally {
+    work.release();
+  }
+}
+
+interface SeedingArgs { run: string; centers: Float64Array; count: number }
+
+/** Brings the partition's nearest distances up to the first `count` centres (as kmeans-tasks' nearestSoFar). */
+function recordSeeding(ctx: GpuContext, work: GpuWork, p: DevicePartition, { run, centers, count }: SeedingArgs): GPUBuffer {
+  let s = p.seeding.get(run);
+  if (!s) {
+    s = { minD2: ctx.device.createBuffer({ size: Math.max(16, p.device.rows * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC }), count: 0 };
+    p.seeding.set(run, s);
+  }
+  if (s.count < count) {
+    recordPpUpdate(work, p.device, s.minD2, work.input(new Float32Array(centers.subarray(0, count * p.device.cols)), 'kmeans++ centres'), s.count, count);
+    s.count = count;
+  }
+  return s.minD2;
+}
+
+/** Host work of ppPick: the row where the running weight passes `target`, from the per-block sums. */
+async function pickRow(ctx: GpuContext, p: DevicePartition, minD2: GPUBuffer, blockSums: Float32Array, target: number): Promise<Float64Array> {
+  const blocks = blockSums.length / 2;
+  let lastPositiveBlock = -1;
+  for (let b = 0; b < blocks; b++) if (blockSums[2 * b] + blockSums[2 * b + 1] > 0) lastPositiveBlock = b;
+  let acc = 0, last = -1;
+  for (let b = 0; b <= lastPositiveBlock; b++) {
+    const sum = blockSums[2 * b] + blockSums[2 * b + 1];
+    if (sum <= 0) continue;
+    if (acc + sum <= target && b < lastPositiveBlock) { acc += sum; continue; }
+    const r0 = b * BLOCK_ROWS, n = Math.min(BLOCK_ROWS, p.device.rows - r0);
+    const values = new Float32Array(await readBack(ctx, minD2, n * 4, r0 * 4));
+    for (let i = 0; i < n; i++) {
+      if (!(values[i] > 0)) continue;
+      last = r0 + i;
+      acc += values[i];
+      if (acc > target) return rowOf(p.host, last);
+    }
+  }
+  return rowOf(p.host, Math.max(0, last)); // every row coincides with a centre: any row will do
+}
+
+function rowOf(part: MatrixPartition, r: number): Float64Array {
+  return part.x.slice(r * part.cols, (r + 1) * part.cols);
+}
+
+/** Per-partition tasks with a GPU form; null from a task means "run the CPU code for this one". */
+const GPU_TASKS: Record<string, GpuPartitionTask> = {
+  'kmeans.assign': (_ctx, p, { centers, k }: { centers: Float64Array; k: number }) => {
+    const d = p.device.cols;
+    if (!kmeansOnGpu(d)) return null;
+    return {
+      pairs: assignEntries(k, d),
+      record: (work, out, offset) => { recordAssign(work, p.device, work.input(new Float32Array(centers), 'kmeans centres'), k, out, offset); },
+      decode: (pairs) => assignResultOf(pairs, k, d),
+    };
+  },
+  'kmeans.ppTotal': (ctx, p, args: SeedingArgs) => {
+    if (!kmeansOnGpu(p.device.cols)) return null;
+    return {
+      pairs: 1,
+      record: (work, out, offset) => { recordTotal(work, p.device, recordSeeding(ctx, work, p, args), out, offset); },
+      decode: (pairs) => pairsToDD(pairs, 1),
+    };
+  },
+  'kmeans.ppPick': (ctx, p, args: SeedingArgs & { partition: number; target: number }) => {
+    if (p.host.index !== args.partition) return { value: null };
+    if (!kmeansOnGpu(p.device.cols)) return null;
+    let minD2: GPUBuffer;
+    return {
+      pairs: blocksOf(p.device.rows),
+      record: (work, out, offset) => {
+        minD2 = recordSeeding(ctx, work, p, args);
+        const partials = recordBlockSums(work, minD2, p.device.rows, 1);
+        work.encoder.copyBufferToBuffer(partials, 0, out, offset * 8, blocksOf(p.device.rows) * 8);
+      },
+      decode: (pairs) => pickRow(ctx, p, minD2, pairs, args.target),
+    };
+  },
+  'kmeans.ppPotential': (ctx, p, args: SeedingArgs & { candidates: Float64Array; trials: number }) => {
+    if (!kmeansOnGpu(p.device.cols)) return null;
+    return {
+      pairs: args.trials,
+      record: (work, out, offset) => {
+        const minD2 = recordSeeding(ctx, work, p, args);
+        recordPotential(work, p.device, minD2, work.input(new Float32Array(args.candidates), 'kmeans++ candidates'), args.trials, out, offset);
+      },
+      decode: (pairs) => pairsToDD(pairs, args.trials),
+    };
+  },
+  'kmeans.ppDrop': (_ctx, p, { run }: { run: string }) => {
+    p.seeding.get(run)?.minD2.destroy();
+    p.seeding.delete(run);
+    dropScratch(p.host, run);
+    return { value: null };
+  },
+  'stats.moments': (_ctx, p, { shift, yShift }: { shift: Float64Array | null; yShift: number }) => {
+    const { cols, hasY, rows } = p.device;
+    const shifts = [...(shift ?? new Float64Array(cols)), ...(hasY ? [yShift] : [])];
+    const pairs = momentPairs(shifts.length);
+    return {
+      pairs: pairs.length / 2,
+      record: (work, out, offset) => recordGram(work, p.device, shifts, pairs, out, offset),
+      decode: (result) => momentsResultOf(result, rows, cols, hasY),
+    };
+  },
+  'linreg.gram': (_ctx, p, { shift, yShift }: { shift: Float64Array; yShift: number }) => {
+    if (!p.device.hasY) return null; // the CPU code reports the missing target
+    const d = p.device.cols, pairs = gramPairs(d);
+    return {
+      pairs: pairs.length / 2,
+      record: (work, out, offset) => recordGram(work, p.device, [...shift, yShift], pairs, out, offset),
+      decode: (result) => gramResultOf(result, d),
+    };
+  },
+  'linreg.residualSumSq': (_ctx, p, { coefficients, intercept }: { coefficients: Float64Array; intercept: number }) => {
+    if (!p.device.hasY) return null;
+    return {
+      pairs: 1,
+      record: (work, out, offset) => recordResidual(work, p.device, coefficients, intercept, out, offset),
+      decode: (result) => pairsToDD(result, 1),
+    };
+  },
+};
