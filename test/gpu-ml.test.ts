@@ -1,0 +1,56 @@
+// ML training on GPU workers through the CLI (lavapipe, --device gpu --workers 0): k-means recovers
+// well-separated blobs and its inertia matches the float64 CPU run; linreg matches the CPU model's
+// coefficients; GPU model files load and predict with --device cpu; the same GPU run twice writes
+// the same bytes.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { skipGpuTests } from '../src/engine/gpu/test-gpu.js';
+import { gpuframe } from './helpers/cli.js';
+import { tempDir } from './helpers/data.js';
+
+const dir = tempDir('gpu-ml');
+const path = (name: string) => join(dir, name);
+const GPU = ['--device', 'gpu', '--workers', '0'];
+
+async function ok(args: string[]) {
+  const res = await gpuframe(args);
+  expect(res.code, res.stderr).toBe(0);
+  expect(res.stderr, 'no warnings: every partition ran on the device').not.toMatch(/warning|ran on the CPU|stays on the CPU/i);
+  return res;
+}
+
+describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
+  beforeAll(async () => {
+    await ok(['make-blobs', '--n-samples', '30000', '--n-features', '6', '--centers', '5', '--cluster-std', '0.5', '--seed', '2', '-o', path('blobs.csv')]);
+    await ok(['make-regression', '--n-samples', '20000', '--n-features', '5', '--n-informative', '5', '--bias', '3', '--noise', '0.5', '--seed', '4', '-o', path('reg.csv')]);
+  }, 60_000);
+
+  it('kmeans: ARI >= 0.99, inertia within 1e-4 of the CPU run, identical model files when repeated, predicts on the CPU', async () => {
+    const km = (name: string, device: string[]) =>
+      ok(['kmeans', path('blobs.csv'), '--k', '5', '--exclude', 'y', '--seed', '1', '--blocksize', '256KB', '--model-out', path(name), '--json', ...device]);
+    const gpu = JSON.parse((await km('km-gpu.json', GPU)).stdout);
+    await km('km-gpu2.json', GPU);
+    const cpu = JSON.parse((await km('km-cpu.json', ['--device', 'cpu', '--workers', '1'])).stdout);
+    expect(Math.abs(gpu.inertia - cpu.inertia) / cpu.inertia).toBeLessThan(1e-4);
+    expect(readFileSync(path('km-gpu2.json'), 'utf8')).toBe(readFileSync(path('km-gpu.json'), 'utf8'));
+    const scored = await ok(['predict', path('blobs.csv'), '--model', path('km-gpu.json'), '--labels', 'y', '-o', path('km-pred.csv'), '--device', 'cpu']);
+    expect(Number(/adjusted Rand index ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThanOrEqual(0.99);
+  }, 60_000);
+
+  it('linreg: coefficients within 1e-6 of the CPU model, identical model files when repeated, predicts on the CPU', async () => {
+    const lr = (name: string, device: string[]) =>
+      ok(['linreg', path('reg.csv'), '--target', 'y', '--blocksize', '200KB', '--model-out', path(name), '--json', ...device]);
+    const gpu = JSON.parse((await lr('lr-gpu.json', GPU)).stdout);
+    await lr('lr-gpu2.json', GPU);
+    const cpu = JSON.parse((await lr('lr-cpu.json', ['--device', 'cpu', '--workers', '1'])).stdout);
+    const norm = Math.hypot(...Object.values<number>(cpu.coefficients));
+    for (const [name, c] of Object.entries<number>(cpu.coefficients)) expect(Math.abs(gpu.coefficients[name] - c) / norm, name).toBeLessThan(1e-6);
+    expect(Math.abs(gpu.intercept - cpu.intercept)).toBeLessThan(1e-6 * Math.max(1, Math.abs(cpu.intercept)));
+    expect(Math.abs(gpu.r2 - cpu.r2)).toBeLessThan(1e-6);
+    expect(readFileSync(path('lr-gpu2.json'), 'utf8')).toBe(readFileSync(path('lr-gpu.json'), 'utf8'));
+    const scored = await ok(['predict', path('reg.csv'), '--model', path('lr-gpu.json'), '-o', path('lr-pred.csv'), '--device', 'cpu']);
+    expect(Number(/R² ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThan(0.99);
+  }, 60_000);
+});
