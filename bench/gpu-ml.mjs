@@ -1,0 +1,178 @@
+// ML on the GPU machine: k-means (ROWS x 32, k = 64, 20 Lloyd iterations) and linreg (ROWS_LINREG
+// x 16) with --device cpu, one GPU and two GPUs; checks that the 1- and 2-GPU model files are
+// byte-identical and that GPU results match the CPU's (inertia within 1e-4, coefficients within
+// 1e-6); compares with scikit-learn and PyTorch through python3 on data of the same shape.
+//   source .devkit/env.sh; node bench/gpu-ml.mjs          (env: ROWS=1e7 ROWS_LINREG=1e7 DIR=/tmp/gpuframe-ml TIMEOUT=150)
+// Time per Lloyd iteration comes from the run's --trace: the starts of successive 'ml kmeans.assign'
+// rounds, so loading and seeding are not counted. Progress lines go to stdout as they happen.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = join(ROOT, 'bin/run.js');
+const ROWS = Number(process.env.ROWS ?? 1e7);
+const ROWS_LINREG = Number(process.env.ROWS_LINREG ?? ROWS);
+const DIR = process.env.DIR ?? '/tmp/gpuframe-ml';
+const TIMEOUT_S = Number(process.env.TIMEOUT ?? 150);
+const K = 64, D = 32, D_LINREG = 16, ITERS = 20;
+const HBM_BYTES_PER_S = 4.2e12;
+const BLOCKSIZE = ['--blocksize', process.env.BLOCKSIZE ?? '128MB'];
+const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
+
+function gpuframe(args) {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, [BIN, ...args, '--no-progress'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 64 << 20 });
+  const stderr = (r.stderr ?? '').split('\n').filter((l) => l && !/^Warning: maxDynamic/.test(l)).join('\n');
+  return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** Seconds per round of a map task: the starts of its successive rounds (one slice per worker per round); the first round, which compiles the kernels, is left out when there are 3 or more. */
+function perRound(tracePath, name) {
+  const events = JSON.parse(readFileSync(tracePath, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name.startsWith(name));
+  const workers = new Set(events.map((e) => e.tid)).size;
+  const starts = events.map((e) => e.ts).sort((a, b) => a - b);
+  const rounds = Math.floor(starts.length / workers);
+  if (rounds < 2) return { rounds, seconds: NaN };
+  const first = rounds >= 3 ? 1 : 0;
+  const roundStart = (i) => starts[i * workers];
+  return { rounds, seconds: (roundStart(rounds - 1) - roundStart(first)) / (rounds - 1 - first) / 1e6 };
+}
+
+function python(script) {
+  const t0 = performance.now();
+  const r = spawnSync('python3', ['-c', script], { encoding: 'utf8', timeout: TIMEOUT_S * 1000 });
+  return { ok: r.status === 0, out: (r.stdout ?? '').trim(), err: (r.stderr ?? '').trim().split('\n').slice(-2).join(' | '), seconds: (performance.now() - t0) / 1000 };
+}
+
+mkdirSync(DIR, { recursive: true });
+const results = [];
+const add = (step, value, note = '') => { results.push({ step, value, note }); log(`  ${step}: ${value}${note ? ` (${note})` : ''}`); };
+
+log('gpuframe devices --json --device gpu');
+let gpuCount = 0;
+try {
+  const d = JSON.parse(gpuframe(['devices', '--json', '--device', 'gpu']).stdout);
+  gpuCount = d.gpus.filter((g) => g.name !== null).length;
+  for (const g of d.gpus) log(`  GPU ${g.index}: ${g.name} software=${g.isSoftware}`);
+} catch (err) {
+  log(`devices failed: ${err.message}`);
+}
+const configs = [
+  { name: 'cpu', flags: ['--device', 'cpu', '--workers', String(availableParallelism())] },
+  { name: 'gpu 0', flags: ['--device', 'gpu', '--gpus', '0', '--workers', '0'] },
+  ...(gpuCount >= 2 ? [{ name: 'gpu 0,1', flags: ['--device', 'gpu', '--gpus', '0,1', '--workers', '0'] }] : []),
+];
+
+function generate(kind, rows, d, path, extra) {
+  if (existsSync(path)) { log(`reusing ${path}`); return true; }
+  log(`${kind} ${rows} x ${d} -> ${path}`);
+  const r = gpuframe([kind, '--n-samples', String(rows), '--n-features', String(d), '--seed', '1', ...extra, '-o', path]);
+  if (r.code !== 0) { add(`${kind} ${rows} x ${d}`, `failed (exit ${r.code})`, r.stderr.slice(-300)); return false; }
+  add(`${kind} ${rows} x ${d}`, `${r.seconds.toFixed(1)} s`);
+  return true;
+}
+
+// ---- k-means ----
+const blobs = join(DIR, `blobs-${ROWS}x${D}.arrow`);
+if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(K), '--cluster-std', '1'])) {
+  const models = {};
+  for (const c of configs) {
+    const model = join(DIR, `km-${c.name.replace(/\W+/g, '_')}.json`), trace = join(DIR, `km-${c.name.replace(/\W+/g, '_')}.trace.json`);
+    log(`kmeans with ${c.flags.join(' ')} ...`);
+    const r = gpuframe(['kmeans', blobs, '--exclude', 'y', '--k', String(K), '--max-iter', String(ITERS), '--n-init', '1', '--tol', '0', '--seed', '1', '--json', '--model-out', model, '--trace', trace, ...BLOCKSIZE, ...c.flags]);
+    if (r.code !== 0) { add(`kmeans ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
+    const summary = JSON.parse(r.stdout);
+    const it = perRound(trace, 'ml kmeans.assign');
+    models[c.name] = { text: readFileSync(model, 'utf8'), inertia: summary.inertia };
+    add(`kmeans ${c.name}`, `${r.seconds.toFixed(2)} s total, ${(it.seconds * 1e3).toFixed(1)} ms per Lloyd iteration`, `${summary.iterations} iterations, inertia ${summary.inertia}`);
+  }
+  if (models['gpu 0'] && models['gpu 0,1']) add('kmeans model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
+  if (models.cpu && models['gpu 0']) {
+    const rel = Math.abs(models['gpu 0'].inertia - models.cpu.inertia) / models.cpu.inertia;
+    add('kmeans inertia GPU vs CPU', rel.toExponential(2), rel <= 1e-4 ? 'within 1e-4' : 'OVER 1e-4');
+  }
+  // xr read by the assignment and again by the per-cluster sums, labels written and read, distances written and read.
+  const bytes = ROWS * (2 * D * 4 + 16);
+  add('kmeans bytes per iteration / 4.2 TB/s', `${(bytes / HBM_BYTES_PER_S * 1e3).toFixed(2)} ms`, `${(bytes / 1e9).toFixed(2)} GB`);
+}
+
+// ---- linreg ----
+const reg = join(DIR, `reg-${ROWS_LINREG}x${D_LINREG}.arrow`);
+if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', String(D_LINREG), '--bias', '3', '--noise', '1'])) {
+  const models = {};
+  for (const c of configs) {
+    const model = join(DIR, `lr-${c.name.replace(/\W+/g, '_')}.json`), trace = join(DIR, `lr-${c.name.replace(/\W+/g, '_')}.trace.json`);
+    log(`linreg with ${c.flags.join(' ')} ...`);
+    const r = gpuframe(['linreg', reg, '--target', 'y', '--json', '--model-out', model, '--trace', trace, ...BLOCKSIZE, ...c.flags]);
+    if (r.code !== 0) { add(`linreg ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
+    const events = JSON.parse(readFileSync(trace, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name === 'ml linreg.gram');
+    const gramMs = events.length ? (Math.max(...events.map((e) => e.ts + e.dur)) - Math.min(...events.map((e) => e.ts))) / 1e3 : NaN;
+    models[c.name] = { text: readFileSync(model, 'utf8'), summary: JSON.parse(r.stdout) };
+    add(`linreg ${c.name}`, `${r.seconds.toFixed(2)} s total, Gram pass ${gramMs.toFixed(1)} ms`, `R² ${models[c.name].summary.r2}`);
+  }
+  if (models['gpu 0'] && models['gpu 0,1']) add('linreg model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
+  if (models.cpu && models['gpu 0']) {
+    const a = models.cpu.summary.coefficients, b = models['gpu 0'].summary.coefficients;
+    const norm = Math.hypot(...Object.values(a));
+    const worst = Math.max(...Object.keys(a).map((k) => Math.abs(a[k] - b[k]) / norm));
+    add('linreg coefficients GPU vs CPU', worst.toExponential(2), worst <= 1e-6 ? 'within 1e-6' : 'OVER 1e-6');
+  }
+  const bytes = ROWS_LINREG * (D_LINREG + 1) * 8;
+  add('linreg Gram bytes / 4.2 TB/s', `${(bytes / HBM_BYTES_PER_S * 1e3).toFixed(2)} ms`, `${(bytes / 1e9).toFixed(2)} GB (xr + xl)`);
+}
+
+// ---- peers ----
+const sklearn = `
+import time, numpy as np
+from sklearn.cluster import KMeans
+rng = np.random.default_rng(1)
+x = rng.standard_normal((${ROWS}, ${D}), dtype=np.float32)
+init = x[rng.choice(${ROWS}, ${K}, replace=False)]
+t = time.perf_counter()
+km = KMeans(n_clusters=${K}, init=init, n_init=1, max_iter=${ITERS}, tol=0, algorithm='lloyd').fit(x)
+print(f"{(time.perf_counter() - t) / km.n_iter_ * 1e3:.1f} ms per iteration over {km.n_iter_} iterations")`;
+const torchKmeans = `
+import time, torch
+dev = torch.device('cuda:0')
+g = torch.Generator(device=dev).manual_seed(1)
+x = torch.randn(${ROWS}, ${D}, device=dev, generator=g)
+c = x[torch.randperm(${ROWS}, device=dev, generator=g)[:${K}]].clone()
+def step(c):
+    d = (x * x).sum(1, keepdim=True) - 2 * x @ c.T + (c * c).sum(1)
+    lab = d.argmin(1)
+    sums = torch.zeros_like(c).index_add_(0, lab, x)
+    counts = torch.bincount(lab, minlength=${K}).clamp(min=1).unsqueeze(1)
+    return sums / counts
+c = step(c); torch.cuda.synchronize()
+t = time.perf_counter()
+for _ in range(${ITERS}): c = step(c)
+torch.cuda.synchronize()
+print(f"{(time.perf_counter() - t) / ${ITERS} * 1e3:.2f} ms per iteration")`;
+const torchGram = `
+import time, torch
+dev = torch.device('cuda:0')
+x = torch.randn(${ROWS_LINREG}, ${D_LINREG + 1}, device=dev)
+g = x.T @ x; torch.cuda.synchronize()
+t = time.perf_counter()
+for _ in range(10): g = x.T @ x
+torch.cuda.synchronize()
+f32 = (time.perf_counter() - t) / 10
+x = x.double(); g = x.T @ x; torch.cuda.synchronize()
+t = time.perf_counter()
+for _ in range(10): g = x.T @ x
+torch.cuda.synchronize()
+print(f"{f32 * 1e3:.2f} ms f32, {(time.perf_counter() - t) / 10 * 1e3:.2f} ms f64")`;
+for (const [name, module, script] of [['scikit-learn KMeans (lloyd), all cores', 'sklearn', sklearn], ['PyTorch k-means iteration, GPU 0', 'torch', torchKmeans], [`PyTorch X^T X, ${ROWS_LINREG} x ${D_LINREG + 1}, GPU 0`, 'torch', torchGram]]) {
+  const probe = python(`import ${module}${module === 'torch' ? '\nassert torch.cuda.is_available()' : ''}`);
+  if (!probe.ok) { add(name, 'skipped', `python3 cannot use ${module}: ${probe.err}`); continue; }
+  log(`${name} ...`);
+  const r = python(script);
+  add(name, r.ok ? r.out : 'failed', r.ok ? `${r.seconds.toFixed(1)} s with data generation` : r.err);
+}
+
+console.log(`\n| step | result | note |\n| --- | --- | --- |\n${results.map((r) => `| ${r.step} | ${r.value} | ${r.note} |`).join('\n')}\n`);
+log('done');
