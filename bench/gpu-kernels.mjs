@@ -79,7 +79,7 @@ const generatedMs = performance.now() - generating;
 
 // ---- device --------------------------------------------------------------------------------
 
-const { describeAdapter } = await import('../dist/engine/gpu/device.js');
+const { describeAdapter, openGpu } = await import('../dist/engine/gpu/device.js');
 const { StagingRing, storageBuffer, freeBuffer, uniformWords, kernelFor, readU32, workgroupsFor } = await import('../dist/engine/gpu/buffers.js');
 const { KernelTimer, timestampsUnavailable, wallClockNs } = await import('../dist/engine/gpu/timing.js');
 const { exclusiveScan } = await import('../dist/kernels/prefix-scan.js');
@@ -95,31 +95,10 @@ const { KEY_VERIFY_WGSL } = await import('../dist/kernels/key-hash.wgsl.js');
  * unless its instance is created with this toggle (timing.ts), and openGpu creates its instance
  * without flags. Same features and limits as openGpu; switch to it once it passes the flag.
  */
-let gpuInstance = null;
-async function openUnquantizedGpu() {
-  const { create, globals } = await import('webgpu');
-  Object.assign(globalThis, globals);
-  process.env.XDG_RUNTIME_DIR ??= '/tmp';
-  // The instance must stay referenced while its device lives (a collected one crashes dawn.node).
-  gpuInstance = create(['disable-dawn-features=timestamp_quantization']);
-  const adapter = await gpuInstance.requestAdapter({ powerPreference: 'high-performance' });
-  if (!adapter) return null;
-  const requiredFeatures = ['subgroups', 'timestamp-query'].filter((f) => adapter.features.has(f));
-  const requiredLimits = {};
-  for (const k in adapter.limits) if (typeof adapter.limits[k] === 'number') requiredLimits[k] = adapter.limits[k];
-  const dev = await adapter.requestDevice({ requiredFeatures, requiredLimits });
-  const c = { adapter, device: dev, features: new Set(requiredFeatures), hasSubgroups: requiredFeatures.includes('subgroups'),
-    hasTimestamps: requiredFeatures.includes('timestamp-query'), isSoftware: false, lostReason: null, errors: [] };
-  dev.onuncapturederror = (ev) => { c.errors.push(ev.error.message); };
-  void dev.lost.then((info) => { c.lostReason = info.message || info.reason || 'device lost'; });
-  return c;
-}
-
-const ctx = await openUnquantizedGpu();
+const ctx = await openGpu({ allowSoftware: true }); // timestamps unquantised (device.ts)
 if (!ctx) { console.error('no WebGPU adapter'); process.exit(1); }
 const device = ctx.device;
 const d = describeAdapter(ctx);
-ctx.isSoftware = d.isSoftware;
 console.log(`adapter: ${d.name} (${d.vendor}, ${d.isSoftware ? 'software' : 'hardware'}), timestamp-query=${ctx.hasTimestamps}, maxStorageBufferBindingSize=${device.limits.maxStorageBufferBindingSize}`);
 console.log(`rows=${ROWS} groups=${GROUPS} build rows=${BUILD_ROWS} csv=${(csvLength / 1e6).toFixed(1)} MB (${csvLines} lines) repeat=${REPEAT}; inputs generated in ${(generatedMs / 1000).toFixed(1)} s`);
 const noTimestamps = process.env.TIMING === 'wall' ? 'TIMING=wall: timing by wall clock' : timestampsUnavailable(ctx);

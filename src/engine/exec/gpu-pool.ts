@@ -14,13 +14,14 @@ import { WorkerProcessPool, workerEntry, type WorkerMessage, type WorkerSlot } f
 import type { Tracer } from './trace.js';
 
 /**
- * Node flags of GPU workers. A process holding a dawn.node GPUDevice dies on hot JS loops that V8
- * optimises on the stack (OSR) or while parallel GC threads run (notes/webgpu.md). These held in
- * every run of the reproducers (c7, c9, t5; lavapipe, 4 runs each); --no-concurrent-osr or
- * --single-threaded-gc alone did not. Cost: readCsvChunk runs about 3.7x slower without OSR
- * (20 MB flights CSV: 0.37 s -> 1.4 s); loops split into per-slice function calls avoid that.
+ * Node flags of GPU workers: none. The dawn.node crash of notes/webgpu.md (a process holding a
+ * GPUDevice dying on a hot JS loop) is the GPU instance or adapter being garbage-collected while
+ * their device lives: the reproducers c7, c9 and t5 all pass without flags once both are kept
+ * referenced, and all crash otherwise (lavapipe, 3-4 runs each). device.ts keeps both for the
+ * life of the process (gpuInstance, GpuContext.adapter), so workers no longer need
+ * --no-use-osr --single-threaded-gc, which made their JS loops ~3.7x slower.
  */
-export const GPU_WORKER_NODE_FLAGS = ['--no-use-osr', '--single-threaded-gc'];
+export const GPU_WORKER_NODE_FLAGS: string[] = [];
 
 /** Restarts of one GPU's worker after crashes before the GPU is given up. */
 const MAX_RESTARTS = 2;

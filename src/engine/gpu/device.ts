@@ -44,12 +44,15 @@ export interface GpuInfo {
 const SOFTWARE_NAMES = /llvmpipe|lavapipe|swiftshader|software/i;
 const WANTED_FEATURES: GPUFeatureName[] = ['subgroups', 'timestamp-query'];
 
+// The instance (and each adapter, kept in its GpuContext) must stay referenced while a device
+// lives: dawn.node crashes the process when either is garbage-collected first (notes/webgpu.md).
+// Timestamps are not quantised, so kernel timings (timing.ts) are exact.
 let gpuInstance: GPU | null = null;
 function gpu(): GPU {
   if (!gpuInstance) {
     Object.assign(globalThis, globals);
     process.env.XDG_RUNTIME_DIR ??= '/tmp';
-    gpuInstance = create([]);
+    gpuInstance = create(['disable-dawn-features=timestamp_quantization']);
   }
   return gpuInstance;
 }
