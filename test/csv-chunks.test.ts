@@ -114,4 +114,27 @@ describe('planCsvChunks', () => {
     expect(c2).toEqual([{ path: headerOnly, displayName: headerOnly, start: 4, end: 4, firstLine: 2, lineOrigin: { offset: 4, line: 2 } }]);
     expect(readCsvChunk(c2[0], l2, DEFAULT_CSV_OPTIONS, ['a', 'b']).length).toBe(0);
   });
+
+  // Cut k lies at the first record start at or after dataStart + k·blocksize (cut-points.ts); the
+  // threaded quote-parity pass (the built module, whose worker script is compiled) gives the same.
+  it('cuts sit on the fixed grid, with or without planning threads', async () => {
+    const { findCuts: builtFindCuts } = await import('../dist/engine/io/csv/cut-points.js');
+    for (const seed of [3, 8]) {
+      const path = join(dir, `grid-${seed}.csv`);
+      writeFileSync(path, awkwardCsv(seed, 400, 3));
+      const layout = await inferCsvLayout(path, path, DEFAULT_CSV_OPTIONS);
+      const bytes = new Uint8Array(readFileSync(path));
+      const starts = [...recordStarts(bytes, layout.dataStart)].sort((a, b) => a - b);
+      for (const blocksize of [1, 13, 200, 5000]) {
+        const want: number[] = [];
+        for (let g = layout.dataStart + blocksize; g < bytes.length; g += blocksize) {
+          const at = starts.find((s) => s >= g);
+          if (at !== undefined && at < bytes.length && at !== want.at(-1)) want.push(at);
+        }
+        const req = { path, displayName: path, quote: 0x22, fileSize: bytes.length };
+        expect(await builtFindCuts(req, layout.dataStart, blocksize, 1)).toEqual(want);
+        expect(await builtFindCuts(req, layout.dataStart, blocksize, 3)).toEqual(want);
+      }
+    }
+  });
 });

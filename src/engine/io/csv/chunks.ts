@@ -1,9 +1,10 @@
 // Splits a CSV file's data into chunks of about `blocksize` bytes that start at record starts.
 // A line break ends a record iff an even number of quote bytes precede it (doubled quotes keep
-// the parity; the tokenizer rejects quotes anywhere else), so one pass of Buffer.indexOf over the
-// quotes finds the boundaries, whatever the blocksize.
+// the parity; the tokenizer rejects quotes anywhere else), so quote parity finds the boundaries,
+// whatever the blocksize (cut-points.ts).
 import { closeSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
+import { findCuts } from './cut-points.js';
 import { dialectOf, LF, type CsvOptions } from './options.js';
 import type { CsvLayout } from './layout.js';
 import { openInput, readBytes } from './input-file.js';
@@ -23,57 +24,21 @@ export interface CsvChunk {
 const READ_BYTES = 8 << 20;
 
 /**
- * Only quote bytes are scanned over the whole file (one memchr per block when there are none);
- * line breaks are looked up just at the cut points. Line numbers are not counted here: they are
- * only needed for messages, which compute them on demand (chunkFirstLine).
+ * Cut points come from cut-points.ts (a fixed grid of blocksize, each moved to the next record
+ * end; quote parity counted in parallel for large files). Line numbers are not counted here: they
+ * are only needed for messages, which compute them on demand (chunkFirstLine).
  */
 export async function planCsvChunks(layout: CsvLayout, opts: CsvOptions, blocksize: number): Promise<CsvChunk[]> {
   if (!(blocksize >= 1)) throw new UsageError(`--blocksize must be positive, got ${blocksize}`);
-  const quote = dialectOf(opts).quote;
   const { path, displayName, fileSize } = layout;
   const lineOrigin = { offset: layout.dataStart, line: layout.dataStartLine };
-  const chunk = (start: number, end: number): CsvChunk =>
-    ({ path, displayName, start, end, firstLine: start === layout.dataStart ? layout.dataStartLine : null, lineOrigin });
-  const chunks: CsvChunk[] = [];
-  let chunkStart = layout.dataStart;
-  let nextCut = chunkStart + blocksize;
-  let insideQuotes = false;
-  const { fd } = openInput(path, displayName);
-  try {
-    for (let at = layout.dataStart; at < fileSize; at += READ_BYTES) {
-      const buf = readBytes(fd, at, Math.min(READ_BYTES, fileSize - at));
-      const quotes: number[] = [];
-      if (quote >= 0) for (let q = buf.indexOf(quote); q >= 0; q = buf.indexOf(quote, q + 1)) quotes.push(q);
-      // A cut goes after the first line break at or past nextCut - 1 that lies outside quotes.
-      for (let from = Math.max(0, nextCut - 1 - at); from < buf.length;) {
-        const nl = buf.indexOf(LF, from);
-        if (nl < 0) break;
-        if (insideQuotes !== (quotesBefore(quotes, nl) % 2 === 1)) { from = nl + 1; continue; }
-        const after = at + nl + 1;
-        if (after >= fileSize) break;
-        chunks.push(chunk(chunkStart, after));
-        chunkStart = after;
-        nextCut = after + blocksize;
-        from = Math.max(nl + 1, nextCut - 1 - at);
-      }
-      if (quotes.length % 2 === 1) insideQuotes = !insideQuotes;
-    }
-  } finally {
-    closeSync(fd);
-  }
-  // The rest (also the one empty chunk of a header-only file, so readers still see the schema).
-  if (chunkStart < fileSize || chunks.length === 0) chunks.push(chunk(chunkStart, fileSize));
-  return chunks;
-}
-
-/** How many of the sorted positions `quotes` lie before `pos`. */
-function quotesBefore(quotes: number[], pos: number): number {
-  let lo = 0, hi = quotes.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (quotes[mid] < pos) lo = mid + 1; else hi = mid;
-  }
-  return lo;
+  const cuts = await findCuts({ path, displayName, quote: dialectOf(opts).quote, fileSize }, layout.dataStart, blocksize);
+  // The last chunk runs to the end (also the one empty chunk of a header-only file, so readers still see the schema).
+  const starts = [layout.dataStart, ...cuts];
+  return starts.map((start, i) => ({
+    path, displayName, start, end: i + 1 < starts.length ? starts[i + 1] : fileSize,
+    firstLine: start === layout.dataStart ? layout.dataStartLine : null, lineOrigin,
+  }));
 }
 
 /** The physical line at the chunk's start, counting line breaks from its line origin if needed. */
