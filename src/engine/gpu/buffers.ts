@@ -36,19 +36,72 @@ export function memoryBudget(ctx: GpuContext, limitBytes?: number): MemoryBudget
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 
-/** A device storage buffer of at least `bytes` (rounded up to 16), counted against the budget. */
-export function storageBuffer(ctx: GpuContext, bytes: number, label: string): GPUBuffer {
-  const size = Math.max(16, Math.ceil(bytes / 16) * 16);
-  if (size > ctx.device.limits.maxStorageBufferBindingSize) {
-    throw new RuntimeFailure(`${label}: ${size} bytes exceed the GPU's storage binding limit ${ctx.device.limits.maxStorageBufferBindingSize}; use smaller chunks`);
+/**
+ * Freed storage buffers kept for reuse, by size. Allocating device memory costs milliseconds on a
+ * real GPU, and a chunk's work allocates a dozen large buffers, so each worker recycles them.
+ * Sizes are rounded up to one of 8 steps per power of two so that chunks of slightly different
+ * sizes share buffers; a reused buffer is cleared, so it reads as zeros like a new one.
+ */
+class BufferPool {
+  private readonly free = new Map<number, GPUBuffer[]>();
+  private readonly held = new WeakSet<GPUBuffer>(); // a buffer freed twice must not be handed out twice
+  private bytes = 0;
+  constructor(private readonly limitBytes: number) {}
+
+  take(size: number): GPUBuffer | undefined {
+    const buf = this.free.get(size)?.pop();
+    if (buf) { this.bytes -= size; this.held.delete(buf); }
+    return buf;
   }
-  memoryBudget(ctx).reserve(size, label);
-  return ctx.device.createBuffer({ size, usage: STORAGE(), label });
+
+  /** Keeps `buf` for reuse, or destroys it when the pool is full. */
+  give(buf: GPUBuffer): void {
+    if (this.held.has(buf)) return;
+    if (this.bytes + buf.size > this.limitBytes) { buf.destroy(); return; }
+    this.held.add(buf);
+    let list = this.free.get(buf.size);
+    if (!list) { list = []; this.free.set(buf.size, list); }
+    list.push(buf);
+    this.bytes += buf.size;
+  }
 }
 
+const pools = new WeakMap<GPUDevice, BufferPool>();
+function poolOf(ctx: GpuContext): BufferPool {
+  let p = pools.get(ctx.device);
+  if (!p) { p = new BufferPool(Math.min(4 << 30, memoryBudget(ctx).limitBytes / 4)); pools.set(ctx.device, p); }
+  return p;
+}
+
+/** The pooled size for a request: 16-byte multiples below 4 KiB, else one of 8 steps per power of two. */
+function sizeClass(bytes: number, max: number): number {
+  const size = Math.max(16, Math.ceil(bytes / 16) * 16);
+  if (size <= 4096) return size;
+  const step = 2 ** (Math.floor(Math.log2(size - 1)) - 3);
+  return Math.min(max, Math.ceil(size / step) * step);
+}
+
+/** A device storage buffer of at least `bytes` (rounded up), zero-filled, counted against the budget. */
+export function storageBuffer(ctx: GpuContext, bytes: number, label: string): GPUBuffer {
+  const limit = ctx.device.limits.maxStorageBufferBindingSize;
+  if (bytes > limit) {
+    throw new RuntimeFailure(`${label}: ${bytes} bytes exceed the GPU's storage binding limit ${limit}; use smaller chunks`);
+  }
+  const size = sizeClass(bytes, Math.floor(limit / 4) * 4);
+  memoryBudget(ctx).reserve(size, label);
+  const reused = poolOf(ctx).take(size);
+  if (!reused) return ctx.device.createBuffer({ size, usage: STORAGE(), label });
+  const enc = ctx.device.createCommandEncoder();
+  enc.clearBuffer(reused);
+  ctx.device.queue.submit([enc.finish()]);
+  return reused;
+}
+
+/** Gives a buffer back: a storage buffer goes to the pool for reuse, anything else is destroyed. */
 export function freeBuffer(ctx: GpuContext, buf: GPUBuffer): void {
   memoryBudget(ctx).release(buf.size);
-  buf.destroy();
+  if (buf.usage === STORAGE()) poolOf(ctx).give(buf);
+  else buf.destroy();
 }
 
 /** A small uniform buffer of u32 parameters (padded to 16 bytes). */
