@@ -164,35 +164,14 @@ export type DeviceGroupAggregates = Omit<GroupAggregates, 'keyWords'> & {
 export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: readonly DeviceAggColumn[], n: number): Promise<DeviceGroupAggregates> {
   const accs = columns.map((col) => accumulateColumn(ctx, t, col, n));
   const { groups, slotOfGroup } = await numberGroups(ctx, t);
-  // Every per-group record, gathered side by side into one buffer: one readback.
-  const sources: { src: GPUBuffer; width: number }[] = [
+  // Every per-group record in one gather and one readback.
+  const parts = await gatherEntries(ctx, slotOfGroup, groups, [
     { src: t.owner, width: 1 }, { src: t.counts, width: 2 }, { src: t.firstRow, width: 1 },
     ...columns.flatMap((col, c) => [{ src: accs[c].sum, width: col.type === 'int64' ? INT_WIDTH : FLOAT_WIDTH }, { src: accs[c].minMax, width: MINMAX_WIDTH }]),
-  ];
-  const total = sources.reduce((s, x) => s + x.width, 0) * groups;
-  const dst = storageBuffer(ctx, Math.max(1, total) * 4, 'gathered');
-  const gather = kernelFor(ctx, 'groupby-gather', W.GROUPBY_GATHER_WGSL);
-  const enc = ctx.device.createCommandEncoder();
-  const params: GPUBuffer[] = [];
-  let at = 0;
-  for (const { src, width } of sources) {
-    const p = uniformWords(ctx, [t.capacity, groups, width, at]);
-    params.push(p);
-    gather.dispatch('gather', [src, slotOfGroup, dst, p], workgroupsFor(groups * width), enc);
-    at += groups * width;
-  }
-  ctx.device.queue.submit([enc.finish()]);
-  const words = await readU32(ctx, dst, total);
-  for (const p of params) p.destroy();
-  for (const b of [dst, slotOfGroup, ...accs.flatMap((a) => [a.sum, a.minMax])]) freeBuffer(ctx, b);
+  ]);
+  for (const b of [slotOfGroup, ...accs.flatMap((a) => [a.sum, a.minMax])]) freeBuffer(ctx, b);
   freeKeyTable(ctx, t);
-
-  const part = (k: number) => {
-    let from = 0;
-    for (let i = 0; i < k; i++) from += sources[i].width * groups;
-    return words.subarray(from, from + sources[k].width * groups);
-  };
-  const owner = part(0), counts = part(1), firstRow = part(2);
+  const [owner, counts, firstRow] = parts;
   // Per-group decoding on the host: small (one record per group), in first-appearance order.
   const order = Array.from({ length: groups }, (_, g) => g).sort((a, b) => firstRow[a] - firstRow[b]);
   const ownerRow = new Uint32Array(groups);
@@ -205,8 +184,37 @@ export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: re
     rows[out] = counts[2 * g] + counts[2 * g + 1] * 2 ** 32;
     first[out] = firstRow[g];
   });
-  const decoded = columns.map((col, c) => decodeColumn(col.type, { sum: part(3 + 2 * c), minMax: part(4 + 2 * c) }, order));
+  const decoded = columns.map((col, c) => decodeColumn(col.type, { sum: parts[3 + 2 * c], minMax: parts[4 + 2 * c] }, order));
   return { groups, ownerRow, nullKey, firstRow: first, rows, columns: decoded };
+}
+
+/** Words to gather per index: `width` words at `src[srcOffset + index·width]`. */
+export interface GatherSource { src: GPUBuffer; width: number; srcOffset?: number }
+
+/**
+ * For `count` indices in `index` (a device buffer of u32), the entries of each source, read back
+ * with one submission and one readback: result k holds count·width words of source k.
+ */
+export async function gatherEntries(ctx: GpuContext, index: GPUBuffer, count: number, sources: readonly GatherSource[]): Promise<Uint32Array[]> {
+  const total = sources.reduce((s, x) => s + x.width, 0) * count;
+  const dst = storageBuffer(ctx, Math.max(1, total) * 4, 'gathered');
+  const gather = kernelFor(ctx, 'groupby-gather', W.GROUPBY_GATHER_WGSL);
+  const enc = ctx.device.createCommandEncoder();
+  const params: GPUBuffer[] = [];
+  const offsets: number[] = [];
+  let at = 0;
+  for (const { src, width, srcOffset } of sources) {
+    const p = uniformWords(ctx, [srcOffset ?? 0, count, width, at]);
+    params.push(p);
+    if (count > 0) gather.dispatch('gather', [src, index, dst, p], workgroupsFor(count * width), enc);
+    offsets.push(at);
+    at += count * width;
+  }
+  ctx.device.queue.submit([enc.finish()]);
+  const words = await readU32(ctx, dst, total);
+  for (const p of params) p.destroy();
+  freeBuffer(ctx, dst);
+  return sources.map((x, k) => words.subarray(offsets[k], offsets[k] + count * x.width));
 }
 
 /** Submits one column's accumulation over the table's slots; the caller frees the accumulators. */

@@ -100,19 +100,19 @@ fn compact(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) n
 `;
 
 const GATHER_ROWS = /* wgsl */ `
-struct Params { capacity: u32, groups: u32, width: u32, dstOffset: u32 }
+struct Params { srcOffset: u32, groups: u32, width: u32, dstOffset: u32 }
 @group(0) @binding(0) var<storage, read> src: array<u32>;
 @group(0) @binding(1) var<storage, read> slotOfGroup: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-// dst[dstOffset + g·width ...] = src[slot of g], each entry \`width\` words.
+// dst[dstOffset + g·width ...] = src[srcOffset + index[g]·width ...], each entry \`width\` words.
 @compute @workgroup_size(256)
 fn gather(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let total = p.groups * p.width;
   for (var j = gid.x; j < total; j += gridStride(nwg)) {
     let g = j / p.width;
-    dst[p.dstOffset + j] = src[slotOfGroup[g] * p.width + (j - g * p.width)];
+    dst[p.dstOffset + j] = src[p.srcOffset + slotOfGroup[g] * p.width + (j - g * p.width)];
   }
 }
 `;

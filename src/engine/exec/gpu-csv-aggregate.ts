@@ -11,13 +11,15 @@
 // GPU does not parse, a hash collision), returns a `fallback` reason: the caller then reads the
 // chunk with the CPU reader, which gives the right rows or the located error.
 
-import { takeColumn, type Column, type Schema, type StringColumn } from '../batch.js';
+import type { Column, Schema, StringColumn } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
 import { copyUnescaped } from '../io/csv/columns.js';
-import { freeBuffer, readU32 } from '../gpu/buffers.js';
+import { freeBuffer, uploadNew } from '../gpu/buffers.js';
 import { MAX_CSV_COLUMNS } from '../../kernels/csv-scan.js';
-import { columnOf, deviceColumn, MAX_KEY_COLUMNS, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
-import { aggregateByTable, buildKeyTable, freeKeyTable, type DeviceAggColumn, type DeviceGroupAggregates, type KeyTable } from '../../kernels/groupby-aggregate.js';
+import { deviceColumn, MAX_KEY_COLUMNS, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
+import {
+  aggregateByTable, buildKeyTable, freeKeyTable, gatherEntries, type DeviceAggColumn, type DeviceGroupAggregates, type GatherSource, type KeyTable,
+} from '../../kernels/groupby-aggregate.js';
 import { keysGroupExactly } from '../../kernels/key-hash.js';
 import { dialectOf } from '../io/csv/options.js';
 import { hashKeys } from '../ops/keys.js';
@@ -128,27 +130,30 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
   }
 }
 
-/** The key columns of the picked groups, from each group's owner row (null for the null-key group). */
+/**
+ * The key columns of the picked groups, from each group's owner row (null for the null-key group):
+ * the owner rows' key spans and int64 words are gathered on the device, one readback for all.
+ */
 async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, bytes: Uint8Array, pick: Int32Array, result: DeviceGroupAggregates): Promise<Column[]> {
-  const reps = Int32Array.from(pick, (g) => result.ownerRow[g]);
-  const nullGroup = Array.from(pick, (g) => result.nullKey[g] === 1);
-  const spans = plan.keys.some((j) => plan.columns[j].kind === 'text') ? await readU32(gpu, rows.key.spans, 2 * rows.records * plan.keys.length) : null;
-  const out: Column[] = [];
-  for (let k = 0; k < plan.keys.length; k++) {
-    const j = plan.keys[k];
-    if (plan.columns[j].kind === 'text') {
-      out.push(textKeys(reps, spans!.subarray(2 * rows.records * k, 2 * rows.records * (k + 1)), bytes));
-      continue;
-    }
-    const col = takeColumn(await columnOf(gpu, rows, j, 'int64'), reps);
-    if (nullGroup.includes(true)) {
-      const valid = col.valid ?? new Uint8Array(reps.length).fill(1);
-      nullGroup.forEach((isNull, g) => { if (isNull) valid[g] = 0; });
-      col.valid = valid;
-    }
-    out.push(col);
-  }
-  return out;
+  const n = rows.records;
+  const reps = await uploadNew(gpu, Uint32Array.from(pick, (g) => result.ownerRow[g]), 'group owner rows');
+  const sources: GatherSource[] = [];
+  plan.keys.forEach((j, k) => {
+    sources.push({ src: rows.key.spans, width: 2, srcOffset: 2 * k * n });
+    if (plan.columns[j].kind === 'int64') sources.push({ src: rows.values, width: 2, srcOffset: 2 * j * n });
+  });
+  const gathered = await gatherEntries(gpu, reps, pick.length, sources);
+  freeBuffer(gpu, reps);
+  let next = 0;
+  return plan.keys.map((j) => {
+    const spans = gathered[next++];
+    if (plan.columns[j].kind === 'text') return textKeys(spans, bytes);
+    const words = gathered[next++];
+    // A null int64 key field: the span says so (the exact one-key case puts such rows in the null group).
+    const valid = new Uint8Array(pick.length);
+    pick.forEach((g, i) => { valid[i] = result.nullKey[g] || spans[2 * i] >>> 30 & 1 ? 0 : 1; });
+    return { type: 'int64', values: new BigInt64Array(words.slice().buffer), valid: valid.includes(0) ? valid : null };
+  });
 }
 
 /** Per-phase wall-clock times of one chunk, written to stderr when GPUFRAME_GPU_PHASES=1 (diagnosis). */
@@ -171,18 +176,17 @@ class PhaseLog {
   }
 }
 
-/** The text of each representative row's key field (doubled quotes undone; null-text fields null). */
-function textKeys(repRows: Int32Array, spans: Uint32Array, bytes: Uint8Array): StringColumn {
-  const n = repRows.length;
+/** The text of each group's key field from its span (doubled quotes undone; null-text fields null). */
+function textKeys(spans: Uint32Array, bytes: Uint8Array): StringColumn {
+  const n = spans.length / 2;
   const offsets = new Int32Array(n + 1);
   let valid: Uint8Array | null = null;
   let total = 0;
-  for (const r of repRows) total += spans[2 * r + 1] - (spans[2 * r] & 0x3fffffff);
+  for (let g = 0; g < n; g++) total += spans[2 * g + 1] - (spans[2 * g] & 0x3fffffff);
   const data = new Uint8Array(total);
   let at = 0;
   for (let g = 0; g < n; g++) {
-    const r = repRows[g];
-    const flags = spans[2 * r] >>> 30, start = spans[2 * r] & 0x3fffffff, end = spans[2 * r + 1];
+    const flags = spans[2 * g] >>> 30, start = spans[2 * g] & 0x3fffffff, end = spans[2 * g + 1];
     if (flags & 1) {
       valid ??= new Uint8Array(n).fill(1);
       valid[g] = 0;
@@ -196,4 +200,3 @@ function textKeys(repRows: Int32Array, spans: Uint32Array, bytes: Uint8Array): S
   }
   return { type: 'string', offsets, data: data.subarray(0, at), valid };
 }
-
