@@ -84,16 +84,18 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
   const plan = planOf(source, spec, input);
   if (typeof plan === 'string') return { fallback: plan };
   const phases = new PhaseLog(`gpu csv ${source.chunk.displayName}@${source.chunk.start}`);
-  const bytes = readChunkBytes(source.chunk);
+  const chunk = readChunkBytes(source.chunk);
+  const { bytes } = chunk;
   // Key spans use the top two bits of a position as flags.
-  if (bytes.length >= Math.min(gpu.device.limits.maxStorageBufferBindingSize, 2 ** 30)) return { fallback: 'chunk larger than a GPU binding' };
+  if (bytes.length >= Math.min(gpu.device.limits.maxStorageBufferBindingSize, 2 ** 30)) { chunk.release(); return { fallback: 'chunk larger than a GPU binding' }; }
   phases.mark('read');
-  const data = await uploadChunk(gpu, bytes);
-  phases.mark('upload');
+  let data: GPUBuffer | null = null;
   let rows: CsvRows | null = null;
   let table: KeyTable | null = null;
   const inputs: DeviceAggColumn[] = [];
   try {
+    data = await uploadChunk(gpu, bytes);
+    phases.mark('upload');
     rows = await splitCsvRows(gpu, data, bytes.length, {
       width: plan.width, delimiter: plan.delimiter, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask,
     });
@@ -126,7 +128,8 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     rows?.free();
     if (table) freeKeyTable(gpu, table);
     for (const c of inputs) { freeBuffer(gpu, c.values); freeBuffer(gpu, c.mask); }
-    freeBuffer(gpu, data);
+    if (data) freeBuffer(gpu, data);
+    chunk.release();
   }
 }
 

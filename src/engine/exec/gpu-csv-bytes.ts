@@ -1,6 +1,5 @@
 // A CSV chunk's raw bytes for the GPU: read with one fs.readSync into a buffer reused from task
-// to task (a GPU worker must not touch bytes in JS loops, and fresh memory costs page faults), and
-// uploaded through one staging ring per device.
+// to task (fresh memory costs page faults), and uploaded through one staging ring per device.
 
 import { closeSync, readSync } from 'node:fs';
 import type { GpuContext } from '../gpu/device.js';
@@ -8,28 +7,30 @@ import { StagingRing, uploadNew } from '../gpu/buffers.js';
 import type { CsvChunk } from '../io/csv/index.js';
 import { openInput } from '../io/csv/input-file.js';
 
-let reused = Buffer.alloc(0);
+/** Host buffers for chunk bytes, reused from task to task (a worker runs up to two at once). */
+const spare: Buffer[] = [];
 
-/**
- * The chunk's bytes, ending in '\n' (one is appended after a last record that lacks it). The view
- * is only valid until the next call.
- */
-export function readChunkBytes(chunk: CsvChunk): Uint8Array {
+/** A chunk's bytes, and the call that gives their memory back for the next chunk. */
+export interface ChunkBytes { bytes: Uint8Array; release(): void }
+
+/** The chunk's bytes, ending in '\n' (one is appended after a last record that lacks it). */
+export function readChunkBytes(chunk: CsvChunk): ChunkBytes {
   const length = chunk.end - chunk.start;
-  if (reused.length < length + 1) reused = Buffer.allocUnsafe(Math.max(length + 1, reused.length * 2));
+  let buf = spare.pop() ?? Buffer.alloc(0);
+  if (buf.length < length + 1) buf = Buffer.allocUnsafe(Math.max(length + 1, buf.length * 2));
   const { fd } = openInput(chunk.path, chunk.displayName);
   let got = 0;
   try {
     while (got < length) {
-      const n = readSync(fd, reused, got, length - got, chunk.start + got);
+      const n = readSync(fd, buf, got, length - got, chunk.start + got);
       if (n === 0) break;
       got += n;
     }
   } finally {
     closeSync(fd);
   }
-  if (got > 0 && reused[got - 1] !== 0x0a) reused[got++] = 0x0a;
-  return reused.subarray(0, got);
+  if (got > 0 && buf[got - 1] !== 0x0a) buf[got++] = 0x0a;
+  return { bytes: buf.subarray(0, got), release: () => { spare.push(buf); } };
 }
 
 const rings = new WeakMap<GPUDevice, StagingRing>();

@@ -23,6 +23,8 @@ import type { Tracer } from './trace.js';
  */
 export const GPU_WORKER_NODE_FLAGS: string[] = [];
 
+export const GPU_TASKS_PER_WORKER = 2;
+
 /** Restarts of one GPU's worker after crashes before the GPU is given up. */
 const MAX_RESTARTS = 2;
 const READY_TIMEOUT_MS = 120_000;
@@ -72,7 +74,8 @@ export class GpuProcessPool extends WorkerProcessPool {
   }
 
   private constructor(private readonly options: GpuPoolOptions, tracer?: Tracer) {
-    super(tracer ?? options.tracer);
+    // Two tasks per GPU worker: one reads and uploads its chunk while the other waits on the GPU.
+    super(tracer ?? options.tracer, GPU_TASKS_PER_WORKER);
     this.info = options.gpus.map((gpu) => ({ device: { gpu, adapter: null, selected: null, layer: false }, selectLines: [], restarts: 0, gone: null, onReady: null }));
     options.gpus.forEach((_, i) => this.startSlot(i));
   }

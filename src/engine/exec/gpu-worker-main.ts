@@ -11,6 +11,7 @@ import { maybeInjectFault } from './fault-hook.js';
 import type { Broadcast, Task } from './fragment.js';
 import { ResidentCache } from './gpu-resident.js';
 import { DeviceLost, runGpuTask, type GpuWorkerState } from './gpu-task.js';
+import { warmUpKernels } from './gpu-warmup.js';
 import { BroadcastCache } from './run-fragment.js';
 
 type ParentMessage =
@@ -25,6 +26,14 @@ const opened: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.
   process.stderr.write(`gpuframe: GPU worker could not open its device: ${err instanceof Error ? err.message : String(err)}\n`);
   return null;
 });
+
+// Tasks wait for the warm-up, which runs once the parent knows the worker is ready (it plans then).
+const warmed: Promise<void> = opened.then((gpu) => new Promise((resolve) => {
+  setImmediate(() => {
+    try { if (gpu) warmUpKernels(gpu); } catch { /* a kernel that fails to compile fails its task later, with context */ }
+    resolve();
+  });
+}));
 
 void opened.then((gpu) => {
   process.send!({ type: 'ready', adapter: gpu ? describeAdapter(gpu) : null });
@@ -50,7 +59,7 @@ process.on('message', (msg: ParentMessage) => {
     cache.add(msg.broadcast);
     return;
   }
-  void opened.then(async (gpu) => {
+  void Promise.all([opened, warmed]).then(async ([gpu]) => {
     tasksRun++;
     maybeInjectFault(tasksRun);
     try {

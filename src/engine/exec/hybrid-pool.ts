@@ -9,7 +9,7 @@
 // backups, unless no GPU worker is left.
 
 import type { FragmentResult, Broadcast, Task } from './fragment.js';
-import type { TaskRunner } from './pool.js';
+import { concurrencyOf, type TaskRunner } from './pool.js';
 
 interface Job {
   task: Task;
@@ -40,6 +40,10 @@ export class HybridRunner implements TaskRunner {
     return this.gpu.size + this.cpu.size;
   }
 
+  get concurrency(): number {
+    return concurrencyOf(this.gpu) + concurrencyOf(this.cpu);
+  }
+
   broadcast(b: Broadcast): void {
     this.gpu.broadcast(b);
     this.cpu.broadcast(b);
@@ -63,11 +67,11 @@ export class HybridRunner implements TaskRunner {
 
   private pump(): void {
     for (;;) {
-      if (this.gpuBusy < this.gpu.size) {
+      if (this.gpuBusy < concurrencyOf(this.gpu)) {
         const at = this.queue.findIndex((j) => this.gpuOnly(j.task) || this.gpuSpeedsUp(j.task));
         if (at >= 0) { this.start(this.queue.splice(at, 1)[0], true); continue; }
       }
-      if (this.cpuBusy >= this.cpu.size) return;
+      if (this.cpuBusy >= concurrencyOf(this.cpu)) return;
       const at = this.queue.findIndex((j) => this.cpuMayRun(j));
       if (at >= 0) { this.start(this.queue.splice(at, 1)[0], false); continue; }
       const i = this.onGpuAlone.findIndex((j) => this.cpuMayRun(j));

@@ -13,12 +13,20 @@ import { BroadcastCache, runTask } from './run-fragment.js';
 import type { Tracer } from './trace.js';
 
 export interface TaskRunner {
+  /** Workers. */
   readonly size: number;
+  /** Tasks it runs at once (default: size). */
+  readonly concurrency?: number;
   broadcast(b: Broadcast): void;
   run(task: Task, label: string): Promise<FragmentResult>;
   /** Runs `task` once on every live worker (for data resident in workers); a worker lost meanwhile rejects with WorkerLost. */
   runOnEach(task: Task, label: string): Promise<FragmentResult[]>;
   close(): Promise<void>;
+}
+
+/** Tasks `runner` runs at once. */
+export function concurrencyOf(runner: TaskRunner): number {
+  return runner.concurrency ?? runner.size;
 }
 
 /** A task pinned to one worker could not finish there because the worker is gone (with whatever it held). */
@@ -44,8 +52,9 @@ export class InProcessRunner implements TaskRunner {
   async close(): Promise<void> {}
 }
 
-export interface PendingTask { id: number; task: Task; label: string; attempts: number; lastSlot: number; pinnedSlot?: number; resolve: (r: FragmentResult) => void; reject: (e: Error) => void }
-export interface WorkerSlot { child: ChildProcess; busy: PendingTask | null; startedAt: number; name: string; retired: boolean }
+export interface PendingTask { id: number; task: Task; label: string; attempts: number; lastSlot: number; pinnedSlot?: number; startedAt?: number; resolve: (r: FragmentResult) => void; reject: (e: Error) => void }
+/** A worker process and the tasks it is running (at most the pool's tasksPerWorker). */
+export interface WorkerSlot { child: ChildProcess; running: PendingTask[]; name: string; retired: boolean }
 /** A message from a worker: result/error answer task `id`; other types go to onWorkerMessage. */
 export interface WorkerMessage { type: string; id?: number; result?: FragmentResult; error?: SerializedError; [key: string]: unknown }
 
@@ -58,11 +67,19 @@ export abstract class WorkerProcessPool implements TaskRunner {
   private nextId = 0;
   protected closed = false;
 
-  protected constructor(protected readonly tracer?: Tracer) {}
+  /**
+   * Tasks a worker is given at once. More than one lets a worker overlap one task's host work
+   * (reading, uploading) with another's waits (GPU workers); results are matched by task id.
+   */
+  protected constructor(protected readonly tracer?: Tracer, readonly tasksPerWorker = 1) {}
 
   /** Workers alive (retired ones do not count). */
   get size(): number {
     return Math.max(1, this.slots.filter((s) => !s.retired).length);
+  }
+
+  get concurrency(): number {
+    return this.size * this.tasksPerWorker;
   }
 
   /** Starts the process of worker slot i. */
@@ -109,14 +126,14 @@ export abstract class WorkerProcessPool implements TaskRunner {
   /** Starts slot i's worker (replacing a dead one) and wires its messages and exit. */
   protected startSlot(i: number): WorkerSlot {
     const { child, name } = this.spawnChild(i);
-    const slot: WorkerSlot = { child, busy: null, startedAt: 0, name, retired: false };
+    const slot: WorkerSlot = { child, running: [], name, retired: false };
     this.slots[i] = slot;
     child.on('message', (msg: WorkerMessage) => {
       if (msg.type !== 'result' && msg.type !== 'error') return this.onWorkerMessage(slot, msg);
-      const job = slot.busy;
-      if (!job || job.id !== msg.id) return;
-      this.tracer?.record(job.label, slot.name, slot.startedAt, performance.now());
-      slot.busy = null;
+      const at = slot.running.findIndex((j) => j.id === msg.id);
+      if (at < 0) return;
+      const job = slot.running.splice(at, 1)[0];
+      this.tracer?.record(job.label, slot.name, job.startedAt!, performance.now());
       if (msg.type === 'result') job.resolve(msg.result!);
       else job.reject(deserializeError(msg.error!));
       this.dispatch();
@@ -135,22 +152,20 @@ export abstract class WorkerProcessPool implements TaskRunner {
     const slot = this.slots[i];
     if (!slot || slot.retired) return;
     slot.retired = true;
-    const job = slot.busy;
-    slot.busy = null;
+    const jobs = slot.running.splice(0);
     if (slot.child.exitCode === null && slot.child.signalCode === null) slot.child.kill('SIGKILL');
     this.dropPinned(i, 'retired');
-    if (job) this.requeue(job, i, 'retired');
+    for (const job of jobs) this.requeue(job, i, 'retired');
     this.afterLoss();
   }
 
   private onExit(i: number, slot: WorkerSlot, code: number | null, signal: NodeJS.Signals | null): void {
     if (this.closed || this.slots[i] !== slot || slot.retired) return;
-    const job = slot.busy;
-    slot.busy = null;
+    const jobs = slot.running.splice(0);
     if (this.shouldRespawn(i, code, signal)) this.startSlot(i);
     else slot.retired = true;
     this.dropPinned(i, signal ?? `exit code ${code}`);
-    if (job) this.requeue(job, i, signal ?? `exit code ${code}`);
+    for (const job of jobs) this.requeue(job, i, signal ?? `exit code ${code}`);
     this.afterLoss();
   }
 
@@ -188,17 +203,22 @@ export abstract class WorkerProcessPool implements TaskRunner {
   /** Idle workers pull from the shared queue; a retried task avoids the worker it died on when another is idle. */
   private dispatch(): void {
     if (this.closed) return; // the run is over (finished, failed or interrupted): start nothing new
+    // Fill every worker's first place before any worker gets a second task.
+    for (let depth = 1; depth <= this.tasksPerWorker; depth++) this.dispatchUpTo(depth);
+  }
+
+  private dispatchUpTo(depth: number): void {
     for (let i = 0; i < this.slots.length && this.queue.length > 0; i++) {
       const slot = this.slots[i];
-      if (slot.busy || slot.retired) continue;
+      if (slot.running.length >= depth || slot.retired) continue;
       const othersAlive = this.slots.some((s, j) => j !== i && !s.retired);
       const mayRun = (job: PendingTask) => job.pinnedSlot === undefined || job.pinnedSlot === i;
       let at = this.queue.findIndex((job) => mayRun(job) && (job.lastSlot !== i || !othersAlive));
       if (at < 0) at = this.queue.findIndex(mayRun);
       if (at < 0) continue;
       const job = this.queue.splice(at, 1)[0];
-      slot.busy = job;
-      slot.startedAt = performance.now();
+      slot.running.push(job);
+      job.startedAt = performance.now();
       slot.child.send({ type: 'task', id: job.id, task: job.task });
     }
   }

@@ -3,6 +3,7 @@
 
 import type { Schema } from '../batch.js';
 import type { RunContext } from './context.js';
+import { concurrencyOf } from './pool.js';
 import type { Fragment, FragmentResult, OpSpec, Task, Terminal } from './fragment.js';
 
 export interface Stream {
@@ -93,7 +94,7 @@ export const TASK_MEMORY_FACTOR = 6;
  */
 export function taskWindow(ctx: RunContext): number {
   const byMemory = Math.floor(ctx.memoryLimit / (ctx.blocksize * TASK_MEMORY_FACTOR));
-  return Math.max(1, Math.min(ctx.runner.size * 2, byMemory));
+  return Math.max(1, Math.min(concurrencyOf(ctx.runner) * 2, byMemory));
 }
 
 function orInto(acc: Record<string, Uint8Array>, id: string, flags: Uint8Array): void {

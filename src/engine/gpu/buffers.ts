@@ -134,9 +134,13 @@ export class StagingRing {
     for (let at = 0; at < bytes.length; at += this.slotBytes) {
       const part = bytes.subarray(at, Math.min(bytes.length, at + this.slotBytes));
       const padded = Math.ceil(part.length / 4) * 4;
+      // Claim the slot before waiting, so that concurrent uploads never share one.
       const slot = this.slots[this.next];
       this.next = (this.next + 1) % this.slots.length;
-      await slot.ready;
+      const previous = slot.ready;
+      let mapped!: () => void;
+      slot.ready = new Promise<void>((resolve) => { mapped = resolve; });
+      await previous;
       const view = new Uint8Array(slot.buf.getMappedRange(0, padded));
       view.set(part);
       view.fill(0, part.length);
@@ -144,7 +148,8 @@ export class StagingRing {
       const enc = this.ctx.device.createCommandEncoder();
       enc.copyBufferToBuffer(slot.buf, 0, dst, dstOffset + at, padded);
       this.ctx.device.queue.submit([enc.finish()]);
-      slot.ready = slot.buf.mapAsync(GPUMapMode.WRITE);
+      // A failed map shows up at the slot's next getMappedRange, in that upload.
+      slot.buf.mapAsync(GPUMapMode.WRITE).then(mapped, mapped);
     }
   }
 
@@ -217,8 +222,13 @@ export class GpuKernel {
   private readonly module: GPUShaderModule;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
 
-  constructor(private readonly ctx: GpuContext, code: string, readonly label: string) {
+  constructor(private readonly ctx: GpuContext, readonly code: string, readonly label: string) {
     this.module = ctx.device.createShaderModule({ code, label });
+  }
+
+  /** Compiles the entry points' pipelines now (the first dispatch would otherwise pay for it). */
+  prepare(entries: readonly string[]): void {
+    for (const e of entries) this.pipeline(e);
   }
 
   private pipeline(entry: string): GPUComputePipeline {
@@ -254,5 +264,6 @@ export function kernelFor(ctx: GpuContext, label: string, code: string): GpuKern
   if (!m) { m = new Map(); kernelCache.set(ctx.device, m); }
   let k = m.get(label);
   if (!k) { k = new GpuKernel(ctx, code, label); m.set(label, k); }
+  else if (k.code !== code) throw new Error(`kernel label '${label}' is used for two different WGSL sources`);
   return k;
 }

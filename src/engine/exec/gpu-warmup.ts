@@ -1,0 +1,33 @@
+// Compiling a kernel's pipelines costs the NVIDIA driver about a second for the whole CSV
+// group-by (the first chunk of a run took ~1 s longer than the others). A GPU worker on a hardware
+// adapter compiles them right after reporting ready, while the parent is still planning chunks.
+// (On lavapipe compiling is slow too, but tests start many short-lived workers: it stays lazy.)
+
+import type { GpuContext } from '../gpu/device.js';
+import { kernelFor } from '../gpu/buffers.js';
+import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from '../../kernels/csv-rows.wgsl.js';
+import { CSV_BOUNDARIES_WGSL } from '../../kernels/csv-scan.wgsl.js';
+import * as G from '../../kernels/groupby-aggregate.wgsl.js';
+import { KEY_VERIFY_WGSL } from '../../kernels/key-hash.wgsl.js';
+import { PREFIX_SCAN_WGSL } from '../../kernels/prefix-scan.wgsl.js';
+
+/** Label, WGSL and entry points of every kernel the CSV group-by path dispatches (labels as in their host files). */
+const CSV_GROUPBY_KERNELS: [string, string, string[]][] = [
+  ['csv-boundaries', CSV_BOUNDARIES_WGSL, ['quote_counts', 'count_records', 'list_records']],
+  ['prefix-scan', PREFIX_SCAN_WGSL, ['scan_blocks', 'add_block_offsets']],
+  ['csv-rows', CSV_ROWS_WGSL, ['split_rows']],
+  ['csv-valid-bits', CSV_VALID_BITS_WGSL, ['valid_bits']],
+  ['groupby-insert', G.GROUPBY_INSERT_WGSL, ['insert_keys']],
+  ['key-verify', KEY_VERIFY_WGSL, ['verify_keys']],
+  ['groupby-int-sum', G.GROUPBY_INT_SUM_WGSL, ['sum_int']],
+  ['groupby-float-sum', G.GROUPBY_FLOAT_SUM_WGSL, ['float_exponents', 'float_sum']],
+  ['groupby-min-max', G.GROUPBY_MIN_MAX_WGSL, ['minmax_init', 'minmax_hi', 'minmax_lo']],
+  ['groupby-mark', G.GROUPBY_MARK_WGSL, ['mark_used']],
+  ['groupby-compact', G.GROUPBY_COMPACT_WGSL, ['compact']],
+  ['groupby-gather', G.GROUPBY_GATHER_WGSL, ['gather']],
+];
+
+export function warmUpKernels(gpu: GpuContext): void {
+  if (gpu.isSoftware) return;
+  for (const [label, code, entries] of CSV_GROUPBY_KERNELS) kernelFor(gpu, label, code).prepare(entries);
+}
