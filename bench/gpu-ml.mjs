@@ -4,7 +4,11 @@
 // 1e-6); compares with scikit-learn and PyTorch through python3 on data of the same shape.
 //   source .devkit/env.sh; node bench/gpu-ml.mjs          (env: ROWS=1e7 ROWS_LINREG=1e7 DIR=/tmp/gpuframe-ml TIMEOUT=150)
 // Time per Lloyd iteration comes from the run's --trace: the starts of successive 'ml kmeans.assign'
-// rounds, so loading and seeding are not counted. Progress lines go to stdout as they happen.
+// rounds, so loading and seeding are not counted, nor the first round (it compiles the kernels).
+// The blobs have fewer true centres (BLOB_CENTERS) than k, so Lloyd keeps moving for all 20
+// iterations (well-separated blobs with one centre each converge after 2). Times are also given as
+// a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Progress lines go
+// to stdout as they happen.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -18,14 +22,15 @@ const ROWS = Number(process.env.ROWS ?? 1e7);
 const ROWS_LINREG = Number(process.env.ROWS_LINREG ?? ROWS);
 const DIR = process.env.DIR ?? '/tmp/gpuframe-ml';
 const TIMEOUT_S = Number(process.env.TIMEOUT ?? 150);
-const K = 64, D = 32, D_LINREG = 16, ITERS = 20;
-const HBM_BYTES_PER_S = 4.2e12;
+const K = 64, D = 32, D_LINREG = 16, ITERS = 20, BLOB_CENTERS = 8;
+const HBM_BYTES_PER_S = 4.2e12, F32_FLOPS_PER_S = 67e12; // H200 SXM: HBM3e, FP32 without tensor cores
 const BLOCKSIZE = ['--blocksize', process.env.BLOCKSIZE ?? '128MB'];
 const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
-function gpuframe(args) {
+/** Runs the CLI; `progressFlag` false for commands without --progress (devices). */
+function gpuframe(args, progressFlag = true) {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [BIN, ...args, '--no-progress'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 64 << 20 });
+  const r = spawnSync(process.execPath, [BIN, ...args, ...(progressFlag ? ['--no-progress'] : [])], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 64 << 20 });
   const stderr = (r.stderr ?? '').split('\n').filter((l) => l && !/^Warning: maxDynamic/.test(l)).join('\n');
   return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr, seconds: (performance.now() - t0) / 1000 };
 }
@@ -51,11 +56,16 @@ function python(script) {
 mkdirSync(DIR, { recursive: true });
 const results = [];
 const add = (step, value, note = '') => { results.push({ step, value, note }); log(`  ${step}: ${value}${note ? ` (${note})` : ''}`); };
+/** The roofline of a pass moving `bytes` and doing `flops` f32 operations, in seconds. */
+const roofline = (bytes, flops) => Math.max(bytes / HBM_BYTES_PER_S, flops / F32_FLOPS_PER_S);
+const ofRoofline = (seconds, bytes, flops) => `${(100 * roofline(bytes, flops) / seconds).toFixed(1)}% of roofline`;
 
 log('gpuframe devices --json --device gpu');
 let gpuCount = 0;
 try {
-  const d = JSON.parse(gpuframe(['devices', '--json', '--device', 'gpu']).stdout);
+  const r = gpuframe(['devices', '--json', '--device', 'gpu'], false);
+  if (r.code !== 0) throw new Error(`exit ${r.code}: ${r.stderr.slice(-300)}`);
+  const d = JSON.parse(r.stdout);
   gpuCount = d.gpus.filter((g) => g.name !== null).length;
   for (const g of d.gpus) log(`  GPU ${g.index}: ${g.name} software=${g.isSoftware}`);
 } catch (err) {
@@ -77,8 +87,11 @@ function generate(kind, rows, d, path, extra) {
 }
 
 // ---- k-means ----
-const blobs = join(DIR, `blobs-${ROWS}x${D}.arrow`);
-if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(K), '--cluster-std', '1'])) {
+const blobs = join(DIR, `blobs-${ROWS}x${D}-c${BLOB_CENTERS}.arrow`);
+if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '--cluster-std', '2'])) {
+  // Assignment reads xr and writes labels and distances; the per-cluster sums read xr, labels and
+  // distances again. Distances: a subtract and a multiply-add per feature and centre.
+  const kmBytes = ROWS * (2 * D * 4 + 16), kmFlops = 2 * ROWS * K * D;
   const models = {};
   for (const c of configs) {
     const model = join(DIR, `km-${c.name.replace(/\W+/g, '_')}.json`), trace = join(DIR, `km-${c.name.replace(/\W+/g, '_')}.trace.json`);
@@ -87,22 +100,30 @@ if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(K), '--cluster-s
     if (r.code !== 0) { add(`kmeans ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
     const summary = JSON.parse(r.stdout);
     const it = perRound(trace, 'ml kmeans.assign');
-    models[c.name] = { text: readFileSync(model, 'utf8'), inertia: summary.inertia };
-    add(`kmeans ${c.name}`, `${r.seconds.toFixed(2)} s total, ${(it.seconds * 1e3).toFixed(1)} ms per Lloyd iteration`, `${summary.iterations} iterations, inertia ${summary.inertia}`);
+    models[c.name] = { text: readFileSync(model, 'utf8'), inertia: summary.inertia, seconds: it.seconds };
+    const fraction = c.name === 'cpu' ? '' : `, ${ofRoofline(it.seconds, kmBytes, kmFlops)}`;
+    add(`kmeans ${c.name}`, `${r.seconds.toFixed(2)} s total, ${(it.seconds * 1e3).toFixed(2)} ms per Lloyd iteration${fraction}`,
+      `${summary.iterations} iterations (${it.rounds} assignment rounds, the first left out), inertia ${summary.inertia}${summary.iterations < ITERS ? ' — CONVERGED EARLY' : ''}`);
   }
-  if (models['gpu 0'] && models['gpu 0,1']) add('kmeans model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
+  if (models['gpu 0'] && models['gpu 0,1']) {
+    add('kmeans model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
+    add('kmeans 2 GPUs speed-up', `${(models['gpu 0'].seconds / models['gpu 0,1'].seconds).toFixed(2)}×`, 'per Lloyd iteration; goal ≥ 1.8×');
+  }
   if (models.cpu && models['gpu 0']) {
     const rel = Math.abs(models['gpu 0'].inertia - models.cpu.inertia) / models.cpu.inertia;
     add('kmeans inertia GPU vs CPU', rel.toExponential(2), rel <= 1e-4 ? 'within 1e-4' : 'OVER 1e-4');
   }
-  // xr read by the assignment and again by the per-cluster sums, labels written and read, distances written and read.
-  const bytes = ROWS * (2 * D * 4 + 16);
-  add('kmeans bytes per iteration / 4.2 TB/s', `${(bytes / HBM_BYTES_PER_S * 1e3).toFixed(2)} ms`, `${(bytes / 1e9).toFixed(2)} GB`);
+  add('kmeans roofline per iteration', `${(roofline(kmBytes, kmFlops) * 1e3).toFixed(2)} ms`,
+    `${(kmBytes / 1e9).toFixed(2)} GB / 4.2 TB/s = ${(kmBytes / HBM_BYTES_PER_S * 1e3).toFixed(2)} ms; ${(kmFlops / 1e9).toFixed(0)} GFLOP / 67 TFLOP/s = ${(kmFlops / F32_FLOPS_PER_S * 1e3).toFixed(2)} ms`);
 }
 
 // ---- linreg ----
 const reg = join(DIR, `reg-${ROWS_LINREG}x${D_LINREG}.arrow`);
 if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', String(D_LINREG), '--bias', '3', '--noise', '1'])) {
+  // The Gram pass reads xr and xl of every column (y too); each of its d(d+1)/2 + d entries is a
+  // double-float multiply-add per row (about 40 f32 operations).
+  const entries = D_LINREG * (D_LINREG + 1) / 2 + D_LINREG;
+  const lrBytes = ROWS_LINREG * (D_LINREG + 1) * 8, lrFlops = 40 * ROWS_LINREG * entries;
   const models = {};
   for (const c of configs) {
     const model = join(DIR, `lr-${c.name.replace(/\W+/g, '_')}.json`), trace = join(DIR, `lr-${c.name.replace(/\W+/g, '_')}.trace.json`);
@@ -111,18 +132,22 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
     if (r.code !== 0) { add(`linreg ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
     const events = JSON.parse(readFileSync(trace, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name === 'ml linreg.gram');
     const gramMs = events.length ? (Math.max(...events.map((e) => e.ts + e.dur)) - Math.min(...events.map((e) => e.ts))) / 1e3 : NaN;
-    models[c.name] = { text: readFileSync(model, 'utf8'), summary: JSON.parse(r.stdout) };
-    add(`linreg ${c.name}`, `${r.seconds.toFixed(2)} s total, Gram pass ${gramMs.toFixed(1)} ms`, `R² ${models[c.name].summary.r2}`);
+    models[c.name] = { text: readFileSync(model, 'utf8'), summary: JSON.parse(r.stdout), gramMs };
+    const fraction = c.name === 'cpu' ? '' : `, ${ofRoofline(gramMs / 1e3, lrBytes, lrFlops)}`;
+    add(`linreg ${c.name}`, `${r.seconds.toFixed(2)} s total, Gram pass ${gramMs.toFixed(2)} ms${fraction}`, `R² ${models[c.name].summary.r2}`);
   }
-  if (models['gpu 0'] && models['gpu 0,1']) add('linreg model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
+  if (models['gpu 0'] && models['gpu 0,1']) {
+    add('linreg model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
+    add('linreg 2 GPUs speed-up', `${(models['gpu 0'].gramMs / models['gpu 0,1'].gramMs).toFixed(2)}×`, 'Gram pass; goal ≥ 1.8×');
+  }
   if (models.cpu && models['gpu 0']) {
     const a = models.cpu.summary.coefficients, b = models['gpu 0'].summary.coefficients;
     const norm = Math.hypot(...Object.values(a));
     const worst = Math.max(...Object.keys(a).map((k) => Math.abs(a[k] - b[k]) / norm));
     add('linreg coefficients GPU vs CPU', worst.toExponential(2), worst <= 1e-6 ? 'within 1e-6' : 'OVER 1e-6');
   }
-  const bytes = ROWS_LINREG * (D_LINREG + 1) * 8;
-  add('linreg Gram bytes / 4.2 TB/s', `${(bytes / HBM_BYTES_PER_S * 1e3).toFixed(2)} ms`, `${(bytes / 1e9).toFixed(2)} GB (xr + xl)`);
+  add('linreg Gram roofline', `${(roofline(lrBytes, lrFlops) * 1e3).toFixed(2)} ms`,
+    `${(lrBytes / 1e9).toFixed(2)} GB (xr + xl) / 4.2 TB/s = ${(lrBytes / HBM_BYTES_PER_S * 1e3).toFixed(2)} ms; ${(lrFlops / 1e9).toFixed(0)} GFLOP / 67 TFLOP/s = ${(lrFlops / F32_FLOPS_PER_S * 1e3).toFixed(2)} ms`);
 }
 
 // ---- peers ----
