@@ -71,21 +71,54 @@ export async function chooseGpus(device: DeviceMode, indices: number[] | undefin
 }
 
 /**
+ * The GPUs a run starts workers for, from the PCI bus alone (no probe process: each worker reports
+ * what it opened, and one that opens nothing is retired). Without GPUs on the bus: none for
+ * --device auto, one unpinned worker (a software adapter such as lavapipe) for --device gpu.
+ */
+export function gpuCandidates(device: DeviceMode, indices: number[] | undefined, busIds: string[], driPrimeOf: (busId: string) => string): GpuInfo[] {
+  if (device === 'cpu') return [];
+  if (busIds.length === 0) {
+    for (const i of indices ?? []) if (i >= 1) throw new UsageError(`--gpus: there is no GPU ${i}; this machine has no GPU on its PCI bus (see \`gpuframe devices\`)`);
+    return device === 'gpu' ? [{ busId: null, driPrime: null, adapter: null }] : [];
+  }
+  for (const i of indices ?? []) {
+    if (i >= busIds.length) throw new UsageError(`--gpus: there is no GPU ${i}; the PCI bus has ${busIds.length} (${busIds.map((b, k) => `${k}: ${b}`).join(', ')})`);
+  }
+  return (indices ?? busIds.map((_, i) => i)).map((i) => ({ busId: busIds[i], driPrime: driPrimeOf(busIds[i]), adapter: null }));
+}
+
+/**
  * The task runner for a run: GPU workers joined by CPU workers (tasks the GPU speeds up prefer the
  * GPUs; idle CPU workers take any task), or CPU workers alone, or (workers 0, CPU) this process.
- * With GPUs, --workers 0 means GPU workers only.
+ * With GPUs, --workers 0 means GPU workers only. --device auto falls back to CPU workers when no
+ * worker opens a hardware GPU.
  */
 export async function createRunner(settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner> {
-  const choice = await traced(tracer, 'find GPUs', () => chooseGpus(settings.device ?? 'cpu', settings.gpus));
-  if (choice.use.length > 0) {
-    const { GpuProcessPool } = await import('./gpu-pool.js');
+  const device = settings.device ?? 'cpu';
+  const gpus = device === 'cpu' ? null : await traced(tracer, 'open GPU workers', () => openGpuWorkers(device, settings, tracer));
+  if (gpus) {
     const { gpuSupports } = await import('./gpu-aggregate.js');
     const gpuSpeedsUp = (task: Task) => task.terminal.kind === 'partial-aggregate' && gpuSupports(task.terminal.spec, task.terminal.inputSchema);
-    const gpus = await traced(tracer, 'open GPU workers', () => GpuProcessPool.create({ gpus: choice.use, allowSoftware: choice.allowSoftware, tracer, warn: settings.warn }));
     if (settings.workers === 0) return gpus;
-    // ML training data lives on GPU workers only: a partition's results must not depend on where it landed.
+    // Training data lives on the GPU workers only, so that results never depend on scheduling.
     const gpuOnly = (task: Task) => task.terminal.kind === 'load-matrix';
     return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuSpeedsUp, gpuOnly);
   }
   return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
+}
+
+/** One worker per candidate GPU, or null (--device auto) when there is none to use. */
+async function openGpuWorkers(device: DeviceMode, settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner | null> {
+  // Loaded only when GPUs may be used: it brings in dawn.node.
+  const { driPrimeOf, gpuBusIds } = await import('../gpu/device.js');
+  const candidates = gpuCandidates(device, settings.gpus, gpuBusIds(), driPrimeOf);
+  if (candidates.length === 0) return null;
+  const { GpuProcessPool } = await import('./gpu-pool.js');
+  try {
+    return await GpuProcessPool.create({ gpus: candidates, allowSoftware: device === 'gpu', tracer, warn: settings.warn });
+  } catch (err) {
+    if (device === 'auto') return null;
+    const why = err instanceof Error ? err.message : String(err);
+    throw new RuntimeFailure(`--device gpu: no usable GPU: WebGPU found no adapter in any GPU worker (no Vulkan driver or ICD? install mesa-vulkan-drivers for lavapipe, or the GPU vendor's Vulkan driver): ${why}`);
+  }
 }
