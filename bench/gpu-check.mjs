@@ -1,7 +1,8 @@
 // GPU executor check for the GPU machine: generates flights-like CSV data (bench/generate.mjs),
 // runs groupby and merge with --device cpu, --device gpu --gpus 0 and --device gpu --gpus 0,1,
 // checks that every GPU output has the CPU output's bytes, and prints timings as a markdown table.
-//   source .devkit/env.sh; node bench/gpu-check.mjs [--bytes 1e9] [--dir /tmp/gpuframe-check] [--timeout 240]
+//   source .devkit/env.sh; node bench/gpu-check.mjs [--bytes 1e9] [--copies 1] [--dir /tmp/gpuframe-check] [--timeout 240]
+//   env: JOBS (name prefixes, comma-separated), CONFIGS (cpu,gpu_0_only,gpu_0_1_only,gpus_cpu_workers), DUCKDB=0
 // Progress lines and each result go to stdout as they happen, so a run cut short still reports.
 
 import { spawnSync } from 'node:child_process';
@@ -18,6 +19,8 @@ const arg = (name, fallback) => {
   return i > 0 ? process.argv[i + 1] : fallback;
 };
 const bytes = Number(arg('bytes', '1e9'));
+// --copies N: generate bytes/N once and repeat its rows N times (generation is single-threaded JS).
+const copies = Math.max(1, Number(arg('copies', '1')));
 const dir = arg('dir', '/tmp/gpuframe-check');
 const timeoutS = Number(arg('timeout', '240'));
 const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
@@ -43,9 +46,16 @@ mkdirSync(dir, { recursive: true });
 const data = join(dir, `flights-${bytes}.csv`);
 const dim = join(dir, 'airports.csv');
 if (!existsSync(data)) {
-  log(`generating ${(bytes / 1e9).toFixed(2)} GB of CSV at ${data}`);
-  const g = await generateFlights(data, bytes);
-  log(`generated ${g.rows} rows`);
+  const base = copies > 1 ? join(dir, `flights-${bytes / copies}.csv`) : data;
+  if (!existsSync(base)) {
+    log(`generating ${(bytes / copies / 1e9).toFixed(2)} GB of CSV at ${base}`);
+    const g = await generateFlights(base, bytes / copies);
+    log(`generated ${g.rows} rows`);
+  }
+  if (copies > 1) {
+    log(`${data}: ${copies} copies of ${base}'s rows`);
+    spawnSync('bash', ['-c', `cp '${base}' '${data}' && for i in $(seq 2 ${copies}); do tail -n +2 '${base}' >> '${data}'; done`], { stdio: 'inherit' });
+  }
 } else {
   log(`reusing ${data} (${(statSync(data).size / 1e9).toFixed(2)} GB)`);
 }
@@ -76,6 +86,7 @@ const duckSql = {
   'groupby origin,dest': `select origin, dest, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin, dest order by origin, dest`,
   'groupby delay (int key)': `select delay, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by delay order by delay`,
   'merge (broadcast) -o csv': `select * from read_csv('${data}') f join read_csv('${dim}') d using (origin)`,
+  'merge then groupby region': `select region, count(*), sum(delay), avg(price), min(delay), max(distance), avg(elevation) from read_csv('${data}') f join read_csv('${dim}') d using (origin) group by region order by region`,
 };
 function duckdb(sql, out) {
   const script = `import('@duckdb/node-api').then(async (d) => { const c = await (await d.DuckDBInstance.create(':memory:')).connect(); await c.run(${JSON.stringify(`copy (${sql}) to '${out}'`)}); })`;
@@ -89,7 +100,18 @@ const jobs = [
   { name: 'groupby origin,dest', args: (out) => ['groupby', data, '--by', 'origin,dest', '--agg', AGGS, '-o', out] },
   { name: 'groupby delay (int key)', args: (out) => ['groupby', data, '--by', 'delay', '--agg', AGGS, '-o', out] },
   { name: 'merge (broadcast) -o csv', args: (out) => ['merge', data, dim, '--on', 'origin', '-o', out] },
+  // read-csv -> merge -> groupby through shell pipes: the stages pass the plan, the last one runs it.
+  { name: 'merge then groupby region', pipe: (out) => [['read-csv', data], ['merge', '-', dim, '--on', 'origin'], ['groupby', '--by', 'region', '--agg', 'count(),sum(delay),mean(price),min(delay),max(distance),mean(elevation)', '-o', out]] },
 ];
+
+/** Runs the stages of a shell pipeline, run flags on the last stage (which runs the whole plan). */
+function gpuframePipe(stages, flags) {
+  const q = (a) => `'${String(a).replace(/'/g, "'\\''")}'`;
+  const cmd = stages.map((st, i) => [process.execPath, BIN, ...st, ...(i === stages.length - 1 ? flags : [])].map(q).join(' ')).join(' | ');
+  const t0 = performance.now();
+  const r = spawnSync('bash', ['-o', 'pipefail', '-c', cmd], { env: process.env, encoding: 'utf8', timeout: timeoutS * 1000, maxBuffer: 64 << 20 });
+  return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr: (r.stderr ?? '').trim(), seconds: (performance.now() - t0) / 1000 };
+}
 
 const rows = [];
 const table = () => {
@@ -111,7 +133,7 @@ for (const job of jobs.filter((j) => !process.env.JOBS || process.env.JOBS.split
   for (const c of configs) {
     const out = join(dir, `${job.name.replace(/\W+/g, '_')}-${c.name.replace(/\W+/g, '_')}.csv`);
     log(`${job.name} with ${c.flags.join(' ')} ...`);
-    const r = gpuframe([...job.args(out), ...c.flags, '--no-progress']);
+    const r = job.pipe ? gpuframePipe(job.pipe(out), [...c.flags, '--no-progress']) : gpuframe([...job.args(out), ...c.flags, '--no-progress']);
     if (r.stderr) log(`  stderr: ${r.stderr.split('\n').slice(-6).join(' | ')}`);
     if (r.code !== 0) {
       row.cells[c.name] = `failed (exit ${r.code})`;

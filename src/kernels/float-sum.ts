@@ -30,7 +30,7 @@ export function exactSumValue(s: ExactFloatSum): number {
   const neg = s.mant < 0n;
   let m = neg ? -s.mant : s.mant;
   let e = s.exp2;
-  const bits = m.toString(2).length;
+  const bits = bitLength(m);
   if (bits > 64) {
     const drop = BigInt(bits - 64);
     const sticky = (m & ((1n << drop) - 1n)) !== 0n ? 1n : 0n;
@@ -40,6 +40,16 @@ export function exactSumValue(s: ExactFloatSum): number {
   // Scale in two steps so that 2^e itself never under- or overflows.
   const v = Number(m) * 2 ** Math.trunc(e / 2) * 2 ** (e - Math.trunc(e / 2));
   return neg ? -v : v;
+}
+
+/** Bits of m > 0 (toString(2) is slow): from its double's exponent, corrected by one either way. */
+function bitLength(m: bigint): number {
+  const approx = Number(m);
+  if (!Number.isFinite(approx)) return m.toString(2).length;
+  let bits = Math.floor(Math.log2(approx)) + 1;
+  if (m >> BigInt(bits - 1) === 0n) bits--;
+  else if (m >> BigInt(bits) !== 0n) bits++;
+  return bits;
 }
 
 const f64 = new Float64Array(1);

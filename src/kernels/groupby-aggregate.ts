@@ -30,6 +30,8 @@ export interface ColumnAggregates {
   /** float64 columns: exact sums, and those rounded to doubles. */
   floatSum?: ExactFloatSum[];
   floatSumValue?: Float64Array;
+  /** int64 columns, when cheap: group g's sum as lo, hi (in [0, 2^32)) and top, sum = top·2^64 + hi·2^32 + lo. */
+  intSumParts?(g: number): [number, number, number];
   /** Min/max per group (meaningless where count is 0 or, for floats, all values are NaN). */
   min: BigInt64Array | Float64Array;
   max: BigInt64Array | Float64Array;
@@ -184,7 +186,7 @@ export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: re
     rows[out] = counts[2 * g] + counts[2 * g + 1] * 2 ** 32;
     first[out] = firstRow[g];
   });
-  const decoded = columns.map((col, c) => decodeColumn(col.type, { sum: parts[3 + 2 * c], minMax: parts[4 + 2 * c] }, order));
+  const decoded = columns.map((col, c) => new DecodedColumn(col.type, { sum: parts[3 + 2 * c], minMax: parts[4 + 2 * c] }, order));
   return { groups, ownerRow, nullKey, firstRow: first, rows, columns: decoded };
 }
 
@@ -262,42 +264,79 @@ async function numberGroups(ctx: GpuContext, t: KeyTable): Promise<{ groups: num
 }
 
 const u64 = (lo: number, hi: number) => (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
-const f64 = new Float64Array(1);
-const f64Words = new Uint32Array(f64.buffer);
 
-/** Undoes the order-preserving image used for min/max. */
-function fromOrdered(hi: number, lo: number, isFloat: boolean): bigint | number {
-  if (!isFloat) return BigInt.asIntN(64, u64(lo, (hi ^ 0x80000000) >>> 0));
-  if (hi >>> 31) { f64Words[1] = hi & 0x7fffffff; f64Words[0] = lo; } else { f64Words[1] = ~hi; f64Words[0] = ~lo; }
-  return f64[0];
+/** Undoes the order-preserving image used for min/max, writing the value's words at `out` of `dst`. */
+function fromOrdered(hi: number, lo: number, isFloat: boolean, dst: Uint32Array, out: number): void {
+  if (!isFloat) { dst[2 * out] = lo; dst[2 * out + 1] = (hi ^ 0x80000000) >>> 0; return; }
+  if (hi >>> 31) { dst[2 * out + 1] = hi & 0x7fffffff; dst[2 * out] = lo; } else { dst[2 * out + 1] = ~hi >>> 0; dst[2 * out] = ~lo >>> 0; }
 }
 
-function decodeColumn(type: 'int64' | 'float64', words: { sum: Uint32Array; minMax: Uint32Array }, order: number[]): ColumnAggregates {
-  const isFloat = type === 'float64';
-  const groups = order.length;
-  const width = isFloat ? FLOAT_WIDTH : INT_WIDTH;
-  const count = new Float64Array(groups);
-  const min = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
-  const max = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
-  const intSum: bigint[] = [];
-  const floatSum: ExactFloatSum[] = [];
-  order.forEach((g, out) => {
-    const s = words.sum.subarray(g * width, (g + 1) * width);
-    count[out] = s[0] + s[1] * 2 ** 32;
-    if (isFloat) {
-      const limbs = (at: number) => s.subarray(at, at + 5).reduceRight((acc, w) => (acc << 32n) | BigInt(w), 0n);
-      floatSum.push({ mant: limbs(4) - limbs(9), exp2: s[2] - 1075 - 64, special: s[3] });
-    } else {
-      const limbs = s.subarray(2, 6).reduceRight((acc, w) => (acc << 32n) | BigInt(w), 0n);
-      intSum.push(limbs - u64(s[6], s[7]) * (1n << 64n));
+/**
+ * Per-group records decoded in output order. Exact sums stay as the GPU's words until asked for:
+ * BigInt work per group is what high-cardinality results spend their time on.
+ */
+class DecodedColumn implements ColumnAggregates {
+  readonly count: Float64Array;
+  readonly min: BigInt64Array | Float64Array;
+  readonly max: BigInt64Array | Float64Array;
+  /** int64: per group [limb 0..3, negatives lo, negatives hi]; float64: per group the 14 accumulator words. */
+  readonly sumWords: Uint32Array;
+  private exactFloat: ExactFloatSum[] | undefined;
+  private exactInt: bigint[] | undefined;
+
+  constructor(readonly type: 'int64' | 'float64', words: { sum: Uint32Array; minMax: Uint32Array }, order: number[]) {
+    const isFloat = type === 'float64';
+    const groups = order.length;
+    const width = isFloat ? FLOAT_WIDTH : INT_WIDTH;
+    const kept = isFloat ? FLOAT_WIDTH : 6;
+    this.count = new Float64Array(groups);
+    this.sumWords = new Uint32Array(groups * kept);
+    const min = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
+    const max = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
+    const minWords = new Uint32Array(min.buffer), maxWords = new Uint32Array(max.buffer);
+    const sum = words.sum, mm = words.minMax, skip = isFloat ? 0 : 2; // int64: the count words are not kept
+    for (let out = 0; out < groups; out++) {
+      const at = order[out] * width;
+      this.count[out] = sum[at] + sum[at + 1] * 2 ** 32;
+      for (let w = 0; w < kept; w++) this.sumWords[out * kept + w] = sum[at + skip + w];
+      const m = order[out] * 4;
+      fromOrdered(mm[m], mm[m + 1], isFloat, maxWords, out);
+      fromOrdered(mm[m + 2], mm[m + 3], isFloat, minWords, out);
     }
-    const m = words.minMax.subarray(g * 4, g * 4 + 4);
-    (max as Float64Array)[out] = fromOrdered(m[0], m[1], isFloat) as number;
-    (min as Float64Array)[out] = fromOrdered(m[2], m[3], isFloat) as number;
-  });
-  return isFloat
-    ? { count, floatSum, floatSumValue: Float64Array.from(floatSum, exactSumValue), min, max }
-    : { count, intSum, min, max };
+    this.min = min;
+    this.max = max;
+  }
+
+  get intSum(): bigint[] | undefined {
+    if (this.type !== 'int64') return undefined;
+    this.exactInt ??= Array.from({ length: this.count.length }, (_, g) => {
+      const w = this.sumWords.subarray(6 * g, 6 * g + 6);
+      const limbs = w.subarray(0, 4).reduceRight((acc, x) => (acc << 32n) | BigInt(x), 0n);
+      return limbs - u64(w[4], w[5]) * (1n << 64n);
+    });
+    return this.exactInt;
+  }
+
+  /** int64 sum of group g as lo, hi (in [0, 2^32)) and top: sum = top·2^64 + hi·2^32 + lo, no BigInt. */
+  intSumParts(g: number): [number, number, number] {
+    const w = this.sumWords.subarray(6 * g, 6 * g + 6);
+    return [w[0], w[1], w[2] + w[3] * 2 ** 32 - (w[4] + w[5] * 2 ** 32)];
+  }
+
+  get floatSum(): ExactFloatSum[] | undefined {
+    if (this.type !== 'float64') return undefined;
+    this.exactFloat ??= Array.from({ length: this.count.length }, (_, g) => {
+      const s = this.sumWords.subarray(FLOAT_WIDTH * g, FLOAT_WIDTH * (g + 1));
+      const limbs = (at: number) => s.subarray(at, at + 5).reduceRight((acc, w) => (acc << 32n) | BigInt(w), 0n);
+      return { mant: limbs(4) - limbs(9), exp2: s[2] - 1075 - 64, special: s[3] };
+    });
+    return this.exactFloat;
+  }
+
+  get floatSumValue(): Float64Array | undefined {
+    const sums = this.floatSum;
+    return sums && Float64Array.from(sums, exactSumValue);
+  }
 }
 
 /**

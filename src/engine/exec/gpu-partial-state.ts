@@ -25,6 +25,10 @@ export function intSumState(col: ColumnAggregates, pick: Int32Array): AggState {
   const k = pick.length;
   const lo = new Float64Array(k), hi = new Float64Array(k), top = new Float64Array(k);
   for (let g = 0; g < k; g++) {
+    if (col.intSumParts) {
+      [lo[g], hi[g], top[g]] = col.intSumParts(pick[g]);
+      continue;
+    }
     const s = col.intSum![pick[g]];
     const t = s >> 64n; // floor: the remainder below is non-negative
     const rem = s - (t << 64n);
