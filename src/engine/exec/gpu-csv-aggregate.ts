@@ -24,8 +24,8 @@ import { keysGroupExactly } from '../../kernels/key-hash.js';
 import { dialectOf } from '../io/csv/options.js';
 import { hashKeys } from '../ops/keys.js';
 import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
-import type { SourceSpec } from './fragment.js';
-import { aggregatedColumns, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
+import type { SourceSpec, Task } from './fragment.js';
+import { aggregatedColumns, gpuSupports, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
 import { readChunkBytes, uploadChunk } from './gpu-csv-bytes.js';
 
 export type CsvSource = Extract<SourceSpec, { kind: 'csv' }>;
@@ -55,6 +55,17 @@ interface CsvPlan {
 }
 
 const KIND_OF: Partial<Record<string, CsvFieldKind>> = { int64: 'int64', float64: 'float64', string: 'text' };
+
+/**
+ * Whether the task is one the GPU CSV path runs (a partial aggregate straight over a CSV chunk):
+ * the tasks a GPU worker speeds up. Anything else (joins, other sources) a GPU worker runs with
+ * the CPU code, no faster than a CPU worker, so idle CPU workers should have it first.
+ */
+export function gpuCsvPathApplies(task: Task): boolean {
+  const { fragment, terminal } = task;
+  return terminal.kind === 'partial-aggregate' && fragment.source.kind === 'csv' && fragment.ops.every((op) => op.kind === 'project')
+    && gpuSupports(terminal.spec, terminal.inputSchema) && typeof planOf(fragment.source, terminal.spec, terminal.inputSchema) !== 'string';
+}
 
 /** The plan, or why this query cannot take the GPU CSV path. */
 function planOf(source: CsvSource, spec: AggregateSpec, input: Schema): CsvPlan | string {

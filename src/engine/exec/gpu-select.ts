@@ -88,8 +88,8 @@ export function gpuCandidates(device: DeviceMode, indices: number[] | undefined,
 }
 
 /**
- * The task runner for a run: GPU workers joined by CPU workers (tasks the GPU speeds up prefer the
- * GPUs; idle CPU workers take any task), or CPU workers alone, or (workers 0, CPU) this process.
+ * The task runner for a run: GPU workers joined by CPU workers (tasks the GPU speeds up, partial
+ * aggregates parsed from CSV on the GPU, prefer the GPUs; idle CPU workers take any task), or CPU workers alone, or (workers 0, CPU) this process.
  * With GPUs, --workers 0 means GPU workers only. --device auto falls back to CPU workers when no
  * worker opens a hardware GPU.
  */
@@ -97,12 +97,11 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
   const device = settings.device ?? 'cpu';
   const gpus = device === 'cpu' ? null : await traced(tracer, 'open GPU workers', () => openGpuWorkers(device, settings, tracer));
   if (gpus) {
-    const { gpuSupports } = await import('./gpu-aggregate.js');
-    const gpuSpeedsUp = (task: Task) => task.terminal.kind === 'partial-aggregate' && gpuSupports(task.terminal.spec, task.terminal.inputSchema);
     if (settings.workers === 0) return gpus;
+    const { gpuCsvPathApplies } = await import('./gpu-csv-aggregate.js');
     // Training data lives on the GPU workers only, so that results never depend on scheduling.
     const gpuOnly = (task: Task) => task.terminal.kind === 'load-matrix';
-    return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuSpeedsUp, gpuOnly);
+    return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuCsvPathApplies, gpuOnly);
   }
   return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
 }
