@@ -1,13 +1,16 @@
 // k-means kernels on lavapipe against their CPU twins: the f64 -> (xr, xl) decode, assignment with
 // per-cluster counts, sums and inertia, and the k-means++ steps (nearest distance kept on the
 // device, totals, potentials), on random data and awkward shapes: k = 1, d = 1, ties, all rows
-// equal, row counts that are not a multiple of the workgroup or of a block.
+// equal, row counts that are not a multiple of the workgroup or of a block, k and d that are not a
+// multiple of anything, the largest k the sums kernel takes, one cluster holding every row of many
+// blocks while others stay empty, and the same bits when run again.
 
 import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { assignEntries, assignResultOf, kmeansAssignCpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
+import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
+import { MAX_SUM_CLUSTERS, SUM_BLOCK_ROWS } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
 
@@ -37,7 +40,7 @@ async function assignOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Arr
   const out = work.temp(entries * 8, 'out');
   const { labels } = recordAssign(work, m, work.input(new Float32Array(centres), 'centres'), k, out, 0);
   const [pairs, labelWords] = await work.finish([{ buf: out, floats: entries * 2 }, { buf: labels, floats: m.rows }]);
-  return { result: assignResultOf(pairs, k, m.cols), labels: new Uint32Array(labelWords.buffer) };
+  return { pairs, result: assignResultOf(pairs, k, m.cols), labels: new Uint32Array(labelWords.buffer) };
 }
 
 const relClose = (a: number, b: number, tol: number) => Math.abs(a - b) <= tol * Math.max(1, Math.abs(b));
@@ -73,6 +76,10 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
     ['d = 1, integer data with ties', 4097, 1, 5, true],
     ['rows not a multiple of 256, integer ties', 9999, 2, 9, true],
     ['many centres: several workgroup tiles (k 300, d 16)', 700, 16, 300, false],
+    ['d 32, k 64 (the benchmark shape: two rows per thread)', 3000, 32, 64, false],
+    ['d 70, k 5 (one row per thread, padded to vec4s)', 1500, 70, 5, false],
+    ['k 37, d 7 (no multiple of 4 or 256), integer ties, several sum blocks', 3 * SUM_BLOCK_ROWS + 77, 7, 37, true],
+    [`k ${MAX_SUM_CLUSTERS} (the most the sums kernel takes), d 3, integer ties`, 5000, 3, MAX_SUM_CLUSTERS, true],
   ];
   for (const [name, rows, d, k, round] of cases) {
     it(name, async () => {
@@ -91,10 +98,39 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
       if (differ === 0) {
         expect(Array.from(got.result.counts)).toEqual(Array.from(want.counts));
         for (let i = 0; i < k * d; i++) expect(got.result.sums.hi[i] + got.result.sums.lo[i], `sum ${i}`).toBeCloseTo(want.sums[i], 6);
+        // Integer data: every partial sum is exact, so the sums are equal.
+        if (round) for (let i = 0; i < k * d; i++) expect(got.result.sums.hi[i] + got.result.sums.lo[i], `sum ${i}`).toBe(want.sums[i]);
       }
       expect(relClose(got.result.inertia.hi[0] + got.result.inertia.lo[0], want.inertia, 1e-6)).toBe(true);
     });
   }
+
+  it('one cluster takes every row of many blocks, the others stay empty; the same bits when run again', async () => {
+    const ctx = await testGpu();
+    const rng = new Rng(5, 'one cluster');
+    const rows = 4 * SUM_BLOCK_ROWS + 300, d = 5, k = 11;
+    const x = randomRows(rng, rows, d, 4);
+    // Centre 6 at the origin; the others far away, so empty.
+    const centres = new Float64Array(k * d).map((_, i) => (Math.floor(i / d) === 6 ? 0 : 1000 + i));
+    const m = await upload(ctx, x, null, rows, d);
+    const got = await assignOnGpu(ctx, m, centres, k);
+    const again = await assignOnGpu(ctx, m, centres, k);
+    freeMatrix(ctx, m);
+    expect(Array.from(got.result.counts)).toEqual(Array.from({ length: k }, (_, c) => (c === 6 ? rows : 0)));
+    const want = kmeansAssignCpu(columnsCpu(x, rows, d), rows, d, new Float32Array(centres), k);
+    for (let i = 0; i < k * d; i++) {
+      const v = got.result.sums.hi[i] + got.result.sums.lo[i];
+      if (Math.floor(i / d) === 6) expect(v, `sum ${i}`).toBeCloseTo(want.sums[i], 8);
+      else expect(v, `sum ${i}`).toBe(0);
+    }
+    expect(relClose(got.result.inertia.hi[0] + got.result.inertia.lo[0], want.inertia, 1e-6)).toBe(true);
+    expect(Array.from(new Uint32Array(again.pairs.buffer))).toEqual(Array.from(new Uint32Array(got.pairs.buffer)));
+  });
+
+  it(`k above ${MAX_SUM_CLUSTERS} is left to the CPU code`, () => {
+    expect(kmeansOnGpu(3, MAX_SUM_CLUSTERS)).toBe(true);
+    expect(kmeansOnGpu(3, MAX_SUM_CLUSTERS + 1)).toBe(false);
+  });
 
   it('all rows equal: one cluster takes every row (the lowest index among equal centres)', async () => {
     const ctx = await testGpu();

@@ -6,13 +6,14 @@
 
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
 import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl } from './kmeans.wgsl.js';
+import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumsShape, SUM_BLOCK_ROWS } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
 
-export function kmeansOnGpu(cols: number): boolean {
-  return cols >= 1 && cols <= MAX_GPU_FEATURES && cols <= CENTRE_TILE;
+/** Whether the kernels take `cols` features (and, for the assignment, `k` clusters). */
+export function kmeansOnGpu(cols: number, k = 1): boolean {
+  return cols >= 1 && cols <= MAX_GPU_FEATURES && cols <= CENTRE_TILE && k >= 1 && k <= MAX_SUM_CLUSTERS;
 }
 
 /** Entries of the assignment result of one partition: k × d sums (feature-major), k counts, the inertia. */
@@ -26,17 +27,22 @@ function rowWorkgroups(rows: number): number {
 
 /**
  * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
- * out[outOffset …] as (hi, lo) pairs. Returns the labels and distances buffers (temporaries).
+ * out[outOffset …] as (hi, lo) pairs: sums and counts per block of SUM_BLOCK_ROWS rows, the
+ * inertia per block of BLOCK_ROWS, each then summed over blocks in order. Returns the labels and
+ * distances buffers (temporaries).
  */
 export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number): { labels: GPUBuffer; dist: GPUBuffer } {
-  const d = m.cols, blocks = blocksOf(m.rows), entries = assignEntries(k, d);
+  const d = m.cols, sumEntries = k * d + k;
+  if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
   const params = work.params([m.rows, k, 0, 0]);
   const labels = work.temp(m.rows * 4, 'kmeans labels');
   const dist = work.temp(m.rows * 4, 'kmeans distances');
-  work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], rowWorkgroups(m.rows));
-  const partials = work.temp(blocks * entries * 8, 'kmeans partial sums');
-  work.dispatch(`kmeans-sums-${d}`, kmeansSumsWgsl(d), 'sums', [params, m.xr, labels, dist, partials], blocks);
-  recordReduceBlocks(work, partials, blocks, entries, out, outOffset);
+  work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
+  const blocks = Math.ceil(m.rows / SUM_BLOCK_ROWS);
+  const partials = work.temp(Math.max(1, blocks) * sumEntries * 8, 'kmeans partial sums');
+  work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, partials], blocks * sumsShape(k, d).passes);
+  recordReduceBlocks(work, partials, blocks, sumEntries, out, outOffset, 'block-major');
+  recordTotal(work, m, dist, out, outOffset + sumEntries);
   return { labels, dist };
 }
 

@@ -1,9 +1,11 @@
 // WGSL of k-means on a device matrix (ml-matrix.wgsl.ts layout), generated per feature count D so
 // that a row lives in registers. Distances are f32, summed over features in order; the nearest
 // centre is the lowest index among equal distances (strict <), as the CPU code.
-//   assign:       nearest centre and its squared distance per row (centres staged in workgroup memory)
-//   sums:         per block of BLOCK_ROWS rows, entries e = j × k + c (sum of feature j over rows of
-//                 cluster c), then k counts, then the inertia: partial[e × blocks + b]
+//   assign:       nearest centre and its squared distance per row (centres staged in workgroup
+//                 memory as vec4s, several rows per thread)
+//   sums:         per block of SUM_BLOCK_ROWS rows, entries e = j × k + c (sum of feature j over
+//                 rows of cluster c), then k counts: partial[b × entries + e]; each entry follows
+//                 its cluster's rows through per-sub-tile lists (generated per D and k)
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
@@ -30,20 +32,45 @@ fn loadRow(r: u32) -> array<f32, D> {
 `;
 }
 
+/** Rows per thread in the assignment: each centre value read from workgroup memory serves them all. */
+export function assignRowsPerThread(d: number): number {
+  return d <= 16 ? 4 : d <= 64 ? 2 : 1;
+}
+
+/**
+ * Nearest centre per row. Centres are staged in workgroup memory as vec4s (each centre padded
+ * with zeros to a multiple of 4 features; the padding adds (0 - 0)² = +0, which changes no sum),
+ * each thread keeps R rows in registers (rows base + lane + i × WG, so loads stay coalesced).
+ */
 export function kmeansAssignWgsl(d: number): string {
+  const d4 = Math.ceil(d / 4), rowsPerThread = assignRowsPerThread(d);
+  const load = (q: number) => [0, 1, 2, 3].map((i) => (4 * q + i < d ? `x[${4 * q + i}u * p.rows + r]` : '0.0')).join(', ');
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> centres: array<f32>;
 @group(0) @binding(3) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dist: array<f32>;
-const TILE: u32 = ${CENTRE_TILE}u;
-const PER_TILE: u32 = TILE / D;
-var<workgroup> tile: array<f32, TILE>;
+const D4: u32 = ${d4}u;
+const R: u32 = ${rowsPerThread}u;
+const PER_TILE: u32 = ${CENTRE_TILE}u / (D4 * 4u);
+var<workgroup> tile: array<vec4f, PER_TILE * D4>;
 
 fn stage(c0: u32, lane: u32) {
-  let n = min(PER_TILE, p.k - c0) * D;
+  let n = min(PER_TILE, p.k - c0) * D4;
   workgroupBarrier();
-  for (var i = lane; i < n; i += WG) { tile[i] = centres[c0 * D + i]; }
+  for (var i = lane; i < n; i += WG) {
+    let c = c0 + i / D4;
+    let j = (i % D4) * 4u;
+    var v = vec4f(0.0);
+    for (var t = 0u; t < 4u; t++) { if (j + t < D) { v[t] = centres[c * D + j + t]; } }
+    tile[i] = v;
+  }
   workgroupBarrier();
+}
+
+fn loadRow4(r: u32) -> array<vec4f, D4> {
+  var row: array<vec4f, D4>;
+${Array.from({ length: d4 }, (_, q) => `  row[${q}] = vec4f(${load(q)});`).join('\n')}
+  return row;
 }
 
 @compute @workgroup_size(256)
@@ -51,64 +78,131 @@ fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: 
   dfInit(nwg);
   let oneTile = p.k <= PER_TILE;
   if (oneTile) { stage(0u, lid.x); }
-  for (var base = wid.x * WG; base < p.rows; base += nwg.x * WG) {
-    let r = base + lid.x;
-    let live = r < p.rows;
-    var row: array<f32, D>;
-    if (live) { row = loadRow(r); }
-    var best = 0u;
-    var bestD = MAX_F32;
+  for (var base = wid.x * WG * R; base < p.rows; base += nwg.x * WG * R) {
+    var rows: array<array<vec4f, D4>, R>;
+    var best: array<u32, R>;
+    var bestD: array<f32, R>;
+    for (var i = 0u; i < R; i++) {
+      let r = base + i * WG + lid.x;
+      best[i] = 0u;
+      bestD[i] = MAX_F32;
+      if (r < p.rows) { rows[i] = loadRow4(r); }
+    }
     for (var c0 = 0u; c0 < p.k; c0 += PER_TILE) {
       if (!oneTile) { stage(c0, lid.x); }
       let n = min(PER_TILE, p.k - c0);
-      if (live) {
-        for (var c = 0u; c < n; c++) {
-          var s = 0.0;
-          for (var j = 0u; j < D; j++) { let t = row[j] - tile[c * D + j]; s = s + t * t; }
-          if (s < bestD) { bestD = s; best = c0 + c; }
+      for (var c = 0u; c < n; c++) {
+        var s: array<f32, R>;
+        for (var i = 0u; i < R; i++) { s[i] = 0.0; } // explicitly: Mesa keeps a loop-local array from the previous iteration
+        for (var q = 0u; q < D4; q++) {
+          let cv = tile[c * D4 + q];
+          for (var i = 0u; i < R; i++) {
+            let t = rows[i][q] - cv;
+            s[i] = s[i] + t.x * t.x;
+            s[i] = s[i] + t.y * t.y;
+            s[i] = s[i] + t.z * t.z;
+            s[i] = s[i] + t.w * t.w;
+          }
         }
+        for (var i = 0u; i < R; i++) { if (s[i] < bestD[i]) { bestD[i] = s[i]; best[i] = c0 + c; } }
       }
     }
-    if (live) { labels[r] = best; dist[r] = bestD; }
+    for (var i = 0u; i < R; i++) {
+      let r = base + i * WG + lid.x;
+      if (r < p.rows) { labels[r] = best[i]; dist[r] = bestD[i]; }
+    }
   }
 }
 `;
 }
 
-export function kmeansSumsWgsl(d: number): string {
+/** Rows of one block of the per-cluster sums (a fixed number: the sums do not depend on the device). */
+export const SUM_BLOCK_ROWS = 1024;
+/** Feature values of a sub-tile of rows staged in workgroup memory by the sums kernel (8 KiB). */
+const SUM_TILE = 2048;
+/** Clusters the sums kernel takes (a list head per cluster in workgroup memory, 4 KiB); more run on the CPU. */
+export const MAX_SUM_CLUSTERS = 1024;
+
+/** Accumulators per thread, and passes over a block, for k × d + k entries. */
+export function sumsShape(k: number, d: number): { perThread: number; passes: number } {
+  const entries = k * d + k;
+  const perThread = Math.min(16, Math.ceil(entries / 256));
+  return { perThread, passes: Math.ceil(entries / (256 * perThread)) };
+}
+
+/**
+ * Per-cluster counts and feature sums per block of SUM_BLOCK_ROWS rows, without comparing every row
+ * with every cluster: the block is walked in sub-tiles of T rows (features staged in workgroup
+ * memory); in each, the rows of one cluster form a list in row order (head = the cluster's first
+ * row, by workgroup atomicMin; next = its next row with the same label), and the thread of entry
+ * (cluster c, feature j) follows c's list. Each entry is thus summed in row order, one thread per
+ * entry, in double-float: no float atomics, the same bits on any device or run.
+ * Entries: e = j × k + c (sum of feature j over cluster c), then k + c (count of cluster c);
+ * partial[b × entries + e] (block-major).
+ */
+export function kmeansSumsWgsl(d: number, k: number): string {
+  const { perThread, passes } = sumsShape(k, d);
+  const t = Math.min(256, Math.floor(SUM_TILE / d)); // one thread per row of a sub-tile builds its list links
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
-@group(0) @binding(3) var<storage, read> dist: array<f32>;
-@group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
-var<workgroup> blockLabels: array<u32, BLOCK_ROWS>;
+@group(0) @binding(3) var<storage, read_write> partials: array<vec2f>;
+const K: u32 = ${k}u;
+const T: u32 = ${t}u;
+const E: u32 = ${perThread}u;
+const PASSES: u32 = ${passes}u;
+const SUM_ROWS: u32 = ${SUM_BLOCK_ROWS}u;
+const NONE: u32 = 0xffffffffu;
+var<workgroup> tile: array<f32, T * D>;
+var<workgroup> lab: array<u32, T>;
+var<workgroup> next: array<u32, T>;
+var<workgroup> head: array<atomic<u32>, K>;
 
 @compute @workgroup_size(256)
 fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
-  let blocks = (p.rows + BLOCK_ROWS - 1u) / BLOCK_ROWS;
-  let featureEntries = p.k * D;
-  let entries = featureEntries + p.k + 1u;
-  for (var b = wid.x; b < blocks; b += nwg.x) {
-    let r0 = b * BLOCK_ROWS;
-    let n = min(BLOCK_ROWS, p.rows - r0);
-    workgroupBarrier();
-    for (var i = lid.x; i < n; i += WG) { blockLabels[i] = labels[r0 + i]; }
-    workgroupBarrier();
-    for (var e = lid.x; e < entries; e += WG) {
-      var acc = vec2f(0.0);
-      if (e < featureEntries) {
-        let c = e % p.k;
-        let col = (e / p.k) * p.rows + r0;
-        for (var i = 0u; i < n; i++) { if (blockLabels[i] == c) { acc = dfAddF(acc, x[col + i]); } }
-      } else if (e < featureEntries + p.k) {
-        let c = e - featureEntries;
-        var count = 0u;
-        for (var i = 0u; i < n; i++) { count += select(0u, 1u, blockLabels[i] == c); }
-        acc = vec2f(f32(count), 0.0);
-      } else {
-        for (var i = 0u; i < n; i++) { acc = dfAddF(acc, dist[r0 + i]); }
+  let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
+  let entries = K * D + K;
+  for (var c = lid.x; c < K; c += WG) { atomicStore(&head[c], NONE); }
+  for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
+    let b = w % blocks;
+    let e0 = (w / blocks) * WG * E;
+    let r0 = b * SUM_ROWS;
+    let r1 = min(p.rows, r0 + SUM_ROWS);
+    var acc: array<vec2f, E>;
+    for (var m = 0u; m < E; m++) { acc[m] = vec2f(0.0); } // explicitly, as s in assign
+    for (var s0 = r0; s0 < r1; s0 += T) {
+      let n = min(T, r1 - s0);
+      workgroupBarrier(); // the previous sub-tile's lists are cleared and no longer read
+      for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * T + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
+      if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; }
+      workgroupBarrier();
+      if (lid.x < n) {
+        let l = lab[lid.x];
+        var after = NONE;
+        for (var u = lid.x + 1u; u < n; u++) { if (lab[u] == l) { after = u; break; } }
+        next[lid.x] = after;
+        atomicMin(&head[l], lid.x);
       }
-      partials[e * blocks + b] = acc;
+      workgroupBarrier();
+      for (var m = 0u; m < E; m++) {
+        let e = e0 + m * WG + lid.x;
+        if (e < entries) {
+          let isCount = e >= K * D;
+          let c = select(e % K, e - K * D, isCount);
+          let at = min(e / K, D - 1u) * T;
+          var r = atomicLoad(&head[c]);
+          while (r != NONE) {
+            acc[m] = dfAddF(acc[m], select(tile[at + r], 1.0, isCount));
+            r = next[r];
+          }
+        }
+      }
+      workgroupBarrier();
+      if (lid.x < n) { atomicStore(&head[lab[lid.x]], NONE); }
+    }
+    for (var m = 0u; m < E; m++) {
+      let e = e0 + m * WG + lid.x;
+      if (e < entries) { partials[b * entries + e] = acc[m]; }
     }
   }
 }

@@ -136,9 +136,13 @@ export function recordBlockSums(work: GpuWork, values: GPUBuffer, rows: number, 
   return partials;
 }
 
-/** Records out[outOffset + e] = Σ over blocks, in block order, of partial[e × blocks + b] (double-float). */
-export function recordReduceBlocks(work: GpuWork, partials: GPUBuffer, blocks: number, entries: number, out: GPUBuffer, outOffset: number): void {
-  work.dispatch('ml-reduce-blocks', REDUCE_BLOCKS_WGSL, 'reduce_blocks', [work.params([0, blocks, entries, outOffset]), partials, out], workgroupsFor(entries));
+/**
+ * Records out[outOffset + e] = Σ over blocks, in block order, of the partials (double-float):
+ * partial[e × blocks + b] ('entry-major') or partial[b × entries + e] ('block-major').
+ */
+export function recordReduceBlocks(work: GpuWork, partials: GPUBuffer, blocks: number, entries: number, out: GPUBuffer, outOffset: number, layout: 'entry-major' | 'block-major' = 'entry-major'): void {
+  const entry = layout === 'entry-major' ? 'reduce_blocks' : 'reduce_block_major';
+  work.dispatch('ml-reduce-blocks', REDUCE_BLOCKS_WGSL, entry, [work.params([0, blocks, entries, outOffset]), partials, out], workgroupsFor(entries));
 }
 
 /** Double-float pairs (hi, lo) [offset, offset + n) as a DDArray for the trainers' double-double combine. */

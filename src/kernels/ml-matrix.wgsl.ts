@@ -140,7 +140,11 @@ fn block_sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) w
 }
 `;
 
-/** Entry e of the result: the sum over blocks, in block order, of partial[e × blocks + b]. */
+/**
+ * Entry e of the result: the sum over blocks, in block order, of partial[e × blocks + b]
+ * (reduce_blocks) or of partial[b × entries + e] (reduce_block_major: neighbouring threads read
+ * neighbouring words, for kernels that write one block's entries together).
+ */
 export const REDUCE_BLOCKS_WGSL = /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_DOUBLE_FLOAT}
@@ -155,6 +159,16 @@ fn reduce_blocks(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgro
   for (var e = gid.x; e < sp.entries; e += gridStride(nwg)) {
     var acc = vec2f(0.0);
     for (var b = 0u; b < sp.blocks; b++) { acc = dfAdd(acc, partials[e * sp.blocks + b]); }
+    out[sp.outOffset + e] = acc;
+  }
+}
+
+@compute @workgroup_size(256)
+fn reduce_block_major(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  dfInit(nwg);
+  for (var e = gid.x; e < sp.entries; e += gridStride(nwg)) {
+    var acc = vec2f(0.0);
+    for (var b = 0u; b < sp.blocks; b++) { acc = dfAdd(acc, partials[b * sp.entries + e]); }
     out[sp.outOffset + e] = acc;
   }
 }

@@ -195,7 +195,7 @@ function rowOf(part: MatrixPartition, r: number): Float64Array {
 const GPU_TASKS: Record<string, GpuPartitionTask> = {
   'kmeans.assign': (_ctx, p, { centers, k }: { centers: Float64Array; k: number }) => {
     const d = p.device.cols;
-    if (!kmeansOnGpu(d)) return null;
+    if (!kmeansOnGpu(d, k)) return null;
     return {
       pairs: assignEntries(k, d),
       record: (work, out, offset) => { recordAssign(work, p.device, work.input(new Float32Array(centers), 'kmeans centres'), k, out, offset); },
