@@ -25,8 +25,9 @@ import { dialectOf } from '../io/csv/options.js';
 import { hashKeys } from '../ops/keys.js';
 import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
 import type { SourceSpec, Task } from './fragment.js';
+import type { CsvChunk } from '../io/csv/index.js';
 import { aggregatedColumns, gpuSupports, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
-import { readChunkBytes, uploadChunk } from './gpu-csv-bytes.js';
+import { ChunkText, uploadChunkFromFile } from './gpu-csv-bytes.js';
 
 export type CsvSource = Extract<SourceSpec, { kind: 'csv' }>;
 
@@ -95,19 +96,18 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
   const plan = planOf(source, spec, input);
   if (typeof plan === 'string') return { fallback: plan };
   const phases = new PhaseLog(`gpu csv ${source.chunk.displayName}@${source.chunk.start}`);
-  const chunk = readChunkBytes(source.chunk);
-  const { bytes } = chunk;
   // Key spans use the top two bits of a position as flags.
-  if (bytes.length >= Math.min(gpu.device.limits.maxStorageBufferBindingSize, 2 ** 30)) { chunk.release(); return { fallback: 'chunk larger than a GPU binding' }; }
-  phases.mark('read');
+  if (source.chunk.end - source.chunk.start + 1 >= Math.min(gpu.device.limits.maxStorageBufferBindingSize, 2 ** 30)) return { fallback: 'chunk larger than a GPU binding' };
   let data: GPUBuffer | null = null;
   let rows: CsvRows | null = null;
   let table: KeyTable | null = null;
   const inputs: DeviceAggColumn[] = [];
   try {
-    data = await uploadChunk(gpu, bytes);
+    const uploaded = await uploadChunkFromFile(gpu, source.chunk);
+    data = uploaded.data;
+    const length = uploaded.length;
     phases.mark('upload');
-    rows = await splitCsvRows(gpu, data, bytes.length, {
+    rows = await splitCsvRows(gpu, data, length, {
       width: plan.width, delimiter: plan.delimiter, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask,
     });
     phases.mark('split');
@@ -130,7 +130,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     groupsSeen = result.groups;
     phases.mark('aggregate');
     const pick = groupsToKeep(result, plan.exactIntKey && !spec.dropna);
-    const keys = await keysOfGroups(gpu, rows, plan, bytes, pick, result);
+    const keys = await keysOfGroups(gpu, rows, plan, source.chunk, pick, result);
     const partial = partialOfGroups(result, pick, keys, hashKeys(keys, pick.length), input, spec, inputSlot);
     phases.mark('keys');
     phases.report(n);
@@ -140,7 +140,6 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     if (table) freeKeyTable(gpu, table);
     for (const c of inputs) { freeBuffer(gpu, c.values); freeBuffer(gpu, c.mask); }
     if (data) freeBuffer(gpu, data);
-    chunk.release();
   }
 }
 
@@ -148,7 +147,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
  * The key columns of the picked groups, from each group's owner row (null for the null-key group):
  * the owner rows' key spans and int64 words are gathered on the device, one readback for all.
  */
-async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, bytes: Uint8Array, pick: Int32Array, result: DeviceGroupAggregates): Promise<Column[]> {
+async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, chunk: CsvChunk, pick: Int32Array, result: DeviceGroupAggregates): Promise<Column[]> {
   const n = rows.records;
   const reps = await uploadNew(gpu, Uint32Array.from(pick, (g) => result.ownerRow[g]), 'group owner rows');
   const sources: GatherSource[] = [];
@@ -158,16 +157,22 @@ async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, bytes
   });
   const gathered = await gatherEntries(gpu, reps, pick.length, sources);
   freeBuffer(gpu, reps);
+  const textKeyCount = plan.keys.filter((j) => plan.columns[j].kind === 'text').length;
+  const text = textKeyCount > 0 ? new ChunkText(chunk, textKeyCount * pick.length) : null;
   let next = 0;
-  return plan.keys.map((j) => {
-    const spans = gathered[next++];
-    if (plan.columns[j].kind === 'text') return textKeys(spans, bytes);
-    const words = gathered[next++];
-    // A null int64 key field: the span says so (the exact one-key case puts such rows in the null group).
-    const valid = new Uint8Array(pick.length);
-    pick.forEach((g, i) => { valid[i] = result.nullKey[g] || spans[2 * i] >>> 30 & 1 ? 0 : 1; });
-    return { type: 'int64', values: new BigInt64Array(words.slice().buffer), valid: valid.includes(0) ? valid : null };
-  });
+  try {
+    return plan.keys.map((j) => {
+      const spans = gathered[next++];
+      if (plan.columns[j].kind === 'text') return textKeys(spans, text!);
+      const words = gathered[next++];
+      // A null int64 key field: the span says so (the exact one-key case puts such rows in the null group).
+      const valid = new Uint8Array(pick.length);
+      pick.forEach((g, i) => { valid[i] = result.nullKey[g] || spans[2 * i] >>> 30 & 1 ? 0 : 1; });
+      return { type: 'int64', values: new BigInt64Array(words.slice().buffer), valid: valid.includes(0) ? valid : null };
+    });
+  } finally {
+    text?.close();
+  }
 }
 
 /** Per-phase wall-clock times of one chunk, written to stderr when GPUFRAME_GPU_PHASES=1 (diagnosis). */
@@ -191,7 +196,7 @@ class PhaseLog {
 }
 
 /** The text of each group's key field from its span (doubled quotes undone; null-text fields null). */
-function textKeys(spans: Uint32Array, bytes: Uint8Array): StringColumn {
+function textKeys(spans: Uint32Array, text: ChunkText): StringColumn {
   const n = spans.length / 2;
   const offsets = new Int32Array(n + 1);
   let valid: Uint8Array | null = null;
@@ -204,11 +209,10 @@ function textKeys(spans: Uint32Array, bytes: Uint8Array): StringColumn {
     if (flags & 1) {
       valid ??= new Uint8Array(n).fill(1);
       valid[g] = 0;
-    } else if (flags & 2) {
-      at = copyUnescaped(bytes, start, end, data, at, 0x22);
     } else {
-      data.set(bytes.subarray(start, end), at);
-      at += end - start;
+      const field = text.bytes(start, end);
+      if (flags & 2) at = copyUnescaped(field, 0, field.length, data, at, 0x22);
+      else { data.set(field, at); at += field.length; }
     }
     offsets[g + 1] = at;
   }

@@ -1,43 +1,79 @@
-// A CSV chunk's raw bytes for the GPU: read with one fs.readSync into a buffer reused from task
-// to task (fresh memory costs page faults), and uploaded through one staging ring per device.
+// A CSV chunk's raw bytes for the GPU, read from the file straight into the device's staging
+// buffers (one copy: page cache to staging memory) and uploaded slot by slot. The host keeps no
+// copy of the chunk: the few bytes it needs afterwards (group keys' text) are read again by
+// position (ChunkText).
 
 import { closeSync, readSync } from 'node:fs';
 import type { GpuContext } from '../gpu/device.js';
-import { StagingRing, uploadNew } from '../gpu/buffers.js';
+import { StagingRing, storageBuffer } from '../gpu/buffers.js';
 import type { CsvChunk } from '../io/csv/index.js';
 import { openInput } from '../io/csv/input-file.js';
 
-/** Host buffers for chunk bytes, reused from task to task (a worker runs up to two at once). */
-const spare: Buffer[] = [];
+const rings = new WeakMap<GPUDevice, StagingRing>();
 
-/** A chunk's bytes, and the call that gives their memory back for the next chunk. */
-export interface ChunkBytes { bytes: Uint8Array; release(): void }
+function ringOf(gpu: GpuContext): StagingRing {
+  let ring = rings.get(gpu.device);
+  if (!ring) { ring = new StagingRing(gpu); rings.set(gpu.device, ring); }
+  return ring;
+}
 
-/** The chunk's bytes, ending in '\n' (one is appended after a last record that lacks it). */
-export function readChunkBytes(chunk: CsvChunk): ChunkBytes {
-  const length = chunk.end - chunk.start;
-  let buf = spare.pop() ?? Buffer.alloc(0);
-  if (buf.length < length + 1) buf = Buffer.allocUnsafe(Math.max(length + 1, buf.length * 2));
-  const { fd } = openInput(chunk.path, chunk.displayName);
+/** Reads exactly `length` bytes at `position` into `view` (fewer only at the end of the file). */
+function readFully(fd: number, view: Uint8Array, position: number): number {
   let got = 0;
+  while (got < view.length) {
+    const n = readSync(fd, view, got, view.length - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
+}
+
+/**
+ * The chunk on the device, ending in '\n' (one is appended after a last record that lacks it),
+ * and its length in bytes. The caller frees `data`.
+ */
+export async function uploadChunkFromFile(gpu: GpuContext, chunk: CsvChunk): Promise<{ data: GPUBuffer; length: number }> {
+  const size = chunk.end - chunk.start;
+  const { fd } = openInput(chunk.path, chunk.displayName);
   try {
-    while (got < length) {
-      const n = readSync(fd, buf, got, length - got, chunk.start + got);
-      if (n === 0) break;
-      got += n;
-    }
+    const last = new Uint8Array(1);
+    const endsInNewline = size === 0 || (readFully(fd, last, chunk.end - 1) === 1 && last[0] === 0x0a);
+    const length = endsInNewline ? size : size + 1;
+    const data = storageBuffer(gpu, length, 'csv chunk');
+    await ringOf(gpu).fill(data, 0, length, (view, at) => {
+      const fromFile = Math.min(view.length, size - at);
+      if (readFully(fd, view.subarray(0, fromFile), chunk.start + at) !== fromFile) throw new Error(`${chunk.displayName} changed while being read`);
+      if (fromFile < view.length) view[fromFile] = 0x0a;
+    });
+    return { data, length };
   } finally {
     closeSync(fd);
   }
-  if (got > 0 && buf[got - 1] !== 0x0a) buf[got++] = 0x0a;
-  return { bytes: buf.subarray(0, got), release: () => { spare.push(buf); } };
 }
 
-const rings = new WeakMap<GPUDevice, StagingRing>();
+/** Byte ranges of a chunk read back from its file: one read of the whole chunk when many are needed. */
+export class ChunkText {
+  private whole: Buffer | null = null;
+  private readonly fd: number;
 
-/** A device buffer holding `bytes`, uploaded through the device's staging ring. */
-export function uploadChunk(gpu: GpuContext, bytes: Uint8Array): Promise<GPUBuffer> {
-  let ring = rings.get(gpu.device);
-  if (!ring) { ring = new StagingRing(gpu); rings.set(gpu.device, ring); }
-  return uploadNew(gpu, bytes, 'csv chunk', ring);
+  constructor(private readonly chunk: CsvChunk, ranges: number) {
+    this.fd = openInput(chunk.path, chunk.displayName).fd;
+    // Past a thousand ranges one sequential read is cheaper than a read per range.
+    if (ranges > 1024) {
+      this.whole = Buffer.allocUnsafe(chunk.end - chunk.start);
+      readFully(this.fd, this.whole, chunk.start);
+    }
+  }
+
+  /** Bytes [start, end) of the chunk (offsets within it; the appended '\n' is never asked for). */
+  bytes(start: number, end: number): Uint8Array {
+    if (this.whole) return this.whole.subarray(start, end);
+    const out = Buffer.allocUnsafe(end - start);
+    readFully(this.fd, out, this.chunk.start + start);
+    return out;
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
 }

@@ -129,11 +129,20 @@ export class StagingRing {
   }
 
   /** Copies `src` into `dst` at `dstOffset` (both multiples of 4 bytes; src is padded with zeros). */
-  async upload(src: ArrayBufferView, dst: GPUBuffer, dstOffset = 0): Promise<void> {
+  upload(src: ArrayBufferView, dst: GPUBuffer, dstOffset = 0): Promise<void> {
     const bytes = new Uint8Array(src.buffer, src.byteOffset, src.byteLength);
-    for (let at = 0; at < bytes.length; at += this.slotBytes) {
-      const part = bytes.subarray(at, Math.min(bytes.length, at + this.slotBytes));
-      const padded = Math.ceil(part.length / 4) * 4;
+    return this.fill(dst, dstOffset, bytes.length, (view, at) => view.set(bytes.subarray(at, at + view.length)));
+  }
+
+  /**
+   * Fills `length` bytes of `dst` from `dstOffset` (a multiple of 4) slot by slot: `write(view,
+   * at)` puts bytes [at, at + view.length) straight into a mapped staging slot (from a file read,
+   * say: no copy in between); the tail of the last slot is padded with zeros to a multiple of 4.
+   */
+  async fill(dst: GPUBuffer, dstOffset: number, length: number, write: (view: Uint8Array, at: number) => void): Promise<void> {
+    for (let at = 0; at < length; at += this.slotBytes) {
+      const part = Math.min(length - at, this.slotBytes);
+      const padded = Math.ceil(part / 4) * 4;
       // Claim the slot before waiting, so that concurrent uploads never share one.
       const slot = this.slots[this.next];
       this.next = (this.next + 1) % this.slots.length;
@@ -142,9 +151,12 @@ export class StagingRing {
       slot.ready = new Promise<void>((resolve) => { mapped = resolve; });
       await previous;
       const view = new Uint8Array(slot.buf.getMappedRange(0, padded));
-      view.set(part);
-      view.fill(0, part.length);
-      slot.buf.unmap();
+      try {
+        write(view.subarray(0, part), at);
+        view.fill(0, part);
+      } finally {
+        slot.buf.unmap();
+      }
       const enc = this.ctx.device.createCommandEncoder();
       enc.copyBufferToBuffer(slot.buf, 0, dst, dstOffset + at, padded);
       this.ctx.device.queue.submit([enc.finish()]);
