@@ -2,7 +2,7 @@
 // runs groupby and merge with --device cpu, --device gpu --gpus 0 and --device gpu --gpus 0,1,
 // checks that every GPU output has the CPU output's bytes, and prints timings as a markdown table.
 //   source .devkit/env.sh; node bench/gpu-check.mjs [--bytes 1e9] [--copies 1] [--dir /tmp/gpuframe-check] [--timeout 240]
-//   env: JOBS (name prefixes, comma-separated), CONFIGS (cpu,gpu_0_only,gpu_0_1_only,gpus_cpu_workers), DUCKDB=0
+//   env: JOBS (job names or name prefixes, comma-separated), CONFIGS (cpu,gpu_0_only,gpu_0_1_only,gpus_cpu_workers), DUCKDB=0
 // Progress lines and each result go to stdout as they happen, so a run cut short still reports.
 
 import { spawnSync } from 'node:child_process';
@@ -119,7 +119,10 @@ const table = () => {
   return [header, ...rows.map((r) => `| ${r.job} | ${r.duck} | ${configs.map((c) => r.cells[c.name] ?? 'not run').join(' | ')} | ${r.agree} |`)].join('\n');
 };
 
-for (const job of jobs.filter((j) => !process.env.JOBS || process.env.JOBS.split(',').some((x) => j.name.startsWith(x)))) {
+// JOBS: comma-separated job names, or prefixes of names (an exact name selects only that job).
+const wanted = process.env.JOBS?.split(',').map((x) => x.trim()).filter(Boolean);
+const selected = (name) => !wanted || wanted.some((x) => name === x || (name.startsWith(x) && !jobs.some((j) => j.name === x)));
+for (const job of jobs.filter((j) => selected(j.name))) {
   const row = { job: job.name, cells: {}, agree: 'n/a', duck: 'not run' };
   rows.push(row);
   if (process.env.DUCKDB !== '0') {
