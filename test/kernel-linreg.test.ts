@@ -1,13 +1,15 @@
 // Linear-regression kernels on lavapipe against float64 references: the centred Gram matrix and
 // Xᵀ y, column moments (the same kernel with a constant-1 column) and the residual sum of squares,
 // in double-float, on data far from the origin (where f32 alone would lose the centred values),
-// d = 1, and row counts that are not a multiple of a block.
+// d = 1, d = 40 (more entries than threads: several passes over a block), and row counts that are
+// not a multiple of a block or of a sub-tile.
 
 import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { gramCpu, gramPairs, momentPairs, recordGram, recordResidual } from '../src/kernels/linreg.js';
+import { gramCpu, gramOnGpu, gramPairs, momentPairs, recordGram, recordResidual } from '../src/kernels/linreg.js';
+import { MAX_GRAM_COLUMNS } from '../src/kernels/linreg.wgsl.js';
 import { freeMatrix, GpuWork, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
 
@@ -37,7 +39,7 @@ function mean(v: ArrayLike<number>, stride: number, at: number, rows: number): n
 }
 
 describe.skipIf(skipGpuTests)('linear-regression kernels', () => {
-  for (const [rows, d, offset] of [[10_000, 4, 1000], [4097, 1, 0], [777, 6, -50]] as const) {
+  for (const [rows, d, offset] of [[10_000, 4, 1000], [4097, 1, 0], [777, 6, -50], [2500, 40, 20]] as const) {
     it(`gram, moments and residuals: ${rows} rows, d = ${d}, values around ${offset}`, async () => {
       const ctx = await testGpu();
       const { x, y, w } = regressionData(rows + d, rows, d, offset);
@@ -70,4 +72,9 @@ describe.skipIf(skipGpuTests)('linear-regression kernels', () => {
       expect(Math.abs(got(ng + nm) - sse) / sse).toBeLessThan(1e-5);
     });
   }
+
+  it(`more than ${MAX_GRAM_COLUMNS} columns are left to the CPU code`, () => {
+    expect(gramOnGpu(MAX_GRAM_COLUMNS)).toBe(true);
+    expect(gramOnGpu(MAX_GRAM_COLUMNS + 1)).toBe(false);
+  });
 });

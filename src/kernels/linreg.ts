@@ -6,7 +6,7 @@
 import type { GramResult } from '../engine/ml/linreg-tasks.js';
 import type { MomentsResult } from '../engine/ml/stats-tasks.js';
 import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, splitDouble, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { LINREG_GRAM_WGSL, LINREG_RESIDUAL_WGSL, ONE_COLUMN } from './linreg.wgsl.js';
+import { GRAM_BLOCK_ROWS, LINREG_GRAM_WGSL, LINREG_RESIDUAL_WGSL, MAX_GRAM_COLUMNS, ONE_COLUMN } from './linreg.wgsl.js';
 
 /** Column pairs of the Gram matrix: (i, j) for i ≤ j < d, then (i, d) for Xᵀ y (column d is y). */
 export function gramPairs(d: number): Uint32Array {
@@ -30,13 +30,19 @@ function doubleFloats(values: ArrayLike<number>): Float32Array {
   return out;
 }
 
+/** Whether the Gram kernel takes a device matrix of `columns` columns (features and target). */
+export function gramOnGpu(columns: number): boolean {
+  return columns >= 1 && columns <= MAX_GRAM_COLUMNS;
+}
+
 /** Records Σ (x_i - shift_i)(x_j - shift_j) for each pair into out[outOffset …]; `shift` has one value per device column. */
 export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<number>, pairs: Uint32Array, out: GPUBuffer, outOffset: number): void {
-  const entries = pairs.length / 2, blocks = blocksOf(m.rows);
-  const partials = work.temp(blocks * entries * 8, 'gram partials');
-  const buffers = [work.params([m.rows, entries, blocks]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(pairs, 'gram pairs'), partials];
-  work.dispatch('linreg-gram', LINREG_GRAM_WGSL, 'gram', buffers, blocks * entries);
-  recordReduceBlocks(work, partials, blocks, entries, out, outOffset);
+  const entries = pairs.length / 2, blocks = Math.ceil(m.rows / GRAM_BLOCK_ROWS), columns = m.cols + (m.hasY ? 1 : 0);
+  if (shift.length !== columns || !gramOnGpu(columns)) throw new Error(`gram: ${shift.length} shifts for ${columns} device columns (at most ${MAX_GRAM_COLUMNS})`);
+  const partials = work.temp(Math.max(1, blocks) * entries * 8, 'gram partials');
+  const buffers = [work.params([m.rows, entries, blocks, columns]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(pairs, 'gram pairs'), partials];
+  work.dispatch('linreg-gram', LINREG_GRAM_WGSL, 'gram', buffers, blocks * Math.ceil(entries / 256));
+  recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
 }
 
 /** Records Σ (y - intercept - x·coefficients)² into out[outOffset]. */

@@ -12,7 +12,7 @@ import { designMatrix } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
 import { assignEntries, assignResultOf, kmeansOnGpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
-import { gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
+import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadMatrix, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
@@ -243,6 +243,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
   },
   'stats.moments': (_ctx, p, { shift, yShift }: { shift: Float64Array | null; yShift: number }) => {
     const { cols, hasY, rows } = p.device;
+    if (!gramOnGpu(cols + (hasY ? 1 : 0))) return null;
     const shifts = [...(shift ?? new Float64Array(cols)), ...(hasY ? [yShift] : [])];
     const pairs = momentPairs(shifts.length);
     return {
@@ -252,7 +253,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     };
   },
   'linreg.gram': (_ctx, p, { shift, yShift }: { shift: Float64Array; yShift: number }) => {
-    if (!p.device.hasY) return null; // the CPU code reports the missing target
+    if (!p.device.hasY || !gramOnGpu(p.device.cols + 1)) return null; // the CPU code reports a missing target
     const d = p.device.cols, pairs = gramPairs(d);
     return {
       pairs: pairs.length / 2,
