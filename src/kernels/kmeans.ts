@@ -4,6 +4,7 @@
 // readback. WGSL: kmeans.wgsl.ts. CPU twins (f32 distances, float64 sums): kmeansAssignCpu,
 // ppUpdateCpu.
 
+import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
 import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
 import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumsShape, SUM_BLOCK_ROWS } from './kmeans.wgsl.js';
@@ -16,9 +17,9 @@ export function kmeansOnGpu(cols: number, k = 1): boolean {
   return cols >= 1 && cols <= MAX_GPU_FEATURES && cols <= CENTRE_TILE && k >= 1 && k <= MAX_SUM_CLUSTERS;
 }
 
-/** Entries of the assignment result of one partition: k × d sums (feature-major), k counts, the inertia. */
+/** Entries of the assignment result of one partition: k × d sums (feature-major), k counts, k per-cluster inertias. */
 export function assignEntries(k: number, d: number): number {
-  return k * d + k + 1;
+  return k * d + 2 * k;
 }
 
 function rowWorkgroups(rows: number): number {
@@ -27,22 +28,20 @@ function rowWorkgroups(rows: number): number {
 
 /**
  * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
- * out[outOffset …] as (hi, lo) pairs: sums and counts per block of SUM_BLOCK_ROWS rows, the
- * inertia per block of BLOCK_ROWS, each then summed over blocks in order. Returns the labels and
- * distances buffers (temporaries).
+ * out[outOffset …] as (hi, lo) pairs: sums, counts and inertia per block of SUM_BLOCK_ROWS rows,
+ * then over blocks in order. Returns the labels and distances buffers (temporaries).
  */
 export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number): { labels: GPUBuffer; dist: GPUBuffer } {
-  const d = m.cols, sumEntries = k * d + k;
+  const d = m.cols, entries = assignEntries(k, d);
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
   const params = work.params([m.rows, k, 0, 0]);
   const labels = work.temp(m.rows * 4, 'kmeans labels');
   const dist = work.temp(m.rows * 4, 'kmeans distances');
   work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
   const blocks = Math.ceil(m.rows / SUM_BLOCK_ROWS);
-  const partials = work.temp(Math.max(1, blocks) * sumEntries * 8, 'kmeans partial sums');
-  work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, partials], blocks * sumsShape(k, d).passes);
-  recordReduceBlocks(work, partials, blocks, sumEntries, out, outOffset, 'block-major');
-  recordTotal(work, m, dist, out, outOffset + sumEntries);
+  const partials = work.temp(Math.max(1, blocks) * entries * 8, 'kmeans partial sums');
+  work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
+  recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
   return { labels, dist };
 }
 
@@ -59,7 +58,10 @@ export function assignResultOf(pairs: Float32Array, k: number, d: number): Assig
   }
   const counts = new Float64Array(k);
   for (let c = 0; c < k; c++) counts[c] = pairs[2 * (k * d + c)] + pairs[2 * (k * d + c) + 1];
-  return { counts, sums, inertia: pairsToDD(pairs, 1, k * d + k) };
+  // The clusters' inertias summed in cluster order (double-double, as the trainer combines partitions).
+  const inertia = ddZeros(1);
+  for (let c = 0; c < k; c++) ddAddPair(inertia, 0, pairs[2 * (k * d + k + c)], pairs[2 * (k * d + k + c) + 1]);
+  return { counts, sums, inertia };
 }
 
 /** Records minD2 = min(minD2, distance to centres [from, to)) per row; from = 0 starts afresh. */

@@ -4,8 +4,9 @@
 //   assign:       nearest centre and its squared distance per row (centres staged in workgroup
 //                 memory as vec4s, several rows per thread)
 //   sums:         per block of SUM_BLOCK_ROWS rows, entries e = j × k + c (sum of feature j over
-//                 rows of cluster c), then k counts: partial[b × entries + e]; each entry follows
-//                 its cluster's rows through per-sub-tile lists (generated per D and k)
+//                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
+//                 each entry follows its cluster's rows through per-sub-tile lists (generated per
+//                 D and k)
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
@@ -123,9 +124,9 @@ const SUM_TILE = 2048;
 /** Clusters the sums kernel takes (a list head per cluster in workgroup memory, 4 KiB); more run on the CPU. */
 export const MAX_SUM_CLUSTERS = 1024;
 
-/** Accumulators per thread, and passes over a block, for k × d + k entries. */
+/** Accumulators per thread, and passes over a block, for k × d + 2k entries. */
 export function sumsShape(k: number, d: number): { perThread: number; passes: number } {
-  const entries = k * d + k;
+  const entries = k * d + 2 * k;
   const perThread = Math.min(16, Math.ceil(entries / 256));
   return { perThread, passes: Math.ceil(entries / (256 * perThread)) };
 }
@@ -137,23 +138,29 @@ export function sumsShape(k: number, d: number): { perThread: number; passes: nu
  * row, by workgroup atomicMin; next = its next row with the same label), and the thread of entry
  * (cluster c, feature j) follows c's list. Each entry is thus summed in row order, one thread per
  * entry, in double-float: no float atomics, the same bits on any device or run.
- * Entries: e = j × k + c (sum of feature j over cluster c), then k + c (count of cluster c);
- * partial[b × entries + e] (block-major).
+ * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
+ * then k × d + k + c (Σ distance over cluster c, so the inertia is balanced over threads like the
+ * rest); partial[b × entries + e] (block-major).
  */
 export function kmeansSumsWgsl(d: number, k: number): string {
   const { perThread, passes } = sumsShape(k, d);
   const t = Math.min(256, Math.floor(SUM_TILE / d)); // one thread per row of a sub-tile builds its list links
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
-@group(0) @binding(3) var<storage, read_write> partials: array<vec2f>;
+@group(0) @binding(3) var<storage, read> dist: array<f32>;
+@group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
 const K: u32 = ${k}u;
 const T: u32 = ${t}u;
 const E: u32 = ${perThread}u;
 const PASSES: u32 = ${passes}u;
 const SUM_ROWS: u32 = ${SUM_BLOCK_ROWS}u;
 const NONE: u32 = 0xffffffffu;
+const FEATURE: u32 = 0u;
+const COUNT: u32 = 1u;
+const DISTANCE: u32 = 2u;
 var<workgroup> tile: array<f32, T * D>;
 var<workgroup> lab: array<u32, T>;
+var<workgroup> rowDist: array<f32, T>;
 var<workgroup> next: array<u32, T>;
 var<workgroup> head: array<atomic<u32>, K>;
 
@@ -161,7 +168,7 @@ var<workgroup> head: array<atomic<u32>, K>;
 fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
-  let entries = K * D + K;
+  let entries = K * D + 2u * K;
   for (var c = lid.x; c < K; c += WG) { atomicStore(&head[c], NONE); }
   for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
     let b = w % blocks;
@@ -174,7 +181,7 @@ fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       let n = min(T, r1 - s0);
       workgroupBarrier(); // the previous sub-tile's lists are cleared and no longer read
       for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * T + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
-      if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; }
+      if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }
       workgroupBarrier();
       if (lid.x < n) {
         let l = lab[lid.x];
@@ -187,12 +194,14 @@ fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       for (var m = 0u; m < E; m++) {
         let e = e0 + m * WG + lid.x;
         if (e < entries) {
-          let isCount = e >= K * D;
-          let c = select(e % K, e - K * D, isCount);
+          let kind = select(select(FEATURE, COUNT, e >= K * D), DISTANCE, e >= K * D + K);
+          let c = select(e % K, (e - K * D) % K, kind != FEATURE);
           let at = min(e / K, D - 1u) * T;
           var r = atomicLoad(&head[c]);
           while (r != NONE) {
-            acc[m] = dfAddF(acc[m], select(tile[at + r], 1.0, isCount));
+            var v = tile[at + r];
+            if (kind == COUNT) { v = 1.0; } else if (kind == DISTANCE) { v = rowDist[r]; }
+            acc[m] = dfAddF(acc[m], v);
             r = next[r];
           }
         }
