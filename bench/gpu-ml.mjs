@@ -7,8 +7,11 @@
 // rounds, so loading and seeding are not counted, nor the first round (it compiles the kernels).
 // The blobs have fewer true centres (BLOB_CENTERS) than k, so Lloyd keeps moving for all 20
 // iterations (well-separated blobs with one centre each converge after 2). Times are also given as
-// a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Progress lines go
-// to stdout as they happen.
+// a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Last, the kernels
+// alone on one device matrix of all rows (a child process, `node bench/gpu-ml.mjs --kernels`): the
+// assignment, the whole k-means step (assignment, per-cluster sums, reduction) and the Gram pass,
+// each the marginal time of 5 more in one submission, so the CLI's per-partition and per-round
+// costs can be told apart from the kernels'. Progress lines go to stdout as they happen.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -53,12 +56,68 @@ function python(script) {
   return { ok: r.status === 0, out: (r.stdout ?? '').trim(), err: (r.stderr ?? '').trim().split('\n').slice(-2).join(' | '), seconds: (performance.now() - t0) / 1000 };
 }
 
+if (process.argv[2] === '--kernels') {
+  await kernelTimings();
+  process.exit(0);
+}
+
+/** Child mode: times the ML kernels on device matrices of ROWS rows; prints one JSON line per kernel. */
+async function kernelTimings() {
+  const dist = (p) => import(join(ROOT, 'dist', p));
+  const { openGpu } = await dist('engine/gpu/device.js');
+  const { StagingRing } = await dist('engine/gpu/buffers.js');
+  const { GpuWork, uploadMatrix, freeMatrix } = await dist('kernels/ml-matrix.js');
+  const { recordAssign, assignEntries } = await dist('kernels/kmeans.js');
+  const { kmeansAssignWgsl, assignRowsPerThread } = await dist('kernels/kmeans.wgsl.js');
+  const { gramPairs, recordGram } = await dist('kernels/linreg.js');
+  const ctx = await openGpu({ allowSoftware: true });
+  const ring = new StagingRing(ctx);
+  const limit = ctx.device.limits.maxStorageBufferBindingSize;
+  /** Marginal ms of one more `record` in a submission: (time of 1 + REPS) - (time of 1), over REPS. */
+  const REPS = 5;
+  async function marginal(record) {
+    const wall = [];
+    for (const n of [1, 1, 1 + REPS]) {
+      const work = new GpuWork(ctx);
+      const t0 = performance.now();
+      const out = work.temp(1 << 20, 'out');
+      for (let i = 0; i < n; i++) record(work, out);
+      await work.finish([{ buf: out, floats: 2 }]);
+      wall.push(performance.now() - t0);
+    }
+    return (wall[2] - wall[1]) / REPS;
+  }
+  const uniform = (n) => { const a = new Float64Array(n); for (let i = 0; i < n; i++) a[i] = Math.random() * 20 - 10; return a; };
+
+  const kmRows = Math.min(ROWS, Math.floor(limit / (D * 4)));
+  const x = uniform(kmRows * D);
+  const m = await uploadMatrix(ctx, ring, x, null, kmRows, D);
+  const centres = new Float32Array(x.subarray(0, K * D));
+  const params = [kmRows, K, 0, 0];
+  const assignMs = await marginal((work) => {
+    const c = work.input(centres, 'centres');
+    work.dispatch(`kmeans-assign-${D}`, kmeansAssignWgsl(D), 'assign',
+      [work.params(params), m.xr, c, work.temp(kmRows * 4, 'labels'), work.temp(kmRows * 4, 'dist')], Math.ceil(kmRows / (256 * assignRowsPerThread(D))));
+  });
+  console.log(JSON.stringify({ kernel: 'kmeans assign', rows: kmRows, ms: assignMs }));
+  const stepMs = await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0); });
+  console.log(JSON.stringify({ kernel: 'kmeans step', rows: kmRows, ms: stepMs, entries: assignEntries(K, D) }));
+  freeMatrix(ctx, m);
+
+  const lrRows = Math.min(ROWS_LINREG, Math.floor(limit / ((D_LINREG + 1) * 4)));
+  const lr = await uploadMatrix(ctx, ring, uniform(lrRows * D_LINREG), uniform(lrRows), lrRows, D_LINREG);
+  const pairs = gramPairs(D_LINREG), shift = new Array(D_LINREG + 1).fill(0.25);
+  const gramMs = await marginal((work, out) => { recordGram(work, lr, shift, pairs, out, 0); });
+  console.log(JSON.stringify({ kernel: 'linreg gram', rows: lrRows, ms: gramMs }));
+  freeMatrix(ctx, lr);
+}
+
 mkdirSync(DIR, { recursive: true });
 const results = [];
 const add = (step, value, note = '') => { results.push({ step, value, note }); log(`  ${step}: ${value}${note ? ` (${note})` : ''}`); };
 /** The roofline of a pass moving `bytes` and doing `flops` f32 operations, in seconds. */
 const roofline = (bytes, flops) => Math.max(bytes / HBM_BYTES_PER_S, flops / F32_FLOPS_PER_S);
-const ofRoofline = (seconds, bytes, flops) => `${(100 * roofline(bytes, flops) / seconds).toFixed(1)}% of roofline`;
+const ofRoofline = (seconds, bytes, flops) => `${(100 * roofline(bytes, flops) / seconds).toPrecision(3)}% of roofline`;
 
 log('gpuframe devices --json --device gpu');
 let gpuCount = 0;
@@ -148,6 +207,20 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
   }
   add('linreg Gram roofline', `${(roofline(lrBytes, lrFlops) * 1e3).toFixed(2)} ms`,
     `${(lrBytes / 1e9).toFixed(2)} GB (xr + xl) / 4.2 TB/s = ${(lrBytes / HBM_BYTES_PER_S * 1e3).toFixed(2)} ms; ${(lrFlops / 1e9).toFixed(0)} GFLOP / 67 TFLOP/s = ${(lrFlops / F32_FLOPS_PER_S * 1e3).toFixed(2)} ms`);
+}
+
+// ---- the kernels alone ----
+{
+  log('kernels alone (node bench/gpu-ml.mjs --kernels) ...');
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--kernels'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 16 << 20 });
+  const lines = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  for (const k of lines) {
+    const [bytes, flops] = k.kernel === 'kmeans assign' ? [k.rows * (D * 4 + 8), 2 * k.rows * K * D]
+      : k.kernel === 'kmeans step' ? [k.rows * (2 * D * 4 + 16), 2 * k.rows * K * D]
+        : [k.rows * (D_LINREG + 1) * 8, 40 * k.rows * (D_LINREG * (D_LINREG + 1) / 2 + D_LINREG)];
+    add(`${k.kernel} alone, ${k.rows} rows, one partition`, `${k.ms.toFixed(2)} ms`, ofRoofline(k.ms / 1e3, bytes, flops));
+  }
+  if (r.status !== 0) add('kernels alone', `failed (exit ${r.status ?? r.signal})`, (r.stderr ?? '').split('\n').filter((l) => l && !/^Warning: maxDynamic/.test(l)).join(' ').slice(-400));
 }
 
 // ---- peers ----
