@@ -191,6 +191,16 @@ function rowOf(part: MatrixPartition, r: number): Float64Array {
   return part.x.slice(r * part.cols, (r + 1) * part.cols);
 }
 
+/** The f32 centres on the device, one copy per submission shared by all its partitions. */
+const centreCopies = new WeakMap<GpuWork, Map<Float64Array, GPUBuffer>>();
+function centresOf(work: GpuWork, centers: Float64Array): GPUBuffer {
+  let copies = centreCopies.get(work);
+  if (!copies) { copies = new Map(); centreCopies.set(work, copies); }
+  let buf = copies.get(centers);
+  if (!buf) { buf = work.input(new Float32Array(centers), 'kmeans centres'); copies.set(centers, buf); }
+  return buf;
+}
+
 /** Per-partition tasks with a GPU form; null from a task means "run the CPU code for this one". */
 const GPU_TASKS: Record<string, GpuPartitionTask> = {
   'kmeans.assign': (_ctx, p, { centers, k }: { centers: Float64Array; k: number }) => {
@@ -198,7 +208,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     if (!kmeansOnGpu(d, k)) return null;
     return {
       pairs: assignEntries(k, d),
-      record: (work, out, offset) => { recordAssign(work, p.device, work.input(new Float32Array(centers), 'kmeans centres'), k, out, offset); },
+      record: (work, out, offset) => { recordAssign(work, p.device, centresOf(work, centers), k, out, offset); },
       decode: (pairs) => assignResultOf(pairs, k, d),
     };
   },
