@@ -135,7 +135,8 @@ export function sumsShape(k: number, d: number): { perThread: number; passes: nu
  * Per-cluster counts and feature sums per block of SUM_BLOCK_ROWS rows, without comparing every row
  * with every cluster: the block is walked in sub-tiles of T rows (features staged in workgroup
  * memory); in each, the rows of one cluster form a list in row order (head = the cluster's first
- * row, by workgroup atomicMin; next = its next row with the same label), and the thread of entry
+ * row, by workgroup atomicMin; next = its next row with the same label, the minimum of what
+ * several threads each find in a segment of the sub-tile), and the thread of entry
  * (cluster c, feature j) follows c's list. Each entry is thus summed in row order, one thread per
  * entry, in double-float: no float atomics, the same bits on any device or run.
  * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
@@ -144,7 +145,7 @@ export function sumsShape(k: number, d: number): { perThread: number; passes: nu
  */
 export function kmeansSumsWgsl(d: number, k: number): string {
   const { perThread, passes } = sumsShape(k, d);
-  const t = Math.min(256, Math.floor(SUM_TILE / d)); // one thread per row of a sub-tile builds its list links
+  const t = Math.min(256, Math.floor(SUM_TILE / d)); // at most one row of a sub-tile per thread
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
@@ -155,13 +156,16 @@ const E: u32 = ${perThread}u;
 const PASSES: u32 = ${passes}u;
 const SUM_ROWS: u32 = ${SUM_BLOCK_ROWS}u;
 const NONE: u32 = 0xffffffffu;
+/** The links are found by SEGS threads per row, each looking through SEG_LEN rows. */
+const SEGS: u32 = WG / T;
+const SEG_LEN: u32 = (T + SEGS - 1u) / SEGS;
 const FEATURE: u32 = 0u;
 const COUNT: u32 = 1u;
 const DISTANCE: u32 = 2u;
 var<workgroup> tile: array<f32, T * D>;
 var<workgroup> lab: array<u32, T>;
 var<workgroup> rowDist: array<f32, T>;
-var<workgroup> next: array<u32, T>;
+var<workgroup> next: array<atomic<u32>, T>;
 var<workgroup> head: array<atomic<u32>, K>;
 
 @compute @workgroup_size(256)
@@ -170,6 +174,7 @@ fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
   let entries = K * D + 2u * K;
   for (var c = lid.x; c < K; c += WG) { atomicStore(&head[c], NONE); }
+  if (lid.x < T) { atomicStore(&next[lid.x], NONE); }
   for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
     let b = w % blocks;
     let e0 = (w / blocks) * WG * E;
@@ -183,12 +188,15 @@ fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * T + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
       if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }
       workgroupBarrier();
-      if (lid.x < n) {
-        let l = lab[lid.x];
-        var after = NONE;
-        for (var u = lid.x + 1u; u < n; u++) { if (lab[u] == l) { after = u; break; } }
-        next[lid.x] = after;
-        atomicMin(&head[l], lid.x);
+      // next[t] = the first later row of t's cluster: the minimum over segments of each one's first.
+      let t = lid.x % T;
+      let seg = lid.x / T;
+      if (seg < SEGS && t < n) {
+        let l = lab[t];
+        for (var u = max(t + 1u, seg * SEG_LEN); u < min(n, (seg + 1u) * SEG_LEN); u++) {
+          if (lab[u] == l) { atomicMin(&next[t], u); break; }
+        }
+        if (seg == 0u) { atomicMin(&head[l], t); }
       }
       workgroupBarrier();
       for (var m = 0u; m < E; m++) {
@@ -202,12 +210,12 @@ fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
             var v = tile[at + r];
             if (kind == COUNT) { v = 1.0; } else if (kind == DISTANCE) { v = rowDist[r]; }
             acc[m] = dfAddF(acc[m], v);
-            r = next[r];
+            r = atomicLoad(&next[r]);
           }
         }
       }
       workgroupBarrier();
-      if (lid.x < n) { atomicStore(&head[lab[lid.x]], NONE); }
+      if (lid.x < n) { atomicStore(&head[lab[lid.x]], NONE); atomicStore(&next[lid.x], NONE); }
     }
     for (var m = 0u; m < E; m++) {
       let e = e0 + m * WG + lid.x;
