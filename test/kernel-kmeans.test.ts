@@ -10,7 +10,7 @@ import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
-import { MAX_SUM_CLUSTERS, SUM_BLOCK_ROWS } from '../src/kernels/kmeans.wgsl.js';
+import { MAX_SUM_CLUSTERS, sumBlockRows } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
 
@@ -78,8 +78,8 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
     ['many centres: several workgroup tiles (k 300, d 16)', 700, 16, 300, false],
     ['d 32, k 64 (the benchmark shape: two rows per thread)', 3000, 32, 64, false],
     ['d 70, k 5 (one row per thread, padded to vec4s)', 1500, 70, 5, false],
-    ['k 37, d 7 (no multiple of 4 or 256), integer ties, several sum blocks', 3 * SUM_BLOCK_ROWS + 77, 7, 37, true],
-    [`k ${MAX_SUM_CLUSTERS} (the most the sums kernel takes), d 3, integer ties`, 5000, 3, MAX_SUM_CLUSTERS, true],
+    ['k 37, d 7 (no multiple of 4 or 256), integer ties, several sum blocks', 3 * sumBlockRows(37) + 77, 7, 37, true],
+    [`k ${MAX_SUM_CLUSTERS} (the most the sums kernel takes), d 3, integer ties, two sum blocks`, sumBlockRows(MAX_SUM_CLUSTERS) + 999, 3, MAX_SUM_CLUSTERS, true],
   ];
   for (const [name, rows, d, k, round] of cases) {
     it(name, async () => {
@@ -109,7 +109,7 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
   it('one cluster takes every row of many blocks, the others stay empty; the same bits when run again', async () => {
     const ctx = await testGpu();
     const rng = new Rng(5, 'one cluster');
-    const rows = 4 * SUM_BLOCK_ROWS + 300, d = 5, k = 11;
+    const rows = 4 * sumBlockRows(11) + 300, d = 5, k = 11;
     const x = randomRows(rng, rows, d, 4);
     // Centre 6 at the origin; the others far away, so empty.
     const centres = new Float64Array(k * d).map((_, i) => (Math.floor(i / d) === 6 ? 0 : 1000 + i));

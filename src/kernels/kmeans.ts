@@ -7,7 +7,7 @@
 import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
 import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumsShape, SUM_BLOCK_ROWS } from './kmeans.wgsl.js';
+import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
@@ -26,23 +26,33 @@ function rowWorkgroups(rows: number): number {
   return Math.ceil(rows / 256);
 }
 
+/** The working buffers of one partition's assignment (every word is written before it is read). */
+export interface AssignBuffers { labels: GPUBuffer; dist: GPUBuffer; partials: GPUBuffer }
+
+/** Byte sizes of the AssignBuffers for `rows` rows, k clusters and d features. */
+export function assignBufferBytes(rows: number, k: number, d: number): { labels: number; dist: number; partials: number } {
+  return { labels: rows * 4, dist: rows * 4, partials: Math.max(1, Math.ceil(rows / sumBlockRows(k))) * assignEntries(k, d) * 8 };
+}
+
 /**
  * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
- * out[outOffset …] as (hi, lo) pairs: sums, counts and inertia per block of SUM_BLOCK_ROWS rows,
- * then over blocks in order. Returns the labels and distances buffers (temporaries).
+ * out[outOffset …] as (hi, lo) pairs: sums, counts and inertia per block of sumBlockRows(k) rows,
+ * then over blocks in order. `buffers` (at least assignBufferBytes) may be kept by the caller
+ * across Lloyd iterations; by default they are temporaries of `work`. Returns them.
  */
-export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number): { labels: GPUBuffer; dist: GPUBuffer } {
+export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers): AssignBuffers {
   const d = m.cols, entries = assignEntries(k, d);
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
+  const bytes = assignBufferBytes(m.rows, k, d);
+  const { labels, dist, partials } = buffers ?? {
+    labels: work.temp(bytes.labels, 'kmeans labels'), dist: work.temp(bytes.dist, 'kmeans distances'), partials: work.temp(bytes.partials, 'kmeans partial sums'),
+  };
   const params = work.params([m.rows, k, 0, 0]);
-  const labels = work.temp(m.rows * 4, 'kmeans labels');
-  const dist = work.temp(m.rows * 4, 'kmeans distances');
   work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
-  const blocks = Math.ceil(m.rows / SUM_BLOCK_ROWS);
-  const partials = work.temp(Math.max(1, blocks) * entries * 8, 'kmeans partial sums');
+  const blocks = Math.ceil(m.rows / sumBlockRows(k));
   work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
-  return { labels, dist };
+  return { labels, dist, partials };
 }
 
 /** The trainer's AssignResult from a partition's (hi, lo) pairs. */

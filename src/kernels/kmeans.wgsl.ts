@@ -3,7 +3,7 @@
 // centre is the lowest index among equal distances (strict <), as the CPU code.
 //   assign:       nearest centre and its squared distance per row (centres staged in workgroup
 //                 memory as vec4s, several rows per thread)
-//   sums:         per block of SUM_BLOCK_ROWS rows, entries e = j × k + c (sum of feature j over
+//   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
 //                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
 //                 each entry follows its cluster's rows through per-sub-tile lists (generated per
 //                 D and k)
@@ -117,8 +117,14 @@ fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: 
 `;
 }
 
-/** Rows of one block of the per-cluster sums (a fixed number: the sums do not depend on the device). */
-export const SUM_BLOCK_ROWS = 1024;
+/**
+ * Rows of one block of the per-cluster sums: a function of k alone, so the sums do not depend on
+ * the device; at least 16 rows per cluster, so the per-block partials (k × d + 2k double-floats)
+ * stay near a sixteenth of the block's feature values.
+ */
+export function sumBlockRows(k: number): number {
+  return Math.max(1024, 2 ** Math.ceil(Math.log2(16 * k)));
+}
 /** Feature values of a sub-tile of rows staged in workgroup memory by the sums kernel (8 KiB). */
 const SUM_TILE = 2048;
 /** Clusters the sums kernel takes (a list head per cluster in workgroup memory, 4 KiB); more run on the CPU. */
@@ -132,7 +138,7 @@ export function sumsShape(k: number, d: number): { perThread: number; passes: nu
 }
 
 /**
- * Per-cluster counts and feature sums per block of SUM_BLOCK_ROWS rows, without comparing every row
+ * Per-cluster counts and feature sums per block of sumBlockRows(k) rows, without comparing every row
  * with every cluster: the block is walked in sub-tiles of T rows (features staged in workgroup
  * memory); in each, the rows of one cluster form a list in row order (head = the cluster's first
  * row, by workgroup atomicMin; next = its next row with the same label, the minimum of what
@@ -154,7 +160,7 @@ const K: u32 = ${k}u;
 const T: u32 = ${t}u;
 const E: u32 = ${perThread}u;
 const PASSES: u32 = ${passes}u;
-const SUM_ROWS: u32 = ${SUM_BLOCK_ROWS}u;
+const SUM_ROWS: u32 = ${sumBlockRows(k)}u;
 const NONE: u32 = 0xffffffffu;
 /** The links are found by SEGS threads per row, each looking through SEG_LEN rows. */
 const SEGS: u32 = WG / T;

@@ -7,11 +7,11 @@
 
 import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { readBack, StagingRing } from '../gpu/buffers.js';
+import { freeBuffer, readBack, StagingRing, storageBuffer } from '../gpu/buffers.js';
 import { designMatrix } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
-import { assignEntries, assignResultOf, kmeansOnGpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
+import { assignBufferBytes, assignEntries, assignResultOf, kmeansOnGpu, recordAssign, type AssignBuffers, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadMatrix, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
@@ -25,6 +25,10 @@ interface GpuPartition {
   /** Null when the partition does not fit a device binding or the budget: its tasks run on the host copy. */
   device: DeviceMatrix | null;
   seeding: Map<string, Seeding>;
+  /** The assignment's working buffers, kept across Lloyd rounds (a fresh buffer is cleared with a submission of its own). */
+  assign: AssignBuffers | null;
+  /** Whether a submission being recorded uses `assign` (then another one takes temporaries). */
+  assignBusy: boolean;
 }
 
 /** Partitions by matrix id, then partition index. */
@@ -89,7 +93,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   matrices.set(terminal.matrixId, held);
   const old = held.get(fragment.index);
   if (old) freePartition(ctx, old);
-  held.set(fragment.index, { host, device, seeding: new Map() });
+  held.set(fragment.index, { host, device, seeding: new Map(), assign: null, assignBusy: false });
   return { holder: process.pid, matched: read.matched, rows: read.rows, warnings };
 }
 
@@ -101,6 +105,7 @@ function ringOf(ctx: GpuContext): StagingRing {
 
 function freePartition(ctx: GpuContext, p: GpuPartition): void {
   if (p.device) freeMatrix(ctx, p.device);
+  freeAssignBuffers(ctx, p);
   for (const s of p.seeding.values()) s.minD2.destroy();
   p.device = null;
   p.seeding.clear();
@@ -112,7 +117,7 @@ function freePartition(ctx: GpuContext, p: GpuPartition): void {
  */
 type Plan =
   | { value: unknown }
-  | { pairs: number; record(work: GpuWork, out: GPUBuffer, offset: number): void; decode(pairs: Float32Array): unknown };
+  | { pairs: number; record(work: GpuWork, out: GPUBuffer, offset: number): void; decode(pairs: Float32Array): unknown; done?(): void };
 
 type DevicePartition = GpuPartition & { device: DeviceMatrix };
 type GpuPartitionTask = (ctx: GpuContext, p: DevicePartition, args: any) => Plan | null;
@@ -146,6 +151,7 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     return values;
   } finally {
     work.release();
+    for (const plan of plans) if (plan && 'done' in plan) plan.done?.();
   }
 }
 
@@ -191,6 +197,24 @@ function rowOf(part: MatrixPartition, r: number): Float64Array {
   return part.x.slice(r * part.cols, (r + 1) * part.cols);
 }
 
+function freeAssignBuffers(ctx: GpuContext, p: GpuPartition): void {
+  if (p.assign) for (const b of [p.assign.labels, p.assign.dist, p.assign.partials]) freeBuffer(ctx, b);
+  p.assign = null;
+}
+
+/** The partition's kept assignment buffers, (re)allocated when missing or too small; null while another submission uses them. */
+function assignBuffersOf(ctx: GpuContext, p: DevicePartition, k: number): AssignBuffers | null {
+  if (p.assignBusy) return null;
+  const bytes = assignBufferBytes(p.device.rows, k, p.device.cols);
+  if (p.assign && p.assign.partials.size < bytes.partials) freeAssignBuffers(ctx, p);
+  p.assign ??= {
+    labels: storageBuffer(ctx, bytes.labels, 'kmeans labels'),
+    dist: storageBuffer(ctx, bytes.dist, 'kmeans distances'),
+    partials: storageBuffer(ctx, bytes.partials, 'kmeans partial sums'),
+  };
+  return p.assign;
+}
+
 /** The f32 centres on the device, one copy per submission shared by all its partitions. */
 const centreCopies = new WeakMap<GpuWork, Map<Float64Array, GPUBuffer>>();
 function centresOf(work: GpuWork, centers: Float64Array): GPUBuffer {
@@ -203,13 +227,19 @@ function centresOf(work: GpuWork, centers: Float64Array): GPUBuffer {
 
 /** Per-partition tasks with a GPU form; null from a task means "run the CPU code for this one". */
 const GPU_TASKS: Record<string, GpuPartitionTask> = {
-  'kmeans.assign': (_ctx, p, { centers, k }: { centers: Float64Array; k: number }) => {
+  'kmeans.assign': (ctx, p, { centers, k }: { centers: Float64Array; k: number }) => {
     const d = p.device.cols;
     if (!kmeansOnGpu(d, k)) return null;
+    let kept: AssignBuffers | null = null;
     return {
       pairs: assignEntries(k, d),
-      record: (work, out, offset) => { recordAssign(work, p.device, centresOf(work, centers), k, out, offset); },
+      record: (work, out, offset) => {
+        kept = assignBuffersOf(ctx, p, k);
+        if (kept) p.assignBusy = true;
+        recordAssign(work, p.device, centresOf(work, centers), k, out, offset, kept ?? undefined);
+      },
       decode: (pairs) => assignResultOf(pairs, k, d),
+      done: () => { if (kept) p.assignBusy = false; },
     };
   },
   'kmeans.ppTotal': (ctx, p, args: SeedingArgs) => {
