@@ -9,7 +9,8 @@
 // iterations (well-separated blobs with one centre each converge after 2). Times are also given as
 // a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Last, the kernels
 // alone on one device matrix of all rows (a child process, `node bench/gpu-ml.mjs --kernels`): the
-// assignment, the whole k-means step (assignment, per-cluster sums, reduction) and the Gram pass,
+// unfused assignment kernel, the whole k-means step fused (assignment and per-cluster sums in one
+// kernel, then the reduction) and unfused, and the Gram pass,
 // each the marginal time of 5 more in one submission, so the CLI's per-partition and per-round
 // costs can be told apart from the kernels'. Progress lines go to stdout as they happen.
 
@@ -99,9 +100,12 @@ async function kernelTimings() {
     work.dispatch(`kmeans-assign-${D}`, kmeansAssignWgsl(D), 'assign',
       [work.params(params), m.xr, c, work.temp(kmRows * 4, 'labels'), work.temp(kmRows * 4, 'dist')], Math.ceil(kmRows / (256 * assignRowsPerThread(D))));
   });
-  console.log(JSON.stringify({ kernel: 'kmeans assign', rows: kmRows, ms: assignMs }));
-  const stepMs = await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0); });
-  console.log(JSON.stringify({ kernel: 'kmeans step', rows: kmRows, ms: stepMs, entries: assignEntries(K, D) }));
+  console.log(JSON.stringify({ kernel: 'kmeans assignment kernel (of the unfused step)', rows: kmRows, ms: assignMs }));
+  for (const fuse of ['auto', 'never']) {
+    const stepMs = await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, undefined, fuse); });
+    const kernel = fuse === 'auto' ? 'kmeans step as the CLI runs it (fused where k × d is small), reduction included' : 'kmeans step unfused (assignment, then sums), reduction included';
+    console.log(JSON.stringify({ kernel, rows: kmRows, ms: stepMs, entries: assignEntries(K, D) }));
+  }
   freeMatrix(ctx, m);
 
   const lrRows = Math.min(ROWS_LINREG, Math.floor(limit / ((D_LINREG + 1) * 4)));
@@ -148,9 +152,9 @@ function generate(kind, rows, d, path, extra) {
 // ---- k-means ----
 const blobs = join(DIR, `blobs-${ROWS}x${D}-c${BLOB_CENTERS}.arrow`);
 if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '--cluster-std', '2'])) {
-  // Assignment reads xr and writes labels and distances; the per-cluster sums read xr, labels and
-  // distances again. Distances: a subtract and a multiply-add (3 flops) per feature and centre.
-  const kmBytes = ROWS * (2 * D * 4 + 16), kmFlops = 3 * ROWS * K * D;
+  // The fused k-means kernel reads xr once and writes labels and distances. Distances: a subtract
+  // and a multiply-add (3 flops) per feature and centre.
+  const kmBytes = ROWS * (D * 4 + 8), kmFlops = 3 * ROWS * K * D;
   const models = {};
   for (const c of configs) {
     const model = join(DIR, `km-${c.name.replace(/\W+/g, '_')}.json`), trace = join(DIR, `km-${c.name.replace(/\W+/g, '_')}.trace.json`);
@@ -215,8 +219,7 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--kernels'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 16 << 20 });
   const lines = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
   for (const k of lines) {
-    const [bytes, flops] = k.kernel === 'kmeans assign' ? [k.rows * (D * 4 + 8), 3 * k.rows * K * D]
-      : k.kernel === 'kmeans step' ? [k.rows * (2 * D * 4 + 16), 3 * k.rows * K * D]
+    const [bytes, flops] = k.kernel.startsWith('kmeans') ? [k.rows * (D * 4 + 8), 3 * k.rows * K * D]
         : [k.rows * (D_LINREG + 1) * 8, 40 * k.rows * (D_LINREG * (D_LINREG + 1) / 2 + D_LINREG)];
     add(`${k.kernel} alone, ${k.rows} rows, one partition`, `${k.ms.toFixed(2)} ms`, ofRoofline(k.ms / 1e3, bytes, flops));
   }

@@ -3,7 +3,8 @@
 // device, totals, potentials), on random data and awkward shapes: k = 1, d = 1, ties, all rows
 // equal, row counts that are not a multiple of the workgroup or of a block, k and d that are not a
 // multiple of anything, the largest k the sums kernel takes, one cluster holding every row of many
-// blocks while others stay empty, and the same bits when run again.
+// blocks while others stay empty, and the same bits when run again; small k × d runs the fused
+// kernel, larger the assignment then the sums, and for integer data the two agree bit for bit.
 
 import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
@@ -34,11 +35,11 @@ export function upload(ctx: GpuContext, x: Float64Array, y: Float64Array | null,
   return uploadMatrix(ctx, ring, x, y, rows, d);
 }
 
-async function assignOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number) {
+async function assignOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number, fuse: 'auto' | 'never' = 'auto') {
   const work = new GpuWork(ctx);
   const entries = assignEntries(k, m.cols);
   const out = work.temp(entries * 8, 'out');
-  const { labels } = recordAssign(work, m, work.input(new Float32Array(centres), 'centres'), k, out, 0);
+  const { labels } = recordAssign(work, m, work.input(new Float32Array(centres), 'centres'), k, out, 0, undefined, fuse);
   const [pairs, labelWords] = await work.finish([{ buf: out, floats: entries * 2 }, { buf: labels, floats: m.rows }]);
   return { pairs, result: assignResultOf(pairs, k, m.cols), labels: new Uint32Array(labelWords.buffer) };
 }
@@ -89,7 +90,10 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
       const centres = randomRows(rng, k, d, 10, round);
       const m = await upload(ctx, x, null, rows, d);
       const got = await assignOnGpu(ctx, m, centres, k);
+      const unfused = await assignOnGpu(ctx, m, centres, k, 'never');
       freeMatrix(ctx, m);
+      // Integer data: the fused and the unfused kernels give the same bits.
+      if (round) expect(Array.from(new Uint32Array(unfused.pairs.buffer))).toEqual(Array.from(new Uint32Array(got.pairs.buffer)));
       const want = kmeansAssignCpu(columnsCpu(x, rows, d), rows, d, new Float32Array(centres), k);
       // Labels: equal, except where two centres are within f32 rounding (FMA contraction may differ).
       let differ = 0;

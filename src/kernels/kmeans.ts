@@ -7,7 +7,7 @@
 import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
 import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
+import { assignRowsPerThread, CENTRE_TILE, fusedAssignBytes, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
@@ -38,9 +38,10 @@ export function assignBufferBytes(rows: number, k: number, d: number): { labels:
  * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
  * out[outOffset …] as (hi, lo) pairs: sums, counts and inertia per block of sumBlockRows(k) rows,
  * then over blocks in order. `buffers` (at least assignBufferBytes) may be kept by the caller
- * across Lloyd iterations; by default they are temporaries of `work`. Returns them.
+ * across Lloyd iterations; by default they are temporaries of `work`. Returns them. The fused
+ * kernel serves small k × d unless `fuse` is 'never' (the two give the same labels and sums).
  */
-export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers): AssignBuffers {
+export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers, fuse: 'auto' | 'never' = 'auto'): AssignBuffers {
   const d = m.cols, entries = assignEntries(k, d);
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
   const bytes = assignBufferBytes(m.rows, k, d);
@@ -48,9 +49,15 @@ export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer,
     labels: work.temp(bytes.labels, 'kmeans labels'), dist: work.temp(bytes.dist, 'kmeans distances'), partials: work.temp(bytes.partials, 'kmeans partial sums'),
   };
   const params = work.params([m.rows, k, 0, 0]);
-  work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
   const blocks = Math.ceil(m.rows / sumBlockRows(k));
-  work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
+  const fusedBytes = fusedAssignBytes(d, k);
+  if (fuse === 'auto' && fusedBytes !== null && fusedBytes <= work.ctx.device.limits.maxComputeWorkgroupStorageSize) {
+    // Small k × d: one kernel assigns each sub-tile of rows and sums it (rows read once).
+    work.dispatch(`kmeans-fused-${d}-${k}`, kmeansSumsWgsl(d, k, true), 'sums', [params, m.xr, centres, labels, dist, partials], blocks);
+  } else {
+    work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
+    work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k, false), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
+  }
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
   return { labels, dist, partials };
 }

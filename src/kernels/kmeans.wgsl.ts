@@ -129,6 +129,23 @@ export function sumBlockRows(k: number): number {
 const SUM_TILE = 2048;
 /** Clusters the sums kernel takes (a list head per cluster in workgroup memory, 4 KiB); more run on the CPU. */
 export const MAX_SUM_CLUSTERS = 1024;
+/** Centre values (padded to vec4s) the fused kernel keeps in workgroup memory (8 KiB). */
+const FUSED_CENTRES = 2048;
+
+function sumTileRows(d: number): number {
+  return Math.min(256, Math.floor(SUM_TILE / d)); // at most one row of a sub-tile per thread
+}
+
+/**
+ * Workgroup memory of the fused kernel (assignment and sums in one), or null when its centres do
+ * not fit: then the assignment runs first, on its own.
+ */
+export function fusedAssignBytes(d: number, k: number): number | null {
+  const centreFloats = k * Math.ceil(d / 4) * 4;
+  if (centreFloats > FUSED_CENTRES) return null;
+  const t = sumTileRows(d);
+  return 4 * (t * d + centreFloats + 3 * t + 2 * 256 + k);
+}
 
 /** Accumulators per thread, and passes over a block, for k × d + 2k entries. */
 export function sumsShape(k: number, d: number): { perThread: number; passes: number } {
@@ -149,13 +166,75 @@ export function sumsShape(k: number, d: number): { perThread: number; passes: nu
  * then k × d + k + c (Σ distance over cluster c, so the inertia is balanced over threads like the
  * rest); partial[b × entries + e] (block-major).
  */
-export function kmeansSumsWgsl(d: number, k: number): string {
+export function kmeansSumsWgsl(d: number, k: number, fused: boolean): string {
   const { perThread, passes } = sumsShape(k, d);
-  const t = Math.min(256, Math.floor(SUM_TILE / d)); // at most one row of a sub-tile per thread
-  return /* wgsl */ `${header(d)}
+  const t = sumTileRows(d), d4 = Math.ceil(d / 4);
+  if (fused && (fusedAssignBytes(d, k) === null || passes !== 1)) throw new Error(`no fused k-means kernel for k ${k}, d ${d}`);
+  const bindings = fused ? /* wgsl */ `
+@group(0) @binding(2) var<storage, read> centres: array<f32>;
+@group(0) @binding(3) var<storage, read_write> labels: array<u32>;
+@group(0) @binding(4) var<storage, read_write> dist: array<f32>;
+@group(0) @binding(5) var<storage, read_write> partials: array<vec2f>;
+const D4: u32 = ${d4}u;
+/** Centres [g × KG, (g + 1) × KG) go to thread group g of a row (G groups of T threads). */
+const G: u32 = WG / T;
+const KG: u32 = (K + G - 1u) / G;
+var<workgroup> cent: array<vec4f, K * D4>;
+var<workgroup> candD: array<f32, WG>;
+var<workgroup> candC: array<u32, WG>;
+` : /* wgsl */ `
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
 @group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
+`;
+  // Fused: each row's nearest centre from the staged sub-tile, a group of threads per range of
+  // centres (ascending, strict <), then the groups' winners in group order: the lowest index
+  // among equal distances, as the assignment kernel.
+  const tileValue = (j: number) => (j < d ? `tile[${j}u * T + t]` : '0.0');
+  const assignInTile = fused ? /* wgsl */ `
+      {
+        let t = lid.x % T;
+        let g = lid.x / T;
+        var best = 0u;
+        var bestD = MAX_F32;
+        if (g < G && t < n) {
+          var row: array<vec4f, D4>;
+${Array.from({ length: d4 }, (_, q) => `          row[${q}] = vec4f(${[0, 1, 2, 3].map((i) => tileValue(4 * q + i)).join(', ')});`).join('\n')}
+          for (var c = g * KG; c < min(K, (g + 1u) * KG); c++) {
+            var s = 0.0;
+            for (var q = 0u; q < D4; q++) {
+              let u = row[q] - cent[c * D4 + q];
+              s = s + u.x * u.x;
+              s = s + u.y * u.y;
+              s = s + u.z * u.z;
+              s = s + u.w * u.w;
+            }
+            if (s < bestD) { bestD = s; best = c; }
+          }
+        }
+        candD[lid.x] = bestD;
+        candC[lid.x] = best;
+      }
+      workgroupBarrier();
+      if (lid.x < n) {
+        var bestD = candD[lid.x];
+        var best = candC[lid.x];
+        for (var g = 1u; g < G; g++) { if (candD[g * T + lid.x] < bestD) { bestD = candD[g * T + lid.x]; best = candC[g * T + lid.x]; } }
+        lab[lid.x] = best;
+        rowDist[lid.x] = bestD;
+        labels[s0 + lid.x] = best;
+        dist[s0 + lid.x] = bestD;
+      }
+      workgroupBarrier();` : '';
+  const stageCentres = fused ? /* wgsl */ `
+  for (var i = lid.x; i < K * D4; i += WG) {
+    let c = i / D4;
+    let j = (i % D4) * 4u;
+    var v = vec4f(0.0);
+    for (var u = 0u; u < 4u; u++) { if (j + u < D) { v[u] = centres[c * D + j + u]; } }
+    cent[i] = v;
+  }` : '';
+  return /* wgsl */ `${header(d)}
 const K: u32 = ${k}u;
 const T: u32 = ${t}u;
 const E: u32 = ${perThread}u;
@@ -173,14 +252,14 @@ var<workgroup> lab: array<u32, T>;
 var<workgroup> rowDist: array<f32, T>;
 var<workgroup> next: array<atomic<u32>, T>;
 var<workgroup> head: array<atomic<u32>, K>;
-
+${bindings}
 @compute @workgroup_size(256)
 fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
   let entries = K * D + 2u * K;
   for (var c = lid.x; c < K; c += WG) { atomicStore(&head[c], NONE); }
-  if (lid.x < T) { atomicStore(&next[lid.x], NONE); }
+  if (lid.x < T) { atomicStore(&next[lid.x], NONE); }${stageCentres}
   for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
     let b = w % blocks;
     let e0 = (w / blocks) * WG * E;
@@ -192,8 +271,8 @@ fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       let n = min(T, r1 - s0);
       workgroupBarrier(); // the previous sub-tile's lists are cleared and no longer read
       for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * T + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
-      if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }
-      workgroupBarrier();
+      ${fused ? '' : 'if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }'}
+      workgroupBarrier();${assignInTile}
       // next[t] = the first later row of t's cluster: the minimum over segments of each one's first.
       let t = lid.x % T;
       let seg = lid.x / T;
