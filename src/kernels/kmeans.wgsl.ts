@@ -6,7 +6,8 @@
 //   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
 //                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
 //                 each entry follows its cluster's rows through per-sub-tile lists (generated per
-//                 D and k)
+//                 D and k); for small k × d the same kernel first assigns each staged sub-tile
+//                 itself (fused), so the rows are read once
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
