@@ -2,7 +2,8 @@
 // x 16) with --device cpu, one GPU and two GPUs; checks that the 1- and 2-GPU model files are
 // byte-identical and that GPU results match the CPU's (inertia within 1e-4, coefficients within
 // 1e-6); compares with scikit-learn and PyTorch through python3 on data of the same shape.
-//   source .devkit/env.sh; node bench/gpu-ml.mjs          (env: ROWS=1e7 ROWS_LINREG=1e7 DIR=/tmp/gpuframe-ml TIMEOUT=150)
+//   source .devkit/env.sh; node bench/gpu-ml.mjs          (env: ROWS=1e7 ROWS_LINREG=1e7 DIR=/tmp/gpuframe-ml TIMEOUT=150
+//   CONFIGS=cpu,gpu_0,gpu_0_1 to choose runs, PEERS=0 to skip scikit-learn and PyTorch)
 // Time per Lloyd iteration comes from the run's --trace: the starts of successive 'ml kmeans.assign'
 // rounds, so loading and seeding are not counted, nor the first round (it compiles the kernels).
 // The blobs have fewer true centres (BLOB_CENTERS) than k, so Lloyd keeps moving for all 20
@@ -103,7 +104,7 @@ async function kernelTimings() {
   console.log(JSON.stringify({ kernel: 'kmeans assignment kernel (of the unfused step)', rows: kmRows, ms: assignMs }));
   for (const fuse of ['auto', 'never']) {
     const stepMs = await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, undefined, fuse); });
-    const kernel = fuse === 'auto' ? 'kmeans step as the CLI runs it (fused where k × d is small), reduction included' : 'kmeans step unfused (assignment, then sums), reduction included';
+    const kernel = fuse === 'auto' ? 'kmeans step fused (small k × d; not the default), reduction included' : 'kmeans step as the CLI runs it (assignment, then sums), reduction included';
     console.log(JSON.stringify({ kernel, rows: kmRows, ms: stepMs, entries: assignEntries(K, D) }));
   }
   freeMatrix(ctx, m);
@@ -138,7 +139,7 @@ const configs = [
   { name: 'cpu', flags: ['--device', 'cpu', '--workers', String(availableParallelism())] },
   { name: 'gpu 0', flags: ['--device', 'gpu', '--gpus', '0', '--workers', '0'] },
   ...(gpuCount >= 2 ? [{ name: 'gpu 0,1', flags: ['--device', 'gpu', '--gpus', '0,1', '--workers', '0'] }] : []),
-];
+].filter((c) => !process.env.CONFIGS || process.env.CONFIGS.split(',').includes(c.name.replace(/\W+/g, '_')));
 
 function generate(kind, rows, d, path, extra) {
   if (existsSync(path)) { log(`reusing ${path}`); return true; }
@@ -267,7 +268,8 @@ t = time.perf_counter()
 for _ in range(10): g = x.T @ x
 torch.cuda.synchronize()
 print(f"{f32 * 1e3:.2f} ms f32, {(time.perf_counter() - t) / 10 * 1e3:.2f} ms f64")`;
-for (const [name, module, script] of [['scikit-learn KMeans (lloyd), all cores', 'sklearn', sklearn], ['PyTorch k-means iteration, GPU 0', 'torch', torchKmeans], [`PyTorch X^T X, ${ROWS_LINREG} x ${D_LINREG + 1}, GPU 0`, 'torch', torchGram]]) {
+const peers = process.env.PEERS === '0' ? [] : [['scikit-learn KMeans (lloyd), all cores', 'sklearn', sklearn], ['PyTorch k-means iteration, GPU 0', 'torch', torchKmeans], [`PyTorch X^T X, ${ROWS_LINREG} x ${D_LINREG + 1}, GPU 0`, 'torch', torchGram]];
+for (const [name, module, script] of peers) {
   const probe = python(`import ${module}${module === 'torch' ? '\nassert torch.cuda.is_available()' : ''}`);
   if (!probe.ok) { add(name, 'skipped', `python3 cannot use ${module}: ${probe.err}`); continue; }
   log(`${name} ...`);

@@ -38,10 +38,11 @@ export function assignBufferBytes(rows: number, k: number, d: number): { labels:
  * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
  * out[outOffset …] as (hi, lo) pairs: sums, counts and inertia per block of sumBlockRows(k) rows,
  * then over blocks in order. `buffers` (at least assignBufferBytes) may be kept by the caller
- * across Lloyd iterations; by default they are temporaries of `work`. Returns them. The fused
- * kernel serves small k × d unless `fuse` is 'never' (the two give the same labels and sums).
+ * across Lloyd iterations; by default they are temporaries of `work`. Returns them. With `fuse`
+ * 'auto' the fused kernel serves small k × d (same labels and sums); it is not the default because
+ * the H200 ran it slower: 37.1 ms against 14.9 ms for 10^7 × 32, k = 64 (bench/gpu-ml.mjs, 2026-11-30).
  */
-export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers, fuse: 'auto' | 'never' = 'auto'): AssignBuffers {
+export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers, fuse: 'auto' | 'never' = 'never'): AssignBuffers {
   const d = m.cols, entries = assignEntries(k, d);
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
   const bytes = assignBufferBytes(m.rows, k, d);

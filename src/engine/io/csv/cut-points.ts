@@ -1,11 +1,10 @@
 // Where a CSV file's chunks are cut. Cut k goes after the first record end (a line break outside
 // quotes) at or after byte dataStart + k·blocksize − 1: a fixed grid, so each cut needs only the
-// quote parity at its grid point, never the cut before it. That makes planning parallel:
-//   1. the file is split at the grid points into spans whose quote bytes are counted (mod 2),
-//      in worker threads for large files (a memchr per 8 MB when there are no quotes);
-//   2. the parent, now knowing the parity at every grid point, reads forward from each one to
-//      its record end (usually a few bytes).
-// The cuts are the same whatever the number of threads.
+// quote parity at its grid point, never the cut before it. That makes planning parallel: for a
+// large file, worker threads count the quote bytes (mod 2) of the spans between grid points (a
+// memchr per 8 MB when there are none); a small one is walked in this thread. Then each grid
+// point reads forward to its record end (usually a few bytes); grid points inside a record that
+// a cut already ended are skipped. The cuts are the same whatever the number of threads.
 
 import { closeSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -26,37 +25,73 @@ export interface CutRequest {
   fileSize: number;
 }
 
-/** Quote bytes in each span [starts[i], ends[i]) of the file, mod 2. */
+/** Reads of a file through one cached window, so that nearby reads cost no system call. */
+class FileWindow {
+  private buf: Buffer = Buffer.alloc(0);
+  private start = 0;
+
+  constructor(private readonly fd: number, private readonly fileSize: number, private readonly windowBytes: number) {}
+
+  /** The file's bytes from `at` on (at most a window of them; empty at the end of the file). */
+  from(at: number): Buffer {
+    if (at >= this.fileSize) return Buffer.alloc(0);
+    if (at < this.start || at >= this.start + this.buf.length) {
+      this.buf = readBytes(this.fd, at, Math.max(0, Math.min(this.windowBytes, this.fileSize - at)));
+      this.start = at;
+    }
+    return this.buf.subarray(at - this.start);
+  }
+}
+
+/** Quote bytes in each span [start, end) of the file, mod 2; the spans are contiguous and in order. */
+function spanParities(win: FileWindow, quote: number, spans: readonly [number, number][]): number[] {
+  const out: number[] = [];
+  if (spans.length === 0) return out;
+  const end = spans[spans.length - 1][1];
+  let parity = 0;
+  let i = 0;
+  // One forward pass: each quote flips the parity of the span it falls in.
+  for (let at = spans[0][0]; at < end;) {
+    const buf = win.from(at).subarray(0, end - at);
+    if (buf.length === 0) break;
+    for (let q = buf.indexOf(quote); q >= 0; q = buf.indexOf(quote, q + 1)) {
+      for (; spans[i][1] <= at + q; i++) { out.push(parity); parity = 0; }
+      parity ^= 1;
+    }
+    at += buf.length;
+  }
+  for (; i < spans.length; i++) { out.push(parity); parity = 0; }
+  return out;
+}
+
+/** spanParities over the file of `req` (what a planning thread runs). */
 export function quoteParities(req: CutRequest, spans: readonly [number, number][]): number[] {
   const { fd } = openInput(req.path, req.displayName);
   try {
-    return spans.map(([start, end]) => {
-      let parity = 0;
-      for (let at = start; at < end; at += READ_BYTES) {
-        const buf = readBytes(fd, at, Math.min(READ_BYTES, end - at));
-        for (let q = buf.indexOf(req.quote); q >= 0; q = buf.indexOf(req.quote, q + 1)) parity ^= 1;
-      }
-      return parity;
-    });
+    return spanParities(new FileWindow(fd, req.fileSize, READ_BYTES), req.quote, spans);
   } finally {
     closeSync(fd);
   }
 }
 
-/** The offset after the first record end at or after `from`, where `inside` says whether `from` is within quotes; -1 if the file ends first. */
-function recordEndFrom(fd: number, req: CutRequest, from: number, inside: number): number {
-  for (let at = from; at < req.fileSize; at += PROBE_BYTES) {
-    const buf = readBytes(fd, at, Math.min(PROBE_BYTES, req.fileSize - at));
+/**
+ * The offset after the first record end at or after `from`, where `inside` says whether `from` is
+ * within quotes; -1 if the file ends first.
+ */
+function recordEndFrom(win: FileWindow, quote: number, from: number, inside: number): number {
+  for (let at = from; ;) {
+    const buf = win.from(at);
+    if (buf.length === 0) return -1;
     for (let pos = 0; ;) {
       const nl = buf.indexOf(LF, pos);
-      const q = req.quote >= 0 ? buf.indexOf(req.quote, pos) : -1;
+      const q = quote >= 0 ? buf.indexOf(quote, pos) : -1;
       if (q >= 0 && (nl < 0 || q < nl)) { inside ^= 1; pos = q + 1; continue; }
       if (nl < 0) break;
       if (inside === 0) return at + nl + 1;
       pos = nl + 1;
     }
+    at += buf.length;
   }
-  return -1;
 }
 
 /**
@@ -64,25 +99,50 @@ function recordEndFrom(fd: number, req: CutRequest, from: number, inside: number
  * `threads` only changes how the work is shared, never the result.
  */
 export async function findCuts(req: CutRequest, dataStart: number, blocksize: number, threads = defaultThreads(req.fileSize - dataStart)): Promise<number[]> {
-  const searchFrom: number[] = [];
-  for (let g = dataStart + blocksize; g < req.fileSize; g += blocksize) searchFrom.push(g - 1);
-  const bounds = [dataStart, ...searchFrom];
-  const spans = searchFrom.map((s, i): [number, number] => [bounds[i], s]);
-  const parities = req.quote < 0 ? spans.map(() => 0) : threads > 1 && spans.length > 1 ? await parallelParities(req, spans, threads) : quoteParities(req, spans);
-  const cuts: number[] = [];
   const { fd } = openInput(req.path, req.displayName);
   try {
-    let inside = 0; // the data starts at a record start, outside quotes
-    searchFrom.forEach((from, i) => {
-      inside ^= parities[i];
-      if (cuts.length > 0 && cuts[cuts.length - 1] > from) return; // this record end was found already
-      const at = recordEndFrom(fd, req, from, inside);
-      if (at >= 0 && at < req.fileSize && (cuts.length === 0 || at > cuts[cuts.length - 1])) cuts.push(at);
-    });
+    // A small file is read once; in a large one each cut needs only the bytes near it.
+    const win = new FileWindow(fd, req.fileSize, req.fileSize - dataStart <= READ_BYTES ? READ_BYTES : PROBE_BYTES);
+    const parityAt = req.quote < 0 ? () => 0
+      : threads > 1 ? await threadedParity(req, dataStart, blocksize, threads)
+      : walkingParity(win, req.quote, dataStart);
+    const cuts: number[] = [];
+    // Grid point g searches from g − 1; one inside the record a cut already ended is skipped.
+    for (let g = dataStart + blocksize; g < req.fileSize;) {
+      const at = recordEndFrom(win, req.quote, g - 1, parityAt(g - 1));
+      // No record end after this point means none after any later one either (an unclosed quote).
+      if (at < 0 || at >= req.fileSize) break;
+      cuts.push(at);
+      g = dataStart + Math.ceil((at + 1 - dataStart) / blocksize) * blocksize;
+    }
+    return cuts;
   } finally {
     closeSync(fd);
   }
-  return cuts;
+}
+
+/** Whether each position (asked in increasing order) is inside quotes, by counting quotes up to it. */
+function walkingParity(win: FileWindow, quote: number, dataStart: number): (pos: number) => number {
+  let at = dataStart, inside = 0; // the data starts at a record start, outside quotes
+  return (pos) => {
+    while (at < pos) {
+      const buf = win.from(at).subarray(0, pos - at);
+      if (buf.length === 0) break;
+      for (let q = buf.indexOf(quote); q >= 0; q = buf.indexOf(quote, q + 1)) inside ^= 1;
+      at += buf.length;
+    }
+    return inside;
+  };
+}
+
+/** Whether each grid search start lies inside quotes, from quote parities counted in threads per grid span. */
+async function threadedParity(req: CutRequest, dataStart: number, blocksize: number, threads: number): Promise<(pos: number) => number> {
+  const spans: [number, number][] = [];
+  for (let from = dataStart, g = dataStart + blocksize; g < req.fileSize; from = g - 1, g += blocksize) spans.push([from, g - 1]);
+  const parities = spans.length > 0 ? await parallelParities(req, spans, threads) : [];
+  const inside: number[] = [];
+  parities.reduce((acc, p, i) => (inside[i] = acc ^ p), 0);
+  return (pos) => inside[Math.round((pos + 1 - dataStart) / blocksize) - 1];
 }
 
 function defaultThreads(bytes: number): number {
