@@ -8,7 +8,7 @@ import { RuntimeFailure } from '../engine/errors.js';
 import type { GpuContext } from '../engine/gpu/device.js';
 import { fillU32, freeBuffer, kernelFor, readU32, storageBuffer, uniformWords, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import { exclusiveScan } from './prefix-scan.js';
-import { addExactSums, exactOfDouble, exactSumValue, ZERO_SUM, type ExactFloatSum } from './float-sum.js';
+import { addExactSums, doubleDoubleOfLimbs, exactOfDouble, exactSumValue, ZERO_SUM, type ExactFloatSum } from './float-sum.js';
 import { packValidity } from './validity.js';
 import * as W from './groupby-aggregate.wgsl.js';
 
@@ -32,6 +32,9 @@ export interface ColumnAggregates {
   floatSumValue?: Float64Array;
   /** int64 columns, when cheap: group g's sum as lo, hi (in [0, 2^32)) and top, sum = top·2^64 + hi·2^32 + lo. */
   intSumParts?(g: number): [number, number, number];
+  /** float64 columns, when cheap: group g's finite sum as a double-double (null: use floatSum), and its special flags. */
+  floatSumParts?(g: number): [number, number] | null;
+  floatSpecial?(g: number): number;
   /** Min/max per group (meaningless where count is 0 or, for floats, all values are NaN). */
   min: BigInt64Array | Float64Array;
   max: BigInt64Array | Float64Array;
@@ -321,6 +324,14 @@ class DecodedColumn implements ColumnAggregates {
   intSumParts(g: number): [number, number, number] {
     const w = this.sumWords.subarray(6 * g, 6 * g + 6);
     return [w[0], w[1], w[2] + w[3] * 2 ** 32 - (w[4] + w[5] * 2 ** 32)];
+  }
+
+  floatSumParts(g: number): [number, number] | null {
+    return this.type === 'float64' ? doubleDoubleOfLimbs(this.sumWords, FLOAT_WIDTH * g) : null;
+  }
+
+  floatSpecial(g: number): number {
+    return this.type === 'float64' ? this.sumWords[FLOAT_WIDTH * g + 3] : 0;
   }
 
   get floatSum(): ExactFloatSum[] | undefined {

@@ -51,6 +51,12 @@ export function floatSumState(col: ColumnAggregates, pick: Int32Array): AggState
   const k = pick.length;
   const hi = new Float64Array(k), lo = new Float64Array(k), special = new Float64Array(k);
   for (let g = 0; g < k; g++) {
+    const fast = col.floatSumParts?.(pick[g]);
+    if (fast && col.floatSpecial) {
+      [hi[g], lo[g]] = fast;
+      special[g] = specialValue(col.floatSpecial(pick[g]));
+      continue;
+    }
     const s = col.floatSum![pick[g]];
     special[g] = specialValue(s.special);
     const finite: ExactFloatSum = { ...s, special: 0 };
@@ -64,6 +70,7 @@ export function floatSumState(col: ColumnAggregates, pick: Int32Array): AggState
 
 /** NaN present in a float group (the GPU min/max skip NaN; CPU order puts NaN above every number). */
 function hasNaN(col: ColumnAggregates, g: number): boolean {
+  if (col.floatSpecial) return (col.floatSpecial(g) & 1) === 1;
   return col.floatSum !== undefined && (col.floatSum[g].special & 1) === 1;
 }
 
