@@ -3,30 +3,11 @@
 // copy of the chunk: the few bytes it needs afterwards (group keys' text) are read again by
 // position (ChunkText).
 
-import { closeSync, readSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import type { GpuContext } from '../gpu/device.js';
-import { StagingRing, storageBuffer } from '../gpu/buffers.js';
+import { stagingRingOf, storageBuffer } from '../gpu/buffers.js';
 import type { CsvChunk } from '../io/csv/index.js';
-import { openInput } from '../io/csv/input-file.js';
-
-const rings = new WeakMap<GPUDevice, StagingRing>();
-
-function ringOf(gpu: GpuContext): StagingRing {
-  let ring = rings.get(gpu.device);
-  if (!ring) { ring = new StagingRing(gpu); rings.set(gpu.device, ring); }
-  return ring;
-}
-
-/** Reads exactly `length` bytes at `position` into `view` (fewer only at the end of the file). */
-function readFully(fd: number, view: Uint8Array, position: number): number {
-  let got = 0;
-  while (got < view.length) {
-    const n = readSync(fd, view, got, view.length - got, position + got);
-    if (n === 0) break;
-    got += n;
-  }
-  return got;
-}
+import { openInput, readInto } from '../io/csv/input-file.js';
 
 /**
  * The chunk on the device, ending in '\n' (one is appended after a last record that lacks it),
@@ -37,12 +18,12 @@ export async function uploadChunkFromFile(gpu: GpuContext, chunk: CsvChunk): Pro
   const { fd } = openInput(chunk.path, chunk.displayName);
   try {
     const last = new Uint8Array(1);
-    const endsInNewline = size === 0 || (readFully(fd, last, chunk.end - 1) === 1 && last[0] === 0x0a);
+    const endsInNewline = size === 0 || (readInto(fd, last, chunk.end - 1) === 1 && last[0] === 0x0a);
     const length = endsInNewline ? size : size + 1;
     const data = storageBuffer(gpu, length, 'csv chunk');
-    await ringOf(gpu).fill(data, 0, length, (view, at) => {
+    await stagingRingOf(gpu).fill(data, 0, length, (view, at) => {
       const fromFile = Math.min(view.length, size - at);
-      if (readFully(fd, view.subarray(0, fromFile), chunk.start + at) !== fromFile) throw new Error(`${chunk.displayName} changed while being read`);
+      if (readInto(fd, view.subarray(0, fromFile), chunk.start + at) !== fromFile) throw new Error(`${chunk.displayName} changed while being read`);
       if (fromFile < view.length) view[fromFile] = 0x0a;
     });
     return { data, length };
@@ -61,7 +42,7 @@ export class ChunkText {
     // Past a thousand ranges one sequential read is cheaper than a read per range.
     if (ranges > 1024) {
       this.whole = Buffer.allocUnsafe(chunk.end - chunk.start);
-      readFully(this.fd, this.whole, chunk.start);
+      readInto(this.fd, this.whole, chunk.start);
     }
   }
 
@@ -69,7 +50,7 @@ export class ChunkText {
   bytes(start: number, end: number): Uint8Array {
     if (this.whole) return this.whole.subarray(start, end);
     const out = Buffer.allocUnsafe(end - start);
-    readFully(this.fd, out, this.chunk.start + start);
+    readInto(this.fd, out, this.chunk.start + start);
     return out;
   }
 

@@ -7,7 +7,7 @@
 
 import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { freeBuffer, readBack, StagingRing, storageBuffer } from '../gpu/buffers.js';
+import { freeBuffer, readBack, stagingRingOf, storageBuffer } from '../gpu/buffers.js';
 import { designMatrix } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
@@ -33,7 +33,6 @@ interface GpuPartition {
 
 /** Partitions by matrix id, then partition index. */
 const matrices = new Map<string, Map<number, GpuPartition>>();
-const rings = new WeakMap<GpuContext, StagingRing>();
 
 export function isMatrixTask(task: Task): boolean {
   const k = task.terminal.kind;
@@ -81,7 +80,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   let device: DeviceMatrix | null = null;
   if (deviceMatrixFits(ctx, m.rows, m.cols + (m.y ? 1 : 0))) {
     try {
-      device = await uploadMatrix(ctx, ringOf(ctx), m.x, m.y, m.rows, m.cols);
+      device = await uploadMatrix(ctx, stagingRingOf(ctx), m.x, m.y, m.rows, m.cols);
     } catch (err) {
       if (ctx.lostReason) throw err;
       warnings.push(`partition ${fragment.index} stays on the CPU of its GPU worker (${err instanceof Error ? err.message : String(err)})`);
@@ -95,12 +94,6 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   if (old) freePartition(ctx, old);
   held.set(fragment.index, { host, device, seeding: new Map(), assign: null, assignBusy: false });
   return { holder: process.pid, matched: read.matched, rows: read.rows, warnings };
-}
-
-function ringOf(ctx: GpuContext): StagingRing {
-  let r = rings.get(ctx);
-  if (!r) { r = new StagingRing(ctx); rings.set(ctx, r); }
-  return r;
 }
 
 function freePartition(ctx: GpuContext, p: GpuPartition): void {

@@ -170,6 +170,15 @@ export class StagingRing {
   }
 }
 
+const rings = new WeakMap<GPUDevice, StagingRing>();
+
+/** The device's one staging ring, shared by everything a worker uploads (slots are claimed, so uploads may overlap). */
+export function stagingRingOf(ctx: GpuContext): StagingRing {
+  let ring = rings.get(ctx.device);
+  if (!ring) { ring = new StagingRing(ctx); rings.set(ctx.device, ring); }
+  return ring;
+}
+
 /** A device buffer holding `data` (uploaded through `ring`, or queue.writeBuffer without one). */
 export async function uploadNew(ctx: GpuContext, data: ArrayBufferView, label: string, ring?: StagingRing): Promise<GPUBuffer> {
   const buf = storageBuffer(ctx, data.byteLength, label);

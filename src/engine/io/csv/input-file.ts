@@ -22,13 +22,19 @@ export function openInput(path: string, displayName: string): { fd: number; size
 /** Bytes [start, start + length) of an open file (fewer at its end). */
 export function readBytes(fd: number, start: number, length: number): Buffer {
   const buf = Buffer.allocUnsafe(length);
+  const got = readInto(fd, buf, start);
+  return got === length ? buf : buf.subarray(0, got);
+}
+
+/** Fills `view` from the open file at `position`; how many bytes it got (fewer only at the end of the file). */
+export function readInto(fd: number, view: Uint8Array, position: number): number {
   let got = 0;
-  while (got < length) {
-    const n = readSync(fd, buf, got, length - got, start + got);
+  while (got < view.length) {
+    const n = readSync(fd, view, got, view.length - got, position + got);
     if (n === 0) break;
     got += n;
   }
-  return got === length ? buf : buf.subarray(0, got);
+  return got;
 }
 
 /** Maps positions in `buf` (whose byte `from` is on physical line `firstLine`) to locations.
