@@ -17,6 +17,9 @@ interface Job {
   resolve: (r: FragmentResult) => void;
   reject: (e: Error) => void;
   settled: boolean;
+  /** Decided once, when queued (the predicates look at the task's plan). */
+  prefersGpu: boolean;
+  gpuOnly: boolean;
   /** Copies started, and how many of them have failed. */
   copies: number;
   failures: number;
@@ -51,7 +54,8 @@ export class HybridRunner implements TaskRunner {
 
   run(task: Task, label: string): Promise<FragmentResult> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ task, label, resolve, reject, settled: false, copies: 0, failures: 0 });
+      const gpuOnly = this.gpuOnly(task);
+      this.queue.push({ task, label, resolve, reject, settled: false, prefersGpu: gpuOnly || this.gpuSpeedsUp(task), gpuOnly, copies: 0, failures: 0 });
       this.pump();
     });
   }
@@ -68,7 +72,7 @@ export class HybridRunner implements TaskRunner {
   private pump(): void {
     for (;;) {
       if (this.gpuBusy < concurrencyOf(this.gpu)) {
-        const at = this.queue.findIndex((j) => this.gpuOnly(j.task) || this.gpuSpeedsUp(j.task));
+        const at = this.queue.findIndex((j) => j.prefersGpu);
         if (at >= 0) { this.start(this.queue.splice(at, 1)[0], true); continue; }
       }
       if (this.cpuBusy >= concurrencyOf(this.cpu)) return;
@@ -82,7 +86,7 @@ export class HybridRunner implements TaskRunner {
   }
 
   private cpuMayRun(job: Job): boolean {
-    return !this.gpuOnly(job.task) || this.gpu.size === 0;
+    return !job.gpuOnly || this.gpu.size === 0;
   }
 
   private start(job: Job, onGpu: boolean): void {
