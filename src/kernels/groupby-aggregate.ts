@@ -30,17 +30,13 @@ export interface ColumnAggregates {
   /** float64 columns: exact sums, and those rounded to doubles. */
   floatSum?: ExactFloatSum[];
   floatSumValue?: Float64Array;
-  /** int64 columns, when cheap: group g's sum as lo, hi (in [0, 2^32)) and top, sum = top·2^64 + hi·2^32 + lo. */
-  intSumParts?(g: number): [number, number, number];
-  /** float64 columns, when cheap: group g's finite sum as a double-double (null: use floatSum), and its special flags. */
-  floatSumParts?(g: number): [number, number] | null;
-  floatSpecial?(g: number): number;
   /** Min/max per group (meaningless where count is 0 or, for floats, all values are NaN). */
   min: BigInt64Array | Float64Array;
   max: BigInt64Array | Float64Array;
 }
 
-export interface GroupAggregates {
+/** Per-group results; the GPU's columns are DecodedColumns, the CPU twin's plain ColumnAggregates. */
+export interface GroupAggregates<C extends ColumnAggregates = ColumnAggregates> {
   groups: number;
   /** Key words per group (2 each; 0,0 for the null-key group). */
   keyWords: Uint32Array;
@@ -49,7 +45,7 @@ export interface GroupAggregates {
   /** First row of each group; groups are in first-appearance order. */
   firstRow: Uint32Array;
   rows: Float64Array;
-  columns: ColumnAggregates[];
+  columns: C[];
 }
 
 const INT_WIDTH = 8, FLOAT_WIDTH = 14, MINMAX_WIDTH = 4;
@@ -66,7 +62,7 @@ export interface GroupbyOptions {
   ring?: StagingRing;
 }
 
-export async function groupbyAggregate(ctx: GpuContext, keys: GroupKeys, columns: readonly AggColumnInput[], options: GroupbyOptions = {}): Promise<GroupAggregates> {
+export async function groupbyAggregate(ctx: GpuContext, keys: GroupKeys, columns: readonly AggColumnInput[], options: GroupbyOptions = {}): Promise<GroupAggregates<DecodedColumn>> {
   const n = keys.words.length / 2;
   const keyBuf = await uploadNew(ctx, keys.words, 'group keys', options.ring);
   const keyMask = packValidity(keys.valid, n);
@@ -157,7 +153,7 @@ export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GP
 }
 
 /** Group aggregates of rows grouped on the device: each group's owner row stands for its key. */
-export type DeviceGroupAggregates = Omit<GroupAggregates, 'keyWords'> & {
+export type DeviceGroupAggregates = Omit<GroupAggregates<DecodedColumn>, 'keyWords'> & {
   /** A row of each group (the one that claimed its slot); 0 for the null-key group. */
   ownerRow: Uint32Array;
 };
@@ -278,7 +274,7 @@ function fromOrdered(hi: number, lo: number, isFloat: boolean, dst: Uint32Array,
  * Per-group records decoded in output order. Exact sums stay as the GPU's words until asked for:
  * BigInt work per group is what high-cardinality results spend their time on.
  */
-class DecodedColumn implements ColumnAggregates {
+export class DecodedColumn implements ColumnAggregates {
   readonly count: Float64Array;
   readonly min: BigInt64Array | Float64Array;
   readonly max: BigInt64Array | Float64Array;
@@ -326,10 +322,12 @@ class DecodedColumn implements ColumnAggregates {
     return [w[0], w[1], w[2] + w[3] * 2 ** 32 - (w[4] + w[5] * 2 ** 32)];
   }
 
+  /** float64: group g's finite sum as a double-double (null: take it from floatSum, with BigInt). */
   floatSumParts(g: number): [number, number] | null {
     return this.type === 'float64' ? doubleDoubleOfLimbs(this.sumWords, FLOAT_WIDTH * g) : null;
   }
 
+  /** float64: group g's special flags (1 NaN, 2 +inf, 4 -inf). */
   floatSpecial(g: number): number {
     return this.type === 'float64' ? this.sumWords[FLOAT_WIDTH * g + 3] : 0;
   }

@@ -11,7 +11,7 @@
 
 import { concatBatches, int64Words, sliceBatch, takeColumn, type Batch, type Column, type Schema } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { groupbyAggregate, type AggColumnInput, type GroupAggregates, type GroupKeys } from '../../kernels/groupby-aggregate.js';
+import { groupbyAggregate, type AggColumnInput, type DeviceGroupAggregates, type GroupAggregates, type GroupKeys } from '../../kernels/groupby-aggregate.js';
 import { hashKeys, KeyTable, nullKeyMask } from '../ops/keys.js';
 import { aggregateOutputSchema, mergePartials, PartialAggregator, type AggregateSpec, type PartialAggregate } from '../ops/aggregate/index.js';
 import type { AggState } from '../ops/aggregate/state.js';
@@ -162,7 +162,7 @@ export function groupsToKeep(result: { groups: number; nullKey: Uint8Array }, ke
  * The CPU's PartialAggregate for GPU groups `pick` with their key columns and hashes.
  * `inputSlot` maps an aggregated input column to its GPU input (-1: none, count its rows).
  */
-export function partialOfGroups(result: Omit<GroupAggregates, 'keyWords'>, pick: Int32Array, keys: Column[], hashes: Uint32Array,
+export function partialOfGroups(result: Omit<DeviceGroupAggregates, 'ownerRow'>, pick: Int32Array, keys: Column[], hashes: Uint32Array,
                                 input: Schema, spec: AggregateSpec, inputSlot: Map<number, number>): PartialAggregate {
   const indexOf = (name: string) => input.findIndex((f) => f.name === name);
   const states: AggState[] = spec.aggs.map((a) => {

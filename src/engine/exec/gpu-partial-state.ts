@@ -4,7 +4,7 @@
 
 import type { Column, DType } from '../batch.js';
 import { addExactSums, exactOfDouble, exactSumValue, type ExactFloatSum } from '../../kernels/float-sum.js';
-import type { ColumnAggregates } from '../../kernels/groupby-aggregate.js';
+import type { DecodedColumn } from '../../kernels/groupby-aggregate.js';
 import { float64Column, validityFromFlags, type AggState } from '../ops/aggregate/state.js';
 
 const state = (perGroup: Column[]): AggState => ({ perGroup, pairs: null });
@@ -21,21 +21,10 @@ export function countState(counts: Float64Array, pick: Int32Array): AggState {
 }
 
 /** IntSumAccumulator: [lo, hi, top, n] with sum = top·2^64 + hi·2^32 + lo (lo, hi in [0, 2^32)). */
-export function intSumState(col: ColumnAggregates, pick: Int32Array): AggState {
+export function intSumState(col: DecodedColumn, pick: Int32Array): AggState {
   const k = pick.length;
   const lo = new Float64Array(k), hi = new Float64Array(k), top = new Float64Array(k);
-  for (let g = 0; g < k; g++) {
-    if (col.intSumParts) {
-      [lo[g], hi[g], top[g]] = col.intSumParts(pick[g]);
-      continue;
-    }
-    const s = col.intSum![pick[g]];
-    const t = s >> 64n; // floor: the remainder below is non-negative
-    const rem = s - (t << 64n);
-    top[g] = Number(t);
-    hi[g] = Number(rem >> 32n);
-    lo[g] = Number(rem & 0xffffffffn);
-  }
+  for (let g = 0; g < k; g++) [lo[g], hi[g], top[g]] = col.intSumParts(pick[g]);
   return state([lo, hi, top, picked(col.count, pick)].map(float64Column));
 }
 
@@ -47,18 +36,14 @@ function specialValue(flags: number): number {
 }
 
 /** FloatSumAccumulator: [hi, lo, special, n]; hi + lo is the exact sum rounded to double-double. */
-export function floatSumState(col: ColumnAggregates, pick: Int32Array): AggState {
+export function floatSumState(col: DecodedColumn, pick: Int32Array): AggState {
   const k = pick.length;
   const hi = new Float64Array(k), lo = new Float64Array(k), special = new Float64Array(k);
   for (let g = 0; g < k; g++) {
-    const fast = col.floatSumParts?.(pick[g]);
-    if (fast && col.floatSpecial) {
-      [hi[g], lo[g]] = fast;
-      special[g] = specialValue(col.floatSpecial(pick[g]));
-      continue;
-    }
+    special[g] = specialValue(col.floatSpecial(pick[g]));
+    const fast = col.floatSumParts(pick[g]);
+    if (fast) { [hi[g], lo[g]] = fast; continue; }
     const s = col.floatSum![pick[g]];
-    special[g] = specialValue(s.special);
     const finite: ExactFloatSum = { ...s, special: 0 };
     hi[g] = exactSumValue(finite);
     if (!Number.isFinite(hi[g])) continue;
@@ -69,13 +54,12 @@ export function floatSumState(col: ColumnAggregates, pick: Int32Array): AggState
 }
 
 /** NaN present in a float group (the GPU min/max skip NaN; CPU order puts NaN above every number). */
-function hasNaN(col: ColumnAggregates, g: number): boolean {
-  if (col.floatSpecial) return (col.floatSpecial(g) & 1) === 1;
-  return col.floatSum !== undefined && (col.floatSum[g].special & 1) === 1;
+function hasNaN(col: DecodedColumn, g: number): boolean {
+  return (col.floatSpecial(g) & 1) === 1;
 }
 
 /** MinMaxAccumulator: a column of the group extremes, null where a group has no value. */
-export function minMaxState(col: ColumnAggregates, type: DType, sign: 1 | -1, pick: Int32Array): AggState {
+export function minMaxState(col: DecodedColumn, type: DType, sign: 1 | -1, pick: Int32Array): AggState {
   const k = pick.length;
   const valid = validityFromFlags((g) => col.count[pick[g]] > 0, k);
   const src = sign > 0 ? col.max : col.min;
