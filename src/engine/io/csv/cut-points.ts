@@ -125,11 +125,9 @@ export async function findCuts(req: CutRequest, dataStart: number, blocksize: nu
 function walkingParity(win: FileWindow, quote: number, dataStart: number): (pos: number) => number {
   let at = dataStart, inside = 0; // the data starts at a record start, outside quotes
   return (pos) => {
-    while (at < pos) {
-      const buf = win.from(at).subarray(0, pos - at);
-      if (buf.length === 0) break;
-      for (let q = buf.indexOf(quote); q >= 0; q = buf.indexOf(quote, q + 1)) inside ^= 1;
-      at += buf.length;
+    if (pos > at) {
+      inside ^= spanParities(win, quote, [[at, pos]])[0];
+      at = pos;
     }
     return inside;
   };
