@@ -5,6 +5,9 @@ import { generateChunk } from '../src/engine/ml/generate.js';
 import { accuracy, r2 } from '../src/engine/ml/metrics.js';
 import { parseModel, serializeModel } from '../src/engine/ml/model-file.js';
 import { predictBatch } from '../src/engine/ml/predict.js';
+import { growTreesOnCpu } from '../src/engine/ml/forest-split-cpu.js';
+import type { BinnedData, TreeSpec } from '../src/engine/ml/forest-tree.js';
+import { Rng } from '../src/engine/ml/random.js';
 import { loadFixture, partitioned, rowsOf, split, type Dataset } from './ml-helpers.js';
 
 /** Test accuracy of our forest and of ml-random-forest with the same number of trees, depth and features. */
@@ -56,5 +59,20 @@ describe('random forest', () => {
     const model = await fitRandomForest(partitioned(train, 1000), { task: 'regression', nEstimators: 30, nBins: 64, seed: 2 });
     expect(model.task).toBe('regression');
     expect(r2(test.y, predictBatch(model, test.x, test.rows).prediction)).toBeGreaterThan(0.8);
+  });
+
+  it('a tree is the same whether grown alone or in a batch with others', () => {
+    const rng = new Rng(3, 'forest-batch-test');
+    const rows = 3000, cols = 7;
+    const bins = Uint8Array.from({ length: rows * cols }, () => rng.nextInt(12));
+    // Class depends on two features, with noise, so the trees are deep and different.
+    const target = Int32Array.from({ length: rows }, (_, r) => ((bins[r] + bins[3 * rows + r] > 11 ? 1 : 0) + (rng.nextInt(10) === 0 ? 1 : 0)) % 3);
+    const data: BinnedData = { rows, cols, bins, binsPerFeature: new Int32Array(cols).fill(12), target, nClasses: 3 };
+    const spec: TreeSpec = { task: 'classification', criterion: 'gini', maxDepth: 8, minSamplesLeaf: 2, maxFeatures: 3, bootstrap: true, seed: 9 };
+    const batch = growTreesOnCpu(data, spec, [4, 0, 7]);
+    const alone = [4, 0, 7].map((t) => growTreesOnCpu(data, spec, [t])[0]);
+    expect(batch).toEqual(alone);
+    expect(batch[0]).not.toEqual(batch[1]);
+    expect(batch[0].feature.length).toBeGreaterThan(20);
   });
 });

@@ -4,7 +4,8 @@
 
 import { RuntimeFailure } from '../errors.js';
 import { binMatrix } from './forest-bins.js';
-import { growTree, type BinnedData, type GrownTree, type TreeSpec } from './forest-tree.js';
+import { growTreesOnCpu } from './forest-split-cpu.js';
+import type { BinnedData, GrownTree, TreeSpec } from './forest-tree.js';
 import type { MatrixPartition } from './partitioned.js';
 import { rowUniform } from './random.js';
 
@@ -30,7 +31,8 @@ export interface TrainTreesArgs { data: BinnedData; spec: TreeSpec; treesByParti
 
 /** Grows the trees assigned to this partition's worker, each from its own (seed, tree) stream. */
 function trainTrees(part: MatrixPartition, { data, spec, treesByPartition }: TrainTreesArgs): { tree: number; grown: GrownTree }[] {
-  return (treesByPartition[part.index] ?? []).map((t) => ({ tree: t, grown: growTree(data, spec, t) }));
+  // One tree at a time: a tree's rows and weights take 8 bytes per row.
+  return (treesByPartition[part.index] ?? []).map((t) => ({ tree: t, grown: growTreesOnCpu(data, spec, [t])[0] }));
 }
 
 export const FOREST_TASKS = { 'rf.sample': sample, 'rf.bin': bin, 'rf.trainTrees': trainTrees };

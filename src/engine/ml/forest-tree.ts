@@ -1,6 +1,13 @@
-// Growing one histogram-based decision tree on binned rows. Depth-first; at each node a fresh
-// random subset of features (--max-features) is scanned with per-bin histograms; gini or entropy
-// for classification, variance for regression. Bootstrap draws become integer row weights.
+// Growing histogram-based decision trees on binned rows, level by level, many trees at once.
+// `ForestGrowth` holds the trees being grown and decides every split in float64; a split finder
+// (CPU: forest-split-cpu.ts, GPU: exec/gpu-forest.ts) knows where the rows are and reports, per
+// frontier node, the node's totals and, per candidate feature, its best bin with the left side's
+// totals. The decisions go back to the finder, which moves rows to the children.
+//
+// Why level by level: a GPU finder handles a whole level of every tree in one submission. The
+// random choices (bootstrap weights, then per node a fresh feature subset, drawn in each tree's
+// level order) come from the tree's own stream (seed, tree), so a tree is the same whichever
+// worker grows it and whatever other trees share its batch.
 
 import { Rng } from './random.js';
 
@@ -28,34 +35,64 @@ export interface BinnedData {
 /** Nodes of one tree; thresholds are bin numbers, children relative to the tree's first node. */
 export interface GrownTree { feature: number[]; bin: number[]; left: number[]; right: number[]; value: number[] }
 
-export function growTree(data: BinnedData, spec: TreeSpec, treeIndex: number): GrownTree {
-  const rng = new Rng(spec.seed, 'rf-tree', treeIndex);
-  const weight = rowWeights(data.rows, spec.bootstrap, rng);
-  const order: number[] = [];
-  for (let r = 0; r < data.rows; r++) if (weight[r] > 0) order.push(r);
-  const idx = Int32Array.from(order);
-  const width = spec.task === 'classification' ? data.nClasses : 1;
-  const tree: GrownTree = { feature: [], bin: [], left: [], right: [], value: [] };
-  const features = Int32Array.from({ length: data.cols }, (_, i) => i);
-  const stack: { node: number; start: number; end: number; depth: number }[] = [];
-  addNode(tree, width);
-  stack.push({ node: 0, start: 0, end: idx.length, depth: 0 });
-  while (stack.length > 0) {
-    const { node, start, end, depth } = stack.pop()!;
-    const stats = nodeStats(data, idx, start, end, weight, spec.task, width);
-    setValue(tree, node, stats, width, spec.task);
-    if (depth >= spec.maxDepth || stats.weight < 2 * spec.minSamplesLeaf || isPure(stats, spec.task)) continue;
-    const split = bestSplit(data, idx, start, end, weight, spec, stats, features, rng);
-    if (!split) continue;
-    const mid = partitionRows(data, idx, start, end, split.feature, split.bin);
-    tree.feature[node] = split.feature;
-    tree.bin[node] = split.bin;
-    tree.left[node] = addNode(tree, width);
-    tree.right[node] = addNode(tree, width);
-    stack.push({ node: tree.right[node], start: mid, end, depth: depth + 1 });
-    stack.push({ node: tree.left[node], start, end: mid, depth: depth + 1 });
+/**
+ * Weighted totals of a set of rows: per class weights (classification), or
+ * [weight, Σ w·y, Σ w·y²] (regression).
+ */
+export type NodeTotals = Float64Array;
+
+/** A node of the current level that may still split. */
+export interface FrontierNode {
+  /** Position of the tree in this growth's batch. */
+  tree: number;
+  /** The node's index in its tree. */
+  node: number;
+  depth: number;
+  /** Candidate features for this node, in draw order. */
+  features: Int32Array;
+}
+
+/** What a finder reports for one frontier node: its totals, and per candidate its best bin (-1: none) with the left side's totals. */
+export interface NodeSearch { totals: NodeTotals; best: { bin: number; left: NodeTotals }[] }
+
+/** Where a frontier node's rows go: to child frontier positions of the next level (-1: a leaf, rows dropped), or nowhere (a leaf). */
+export type RouteDecision = { feature: number; bin: number; left: number; right: number } | null;
+
+export interface SplitFinder {
+  /** Searches every node of the level; results in frontier order. */
+  search(frontier: readonly FrontierNode[]): NodeSearch[] | Promise<NodeSearch[]>;
+  /** Moves each frontier node's rows as decided (decisions in frontier order). */
+  route(decisions: readonly RouteDecision[]): void | Promise<void>;
+}
+
+export function totalsWidth(data: BinnedData, task: TreeSpec['task']): number {
+  return task === 'classification' ? data.nClasses : 3;
+}
+
+export function totalWeight(t: NodeTotals, task: TreeSpec['task']): number {
+  if (task === 'regression') return t[0];
+  let w = 0;
+  for (let c = 0; c < t.length; c++) w += t[c];
+  return w;
+}
+
+/** Score to maximise for one side of a split (the impurity it removes, up to a constant). */
+export function sideScore(criterion: TreeSpec['criterion'], task: TreeSpec['task'], t: NodeTotals): number {
+  const w = totalWeight(t, task);
+  if (task === 'regression') return (t[1] * t[1]) / w; // variance: maximise Σ S²/W
+  let s = 0;
+  if (criterion === 'gini') {
+    for (let c = 0; c < t.length; c++) s += t[c] * t[c];
+    return s / w;
   }
-  return tree;
+  for (let c = 0; c < t.length; c++) if (t[c] > 0) s += t[c] * Math.log(t[c] / w);
+  return s; // entropy: maximise Σ c log(c / W)
+}
+
+function minus(a: NodeTotals, b: NodeTotals): NodeTotals {
+  const out = new Float64Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = a[i] - b[i];
+  return out;
 }
 
 /** Bootstrap: n draws with replacement become per-row counts; without bootstrap every row counts once. */
@@ -66,94 +103,110 @@ function rowWeights(n: number, bootstrap: boolean, rng: Rng): Int32Array {
   return w;
 }
 
-function addNode(tree: GrownTree, width: number): number {
-  tree.feature.push(-1); tree.bin.push(-1); tree.left.push(-1); tree.right.push(-1);
-  for (let i = 0; i < width; i++) tree.value.push(0);
-  return tree.feature.length - 1;
-}
+interface TreeState { tree: GrownTree; rng: Rng; features: Int32Array }
 
-interface NodeStats { weight: number; classWeights: Float64Array; sum: number; sumSq: number }
+/** The trees of one batch while they grow; `frontier` is the level the finder searches next. */
+export class ForestGrowth {
+  private readonly trees: TreeState[];
+  /** Bootstrap count per row, per tree of the batch. */
+  readonly weights: Int32Array[];
+  frontier: FrontierNode[];
+  private readonly width: number;
 
-function nodeStats(data: BinnedData, idx: Int32Array, start: number, end: number, weight: Int32Array, task: TreeSpec['task'], width: number): NodeStats {
-  const s: NodeStats = { weight: 0, classWeights: new Float64Array(width), sum: 0, sumSq: 0 };
-  for (let i = start; i < end; i++) {
-    const r = idx[i], w = weight[r], t = data.target[r];
-    s.weight += w;
-    if (task === 'classification') s.classWeights[t] += w;
-    else { s.sum += w * t; s.sumSq += w * t * t; }
+  constructor(readonly data: BinnedData, readonly spec: TreeSpec, treeIndices: readonly number[]) {
+    this.width = spec.task === 'classification' ? data.nClasses : 1;
+    this.trees = [];
+    this.weights = [];
+    this.frontier = [];
+    treeIndices.forEach((index, t) => {
+      const rng = new Rng(spec.seed, 'rf-tree', index);
+      this.weights.push(rowWeights(data.rows, spec.bootstrap, rng));
+      const state: TreeState = { tree: { feature: [], bin: [], left: [], right: [], value: [] }, rng, features: Int32Array.from({ length: data.cols }, (_, i) => i) };
+      this.trees.push(state);
+      this.frontier.push(this.frontierNode(t, this.addNode(state), 0));
+    });
   }
-  return s;
-}
 
-function setValue(tree: GrownTree, node: number, s: NodeStats, width: number, task: TreeSpec['task']): void {
-  if (task === 'classification') for (let c = 0; c < width; c++) tree.value[node * width + c] = s.classWeights[c] / s.weight;
-  else tree.value[node] = s.sum / s.weight;
-}
-
-function isPure(s: NodeStats, task: TreeSpec['task']): boolean {
-  if (task === 'classification') return s.classWeights.some((w) => w === s.weight);
-  return s.sumSq - (s.sum * s.sum) / s.weight <= 1e-12 * Math.abs(s.sumSq);
-}
-
-/** Score to maximise for one side of a split (the impurity it removes, up to a constant). */
-function sideScore(criterion: TreeSpec['criterion'], task: TreeSpec['task'], w: number, classW: Float64Array, off: number, width: number, sum: number): number {
-  if (task === 'regression') return (sum * sum) / w; // variance: maximise Σ S²/W
-  let s = 0;
-  if (criterion === 'gini') {
-    for (let c = 0; c < width; c++) s += classW[off + c] * classW[off + c];
-    return s / w;
+  /** The trees of the batch, in batch order (complete once `done`). */
+  get grown(): GrownTree[] {
+    return this.trees.map((t) => t.tree);
   }
-  for (let c = 0; c < width; c++) { const v = classW[off + c]; if (v > 0) s += v * Math.log(v / w); }
-  return s; // entropy: maximise Σ c log(c / W)
-}
 
-interface Split { feature: number; bin: number; score: number }
+  get done(): boolean {
+    return this.frontier.length === 0;
+  }
 
-function bestSplit(data: BinnedData, idx: Int32Array, start: number, end: number, weight: Int32Array,
-  spec: TreeSpec, parent: NodeStats, features: Int32Array, rng: Rng): Split | null {
-  const width = spec.task === 'classification' ? data.nClasses : 1;
-  const parentScore = sideScore(spec.criterion, spec.task, parent.weight, parent.classWeights, 0, width, parent.sum);
-  let best: Split | null = null;
-  const left = new Float64Array(width);
-  for (let k = 0; k < spec.maxFeatures; k++) {
-    // Partial Fisher–Yates: the k-th feature drawn without replacement for this node.
-    const pick = k + rng.nextInt(data.cols - k);
-    const f = features[pick]; features[pick] = features[k]; features[k] = f;
-    const nb = data.binsPerFeature[f];
-    if (nb < 2) continue;
-    const histW = new Float64Array(nb), histC = new Float64Array(nb * width), histS = new Float64Array(nb);
-    const col = data.bins.subarray(f * data.rows, (f + 1) * data.rows);
-    for (let i = start; i < end; i++) {
-      const r = idx[i], b = col[r], w = weight[r];
-      histW[b] += w;
-      if (spec.task === 'classification') histC[b * width + data.target[r]] += w;
-      else histS[b] += w * data.target[r];
+  /**
+   * Sets each frontier node's value and decides its split from the finder's results; the next
+   * level becomes the frontier. Children whose fate is already known (too deep, too light, pure)
+   * become leaves at once. Returns where each node's rows go.
+   */
+  decide(results: readonly NodeSearch[]): RouteDecision[] {
+    const { spec } = this;
+    const next: FrontierNode[] = [];
+    const decisions = this.frontier.map((f, i): RouteDecision => {
+      const { totals, best } = results[i];
+      const state = this.trees[f.tree];
+      this.setValue(state.tree, f.node, totals);
+      if (this.isLeaf(totals, f.depth)) return null;
+      const parentScore = sideScore(spec.criterion, spec.task, totals);
+      let chosen: { feature: number; bin: number; left: NodeTotals; score: number } | null = null;
+      best.forEach(({ bin, left }, k) => {
+        if (bin < 0) return;
+        const score = sideScore(spec.criterion, spec.task, left) + sideScore(spec.criterion, spec.task, minus(totals, left));
+        if (score > parentScore + 1e-12 * Math.abs(parentScore) && (chosen === null || score > chosen.score)) chosen = { feature: f.features[k], bin, left, score };
+      });
+      if (chosen === null) return null;
+      const { feature, bin, left } = chosen as { feature: number; bin: number; left: NodeTotals };
+      const { tree } = state;
+      tree.feature[f.node] = feature;
+      tree.bin[f.node] = bin;
+      /** Adds a child node; returns its position in the next frontier (-1: a leaf already). */
+      const child = (node: number, t: NodeTotals): number => {
+        if (this.isLeaf(t, f.depth + 1)) { this.setValue(tree, node, t); return -1; }
+        next.push(this.frontierNode(f.tree, node, f.depth + 1));
+        return next.length - 1;
+      };
+      // Children numbered left then right; their candidate features drawn in that order.
+      tree.left[f.node] = this.addNode(state);
+      tree.right[f.node] = this.addNode(state);
+      const leftAt = child(tree.left[f.node], left);
+      const rightAt = child(tree.right[f.node], minus(totals, left));
+      return { feature, bin, left: leftAt, right: rightAt };
+    });
+    this.frontier = next;
+    return decisions;
+  }
+
+  private frontierNode(tree: number, node: number, depth: number): FrontierNode {
+    // Partial Fisher–Yates: the node's candidates drawn without replacement from the tree's stream.
+    const { rng, features } = this.trees[tree];
+    const m = this.spec.maxFeatures;
+    for (let k = 0; k < m; k++) {
+      const pick = k + rng.nextInt(features.length - k);
+      const f = features[pick]; features[pick] = features[k]; features[k] = f;
     }
-    left.fill(0);
-    let wl = 0, sl = 0;
-    for (let b = 0; b < nb - 1; b++) {
-      wl += histW[b]; sl += histS[b];
-      for (let c = 0; c < width && spec.task === 'classification'; c++) left[c] += histC[b * width + c];
-      const wr = parent.weight - wl;
-      if (wl < spec.minSamplesLeaf) continue;
-      if (wr < spec.minSamplesLeaf) break;
-      const right = new Float64Array(width);
-      for (let c = 0; c < width; c++) right[c] = parent.classWeights[c] - left[c];
-      const score = sideScore(spec.criterion, spec.task, wl, left, 0, width, sl)
-        + sideScore(spec.criterion, spec.task, wr, right, 0, width, parent.sum - sl);
-      if (score > parentScore + 1e-12 * Math.abs(parentScore) && (best === null || score > best.score)) best = { feature: f, bin: b, score };
-    }
+    return { tree, node, depth, features: features.slice(0, m) };
   }
-  return best;
-}
 
-/** Reorders idx[start, end) so rows with bin <= `bin` come first; returns the boundary. */
-function partitionRows(data: BinnedData, idx: Int32Array, start: number, end: number, feature: number, bin: number): number {
-  const col = data.bins.subarray(feature * data.rows, (feature + 1) * data.rows);
-  let i = start, j = end - 1;
-  while (i <= j) {
-    if (col[idx[i]] <= bin) i++;
-    else { const t = idx[i]; idx[i] = idx[j]; idx[j] = t; j--; }
+  private isLeaf(t: NodeTotals, depth: number): boolean {
+    const { spec } = this;
+    const w = totalWeight(t, spec.task);
+    if (depth >= spec.maxDepth || w < 2 * spec.minSamplesLeaf) return true;
+    if (spec.task === 'classification') return t.some((c) => c === w);
+    return t[2] - (t[1] * t[1]) / w <= 1e-12 * Math.abs(t[2]);
   }
-  return i;
+
+  private addNode(state: TreeState): number {
+    const { tree } = state;
+    tree.feature.push(-1); tree.bin.push(-1); tree.left.push(-1); tree.right.push(-1);
+    for (let i = 0; i < this.width; i++) tree.value.push(0);
+    return tree.feature.length - 1;
+  }
+
+  private setValue(tree: GrownTree, node: number, t: NodeTotals): void {
+    const w = totalWeight(t, this.spec.task);
+    if (this.spec.task === 'classification') for (let c = 0; c < this.width; c++) tree.value[node * this.width + c] = t[c] / w;
+    else tree.value[node] = t[1] / w;
+  }
 }
