@@ -2,12 +2,12 @@
 // contiguous range of it; a search builds per-bin histograms of the node's candidate features
 // over its range, and routing partitions the range in place (left rows first).
 
-import { ForestGrowth, sideScore, totalsWidth, totalWeight, type BinnedData, type FrontierNode, type GrownTree, type NodeSearch, type NodeTotals, type RouteDecision, type SplitFinder, type TreeSpec } from './forest-tree.js';
+import { ForestGrowth, sideScore, totalWeight, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from './forest-tree.js';
 
 /** Grows the given trees (indices into the forest) with the CPU finder. */
 export function growTreesOnCpu(data: BinnedData, spec: TreeSpec, treeIndices: readonly number[]): GrownTree[] {
   const growth = new ForestGrowth(data, spec, treeIndices);
-  const finder = new CpuSplitFinder(data, spec, growth.weights);
+  const finder = new CpuSplitFinder(data, spec, growth.weights, growth.width);
   while (!growth.done) finder.route(growth.decide(finder.search(growth.frontier)));
   return growth.grown;
 }
@@ -19,10 +19,8 @@ export class CpuSplitFinder implements SplitFinder {
   private readonly rows: Int32Array[];
   /** Per frontier position, its rows' range in its tree's array. */
   private ranges: Range[];
-  private readonly width: number;
 
-  constructor(private readonly data: BinnedData, private readonly spec: TreeSpec, private readonly weights: readonly Int32Array[]) {
-    this.width = totalsWidth(data, spec.task);
+  constructor(private readonly data: BinnedData, private readonly spec: TreeSpec, private readonly weights: readonly Int32Array[], private readonly width: number) {
     this.rows = weights.map((w) => {
       const inBag: number[] = [];
       for (let r = 0; r < w.length; r++) if (w[r] > 0) inBag.push(r);
@@ -31,59 +29,63 @@ export class CpuSplitFinder implements SplitFinder {
     this.ranges = this.rows.map((rows, tree) => ({ tree, start: 0, end: rows.length }));
   }
 
-  search(frontier: readonly FrontierNode[]): NodeSearch[] {
-    return frontier.map((f, i) => {
+  search(frontier: Frontier): LevelSearch {
+    const { width } = this, m = this.spec.maxFeatures, n = frontier.count;
+    const out: LevelSearch = { totals: new Float64Array(n * width), bestBin: new Int32Array(n * m).fill(-1), left: new Float64Array(n * m * width) };
+    for (let i = 0; i < n; i++) {
       const range = this.ranges[i];
-      const totals = new Float64Array(this.width);
-      this.accumulate(totals, range, null);
-      return { totals, best: Array.from(f.features, (feature) => this.bestBin(feature, range, totals)) };
-    });
+      this.accumulate(out.totals, i * width, range, null);
+      for (let k = 0; k < m; k++) {
+        const feature = frontier.features[i * m + k];
+        if (feature >= 0) out.bestBin[i * m + k] = this.bestBin(feature, range, out.totals, i * width, out.left, (i * m + k) * width);
+      }
+    }
+    return out;
   }
 
-  route(decisions: readonly RouteDecision[]): void {
+  route(route: LevelRoute): void {
     const next: Range[] = [];
-    decisions.forEach((d, i) => {
-      if (d === null) return;
-      const { tree, start, end } = this.ranges[i];
-      const mid = this.partition(this.ranges[i], d.feature, d.bin);
-      if (d.left >= 0) next[d.left] = { tree, start, end: mid };
-      if (d.right >= 0) next[d.right] = { tree, start: mid, end };
+    this.ranges.forEach((range, i) => {
+      const [feature, bin, left, right] = route.subarray(4 * i, 4 * i + 4);
+      if (feature < 0) return;
+      const mid = this.partition(range, feature, bin);
+      if (left >= 0) next[left] = { tree: range.tree, start: range.start, end: mid };
+      if (right >= 0) next[right] = { tree: range.tree, start: mid, end: range.end };
     });
     this.ranges = next;
   }
 
-  /** Adds each row of the range to hist at bin × width (by `feature`'s bin), or to hist[0..] when feature is null. */
-  private accumulate(hist: Float64Array, { tree, start, end }: Range, feature: number | null): void {
+  /** Adds each row of the range to hist at `at` + its bin × width (by `feature`'s bin), or at `at` when feature is null. */
+  private accumulate(hist: Float64Array, at: number, { tree, start, end }: Range, feature: number | null): void {
     const { data, width } = this;
     const rows = this.rows[tree], weight = this.weights[tree];
     const col = feature === null ? null : data.bins.subarray(feature * data.rows, (feature + 1) * data.rows);
     const classification = this.spec.task === 'classification';
     for (let i = start; i < end; i++) {
-      const r = rows[i], w = weight[r], at = col === null ? 0 : col[r] * width;
-      if (classification) hist[at + data.target[r]] += w;
-      else { const y = data.target[r]; hist[at] += w; hist[at + 1] += w * y; hist[at + 2] += w * y * y; }
+      const r = rows[i], w = weight[r], o = col === null ? at : at + col[r] * width;
+      if (classification) hist[o + data.target[r]] += w;
+      else { const y = data.target[r]; hist[o] += w; hist[o + 1] += w * y; hist[o + 2] += w * y * y; }
     }
   }
 
-  /** The first bin with the largest split score over one feature, and the left side's totals there. */
-  private bestBin(feature: number, range: Range, totals: NodeTotals): { bin: number; left: NodeTotals } {
+  /** The first bin with the largest split score over one feature (-1: none); the left totals there go to left[leftAt..]. */
+  private bestBin(feature: number, range: Range, totals: Float64Array, totalsAt: number, left: Float64Array, leftAt: number): number {
     const { spec, width } = this;
     const nb = this.data.binsPerFeature[feature];
-    const none = { bin: -1, left: new Float64Array(width) };
-    if (nb < 2) return none;
+    if (nb < 2) return -1;
     const hist = new Float64Array(nb * width);
-    this.accumulate(hist, range, feature);
-    const all = totalWeight(totals, spec.task);
-    const left = new Float64Array(width), right = new Float64Array(width);
-    let best = none, bestScore = -Infinity;
+    this.accumulate(hist, 0, range, feature);
+    const all = totalWeight(totals, totalsAt, width, spec.task);
+    const l = new Float64Array(width), r = new Float64Array(width);
+    let best = -1, bestScore = -Infinity;
     for (let b = 0; b < nb - 1; b++) {
-      for (let c = 0; c < width; c++) left[c] += hist[b * width + c];
-      const wl = totalWeight(left, spec.task), wr = all - wl;
+      for (let c = 0; c < width; c++) l[c] += hist[b * width + c];
+      const wl = totalWeight(l, 0, width, spec.task), wr = all - wl;
       if (wl < spec.minSamplesLeaf) continue;
       if (wr < spec.minSamplesLeaf) break;
-      for (let c = 0; c < width; c++) right[c] = totals[c] - left[c];
-      const score = sideScore(spec.criterion, spec.task, left) + sideScore(spec.criterion, spec.task, right);
-      if (score > bestScore) { bestScore = score; best = { bin: b, left: left.slice() }; }
+      for (let c = 0; c < width; c++) r[c] = totals[totalsAt + c] - l[c];
+      const score = sideScore(spec.criterion, spec.task, l, 0, width) + sideScore(spec.criterion, spec.task, r, 0, width);
+      if (score > bestScore) { bestScore = score; best = b; left.set(l, leftAt); }
     }
     return best;
   }

@@ -36,63 +36,55 @@ export interface BinnedData {
 export interface GrownTree { feature: number[]; bin: number[]; left: number[]; right: number[]; value: number[] }
 
 /**
- * Weighted totals of a set of rows: per class weights (classification), or
- * [weight, Σ w·y, Σ w·y²] (regression).
+ * Weighted totals of a set of rows, `width` numbers at an offset of a Float64Array: per class
+ * weights (classification), or [weight, Σ w·y, Σ w·y²] (regression).
  */
-export type NodeTotals = Float64Array;
-
-/** A node of the current level that may still split. */
-export interface FrontierNode {
-  /** Position of the tree in this growth's batch. */
-  tree: number;
-  /** The node's index in its tree. */
-  node: number;
-  depth: number;
-  /** Candidate features for this node, in draw order. */
-  features: Int32Array;
-}
-
-/** What a finder reports for one frontier node: its totals, and per candidate its best bin (-1: none) with the left side's totals. */
-export interface NodeSearch { totals: NodeTotals; best: { bin: number; left: NodeTotals }[] }
-
-/** Where a frontier node's rows go: to child frontier positions of the next level (-1: a leaf, rows dropped), or nowhere (a leaf). */
-export type RouteDecision = { feature: number; bin: number; left: number; right: number } | null;
-
-export interface SplitFinder {
-  /** Searches every node of the level; results in frontier order. */
-  search(frontier: readonly FrontierNode[]): NodeSearch[] | Promise<NodeSearch[]>;
-  /** Moves each frontier node's rows as decided (decisions in frontier order). */
-  route(decisions: readonly RouteDecision[]): void | Promise<void>;
-}
-
 export function totalsWidth(data: BinnedData, task: TreeSpec['task']): number {
   return task === 'classification' ? data.nClasses : 3;
 }
 
-export function totalWeight(t: NodeTotals, task: TreeSpec['task']): number {
-  if (task === 'regression') return t[0];
+/**
+ * The nodes of one level that may still split (struct of arrays, `count` nodes). -1 in
+ * `features` (count × maxFeatures, draw order) means "no candidate".
+ */
+export interface Frontier { count: number; tree: Int32Array; node: Int32Array; depth: Int32Array; features: Int32Array }
+
+/**
+ * What a finder reports for a level: per node its totals (count × width) and per candidate k its
+ * best bin (count × maxFeatures; -1: none) with the left side's totals there (count × maxFeatures × width).
+ */
+export interface LevelSearch { totals: Float64Array; bestBin: Int32Array; left: Float64Array }
+
+/**
+ * Where each node's rows go, 4 words per node: [feature, bin, left, right]; left/right are
+ * positions in the next frontier, -1 when that child is already a leaf (its rows are dropped);
+ * feature -1 when the node is a leaf.
+ */
+export type LevelRoute = Int32Array;
+
+export interface SplitFinder {
+  search(frontier: Frontier): LevelSearch | Promise<LevelSearch>;
+  route(route: LevelRoute): void | Promise<void>;
+}
+
+export function totalWeight(t: Float64Array, at: number, width: number, task: TreeSpec['task']): number {
+  if (task === 'regression') return t[at];
   let w = 0;
-  for (let c = 0; c < t.length; c++) w += t[c];
+  for (let c = 0; c < width; c++) w += t[at + c];
   return w;
 }
 
 /** Score to maximise for one side of a split (the impurity it removes, up to a constant). */
-export function sideScore(criterion: TreeSpec['criterion'], task: TreeSpec['task'], t: NodeTotals): number {
-  const w = totalWeight(t, task);
-  if (task === 'regression') return (t[1] * t[1]) / w; // variance: maximise Σ S²/W
+export function sideScore(criterion: TreeSpec['criterion'], task: TreeSpec['task'], t: Float64Array, at: number, width: number): number {
+  const w = totalWeight(t, at, width, task);
+  if (task === 'regression') return (t[at + 1] * t[at + 1]) / w; // variance: maximise Σ S²/W
   let s = 0;
   if (criterion === 'gini') {
-    for (let c = 0; c < t.length; c++) s += t[c] * t[c];
+    for (let c = 0; c < width; c++) s += t[at + c] * t[at + c];
     return s / w;
   }
-  for (let c = 0; c < t.length; c++) if (t[c] > 0) s += t[c] * Math.log(t[c] / w);
+  for (let c = 0; c < width; c++) { const v = t[at + c]; if (v > 0) s += v * Math.log(v / w); }
   return s; // entropy: maximise Σ c log(c / W)
-}
-
-function minus(a: NodeTotals, b: NodeTotals): NodeTotals {
-  const out = new Float64Array(a.length);
-  for (let i = 0; i < a.length; i++) out[i] = a[i] - b[i];
-  return out;
 }
 
 /** Bootstrap: n draws with replacement become per-row counts; without bootstrap every row counts once. */
@@ -105,26 +97,55 @@ function rowWeights(n: number, bootstrap: boolean, rng: Rng): Int32Array {
 
 interface TreeState { tree: GrownTree; rng: Rng; features: Int32Array }
 
+/** A growing array of Int32 columns: the next frontier, built node by node. */
+class FrontierBuilder {
+  count = 0;
+  private tree = new Int32Array(16); private node = new Int32Array(16); private depth = new Int32Array(16);
+  private features: Int32Array;
+
+  constructor(private readonly maxFeatures: number) {
+    this.features = new Int32Array(16 * maxFeatures);
+  }
+
+  /** Appends a node; returns its position and the slice where its candidates go. */
+  add(tree: number, node: number, depth: number): { at: number; features: Int32Array } {
+    if (this.count === this.tree.length) {
+      const grow = (a: Int32Array) => { const b = new Int32Array(a.length * 2); b.set(a); return b; };
+      this.tree = grow(this.tree); this.node = grow(this.node); this.depth = grow(this.depth); this.features = grow(this.features);
+    }
+    const at = this.count++;
+    this.tree[at] = tree; this.node[at] = node; this.depth[at] = depth;
+    return { at, features: this.features.subarray(at * this.maxFeatures, (at + 1) * this.maxFeatures) };
+  }
+
+  build(): Frontier {
+    const n = this.count, m = this.maxFeatures;
+    return { count: n, tree: this.tree.slice(0, n), node: this.node.slice(0, n), depth: this.depth.slice(0, n), features: this.features.slice(0, n * m) };
+  }
+}
+
 /** The trees of one batch while they grow; `frontier` is the level the finder searches next. */
 export class ForestGrowth {
-  private readonly trees: TreeState[];
+  private readonly trees: TreeState[] = [];
   /** Bootstrap count per row, per tree of the batch. */
-  readonly weights: Int32Array[];
-  frontier: FrontierNode[];
-  private readonly width: number;
+  readonly weights: Int32Array[] = [];
+  frontier: Frontier;
+  /** Numbers per totals record (classes, or 3 for regression) and per leaf value (classes, or 1). */
+  readonly width: number;
+  private readonly valueWidth: number;
 
   constructor(readonly data: BinnedData, readonly spec: TreeSpec, treeIndices: readonly number[]) {
-    this.width = spec.task === 'classification' ? data.nClasses : 1;
-    this.trees = [];
-    this.weights = [];
-    this.frontier = [];
+    this.width = totalsWidth(data, spec.task);
+    this.valueWidth = spec.task === 'classification' ? data.nClasses : 1;
+    const roots = new FrontierBuilder(spec.maxFeatures);
     treeIndices.forEach((index, t) => {
       const rng = new Rng(spec.seed, 'rf-tree', index);
       this.weights.push(rowWeights(data.rows, spec.bootstrap, rng));
       const state: TreeState = { tree: { feature: [], bin: [], left: [], right: [], value: [] }, rng, features: Int32Array.from({ length: data.cols }, (_, i) => i) };
       this.trees.push(state);
-      this.frontier.push(this.frontierNode(t, this.addNode(state), 0));
+      this.drawFeatures(state, roots.add(t, this.addNode(state), 0).features);
     });
+    this.frontier = roots.build();
   }
 
   /** The trees of the batch, in batch order (complete once `done`). */
@@ -133,7 +154,7 @@ export class ForestGrowth {
   }
 
   get done(): boolean {
-    return this.frontier.length === 0;
+    return this.frontier.count === 0;
   }
 
   /**
@@ -141,72 +162,82 @@ export class ForestGrowth {
    * level becomes the frontier. Children whose fate is already known (too deep, too light, pure)
    * become leaves at once. Returns where each node's rows go.
    */
-  decide(results: readonly NodeSearch[]): RouteDecision[] {
-    const { spec } = this;
-    const next: FrontierNode[] = [];
-    const decisions = this.frontier.map((f, i): RouteDecision => {
-      const { totals, best } = results[i];
-      const state = this.trees[f.tree];
-      this.setValue(state.tree, f.node, totals);
-      if (this.isLeaf(totals, f.depth)) return null;
-      const parentScore = sideScore(spec.criterion, spec.task, totals);
-      let chosen: { feature: number; bin: number; left: NodeTotals; score: number } | null = null;
-      best.forEach(({ bin, left }, k) => {
-        if (bin < 0) return;
-        const score = sideScore(spec.criterion, spec.task, left) + sideScore(spec.criterion, spec.task, minus(totals, left));
-        if (score > parentScore + 1e-12 * Math.abs(parentScore) && (chosen === null || score > chosen.score)) chosen = { feature: f.features[k], bin, left, score };
-      });
-      if (chosen === null) return null;
-      const { feature, bin, left } = chosen as { feature: number; bin: number; left: NodeTotals };
-      const { tree } = state;
-      tree.feature[f.node] = feature;
-      tree.bin[f.node] = bin;
-      /** Adds a child node; returns its position in the next frontier (-1: a leaf already). */
-      const child = (node: number, t: NodeTotals): number => {
-        if (this.isLeaf(t, f.depth + 1)) { this.setValue(tree, node, t); return -1; }
-        next.push(this.frontierNode(f.tree, node, f.depth + 1));
-        return next.length - 1;
-      };
+  decide(search: LevelSearch): LevelRoute {
+    const { spec, width } = this;
+    const { criterion, task, maxFeatures: m } = spec;
+    const f = this.frontier;
+    const next = new FrontierBuilder(m);
+    const route = new Int32Array(f.count * 4).fill(-1);
+    const right = new Float64Array(width);
+    for (let i = 0; i < f.count; i++) {
+      const state = this.trees[f.tree[i]], { tree } = state, node = f.node[i], depth = f.depth[i];
+      const totalsAt = i * width;
+      this.setValue(tree, node, search.totals, totalsAt);
+      if (this.isLeaf(search.totals, totalsAt, depth)) continue;
+      const parentScore = sideScore(criterion, task, search.totals, totalsAt, width);
+      let chosen = -1, chosenScore = parentScore + 1e-12 * Math.abs(parentScore);
+      for (let k = 0; k < m; k++) {
+        if (search.bestBin[i * m + k] < 0) continue;
+        const leftAt = (i * m + k) * width;
+        for (let c = 0; c < width; c++) right[c] = search.totals[totalsAt + c] - search.left[leftAt + c];
+        const score = sideScore(criterion, task, search.left, leftAt, width) + sideScore(criterion, task, right, 0, width);
+        if (score > chosenScore) { chosen = k; chosenScore = score; }
+      }
+      if (chosen < 0) continue;
+      const feature = f.features[i * m + chosen], bin = search.bestBin[i * m + chosen], leftAt = (i * m + chosen) * width;
+      tree.feature[node] = feature;
+      tree.bin[node] = bin;
       // Children numbered left then right; their candidate features drawn in that order.
-      tree.left[f.node] = this.addNode(state);
-      tree.right[f.node] = this.addNode(state);
-      const leftAt = child(tree.left[f.node], left);
-      const rightAt = child(tree.right[f.node], minus(totals, left));
-      return { feature, bin, left: leftAt, right: rightAt };
-    });
-    this.frontier = next;
-    return decisions;
+      tree.left[node] = this.addNode(state);
+      tree.right[node] = this.addNode(state);
+      for (let c = 0; c < width; c++) right[c] = search.totals[totalsAt + c] - search.left[leftAt + c];
+      route[4 * i] = feature;
+      route[4 * i + 1] = bin;
+      route[4 * i + 2] = this.child(next, f.tree[i], tree.left[node], depth + 1, search.left, leftAt);
+      route[4 * i + 3] = this.child(next, f.tree[i], tree.right[node], depth + 1, right, 0);
+    }
+    this.frontier = next.build();
+    return route;
   }
 
-  private frontierNode(tree: number, node: number, depth: number): FrontierNode {
-    // Partial Fisher–Yates: the node's candidates drawn without replacement from the tree's stream.
-    const { rng, features } = this.trees[tree];
-    const m = this.spec.maxFeatures;
-    for (let k = 0; k < m; k++) {
+  /** A new child's position in the next frontier, or -1 when it is a leaf already (its value set from its totals). */
+  private child(next: FrontierBuilder, t: number, node: number, depth: number, totals: Float64Array, at: number): number {
+    const state = this.trees[t];
+    if (this.isLeaf(totals, at, depth)) { this.setValue(state.tree, node, totals, at); return -1; }
+    const added = next.add(t, node, depth);
+    this.drawFeatures(state, added.features);
+    return added.at;
+  }
+
+  /** Partial Fisher–Yates: a node's candidates drawn without replacement from its tree's stream. */
+  private drawFeatures({ rng, features }: TreeState, out: Int32Array): void {
+    for (let k = 0; k < out.length; k++) {
       const pick = k + rng.nextInt(features.length - k);
       const f = features[pick]; features[pick] = features[k]; features[k] = f;
+      out[k] = f;
     }
-    return { tree, node, depth, features: features.slice(0, m) };
   }
 
-  private isLeaf(t: NodeTotals, depth: number): boolean {
-    const { spec } = this;
-    const w = totalWeight(t, spec.task);
+  private isLeaf(t: Float64Array, at: number, depth: number): boolean {
+    const { spec, width } = this;
+    const w = totalWeight(t, at, width, spec.task);
     if (depth >= spec.maxDepth || w < 2 * spec.minSamplesLeaf) return true;
-    if (spec.task === 'classification') return t.some((c) => c === w);
-    return t[2] - (t[1] * t[1]) / w <= 1e-12 * Math.abs(t[2]);
+    if (spec.task === 'classification') {
+      for (let c = 0; c < width; c++) if (t[at + c] === w) return true;
+      return false;
+    }
+    return t[at + 2] - (t[at + 1] * t[at + 1]) / w <= 1e-12 * Math.abs(t[at + 2]);
   }
 
-  private addNode(state: TreeState): number {
-    const { tree } = state;
+  private addNode({ tree }: TreeState): number {
     tree.feature.push(-1); tree.bin.push(-1); tree.left.push(-1); tree.right.push(-1);
-    for (let i = 0; i < this.width; i++) tree.value.push(0);
+    for (let i = 0; i < this.valueWidth; i++) tree.value.push(0);
     return tree.feature.length - 1;
   }
 
-  private setValue(tree: GrownTree, node: number, t: NodeTotals): void {
-    const w = totalWeight(t, this.spec.task);
-    if (this.spec.task === 'classification') for (let c = 0; c < this.width; c++) tree.value[node * this.width + c] = t[c] / w;
-    else tree.value[node] = t[1] / w;
+  private setValue(tree: GrownTree, node: number, t: Float64Array, at: number): void {
+    const w = totalWeight(t, at, this.width, this.spec.task);
+    if (this.spec.task === 'classification') for (let c = 0; c < this.valueWidth; c++) tree.value[node * this.valueWidth + c] = t[at + c] / w;
+    else tree.value[node] = t[at + 1] / w;
   }
 }
