@@ -1,0 +1,262 @@
+// Random-forest split finding on the GPU, recorded into a GpuWork (ml-matrix.ts): per level of
+// the trees grown together, a class histogram per (frontier slot, candidate feature), the best
+// bin per candidate, and the routing of rows to their children's slots. WGSL: forest.wgsl.ts.
+// Each recorder has a CPU twin on typed arrays (`...Cpu`): equal for histograms and routing; the
+// best-split twin scores in float64, so only near-ties may pick another bin than the f32 kernel.
+
+import type { GpuContext } from '../engine/gpu/device.js';
+import { storageBuffer, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import type { GpuWork } from './ml-matrix.js';
+import { FOREST_BEST_SPLITS_WGSL, FOREST_ROUTE_WGSL, forestHistogramWgsl, MAX_GPU_CLASSES } from './forest.wgsl.js';
+
+export { MAX_GPU_CLASSES };
+
+/** "No feature", "no slot" (row in no active node), "no bin": 0xFFFFFFFF in every u32 array. */
+export const NONE = 0xffffffff;
+
+/** Workgroup counters (u32) the 'shared' histogram may use at most, below the device's limit. */
+const MAX_SHARED_COUNTERS = 8192;
+/** Workgroups of the 'shared' histogram: each flushes its counters once, so fewer and fuller. */
+const SHARED_WORKGROUPS = 1024;
+
+/** Bytes per feature column of the device bins: rows rounded up to whole u32 words. */
+export function rowsPadded(rows: number): number {
+  return Math.ceil(rows / 4) * 4;
+}
+
+/**
+ * Uploads column-major bins (feature f of row r at f × rows + r, values < 256) as bytes packed
+ * 4 per u32, each feature's column padded to rowsPadded(rows).
+ */
+export async function uploadForestBins(ctx: GpuContext, ring: StagingRing, bins: Uint8Array, rows: number, cols: number): Promise<GPUBuffer> {
+  const padded = rowsPadded(rows);
+  let host = bins.subarray(0, rows * cols);
+  if (padded !== rows) {
+    host = new Uint8Array(padded * cols);
+    for (let f = 0; f < cols; f++) host.set(bins.subarray(f * rows, (f + 1) * rows), f * padded);
+  }
+  const buf = storageBuffer(ctx, Math.max(4, host.length), 'forest bins');
+  if (host.length > 0) await ring.upload(host, buf);
+  return buf;
+}
+
+/** The shape of one histogram: slots [slotBase, slotBase + slotCount) of a level. */
+export interface HistogramShape {
+  rows: number;
+  trees: number;
+  slotBase: number;
+  slotCount: number;
+  /** Candidate features per slot (nodeFeatures has maxF words per slot). */
+  maxF: number;
+  /** Most bins of any feature (≤ 256): the stride of the histogram. */
+  nBins: number;
+  classes: number;
+}
+
+/** Index of the counter of (slot s - slotBase, candidate k, bin b, class c) in the histogram. */
+export function histIndex(shape: Pick<HistogramShape, 'maxF' | 'nBins' | 'classes'>, s: number, k: number, b: number, c: number): number {
+  return ((s * shape.maxF + k) * shape.nBins + b) * shape.classes + c;
+}
+
+/** Bytes of the histogram of slotCount slots (the driver chunks the frontier under the binding limit). */
+export function forestHistogramBytes(slotCount: number, maxF: number, nBins: number, classes: number): number {
+  return slotCount * maxF * nBins * classes * 4;
+}
+
+/** u32 counters of the histogram and the totals together (what the 'shared' variant holds per workgroup). */
+function histogramCounters(a: HistogramShape): number {
+  return forestHistogramBytes(a.slotCount, a.maxF, a.nBins, a.classes) / 4 + a.slotCount * a.classes;
+}
+
+/** Device buffers of the histogram kernel; hist and totals are outputs (zeroed by the recorder). */
+export interface HistogramArgs extends HistogramShape {
+  bins: GPUBuffer;
+  weight: GPUBuffer;
+  slot: GPUBuffer;
+  labels: GPUBuffer;
+  nodeFeatures: GPUBuffer;
+  hist: GPUBuffer;
+  totals: GPUBuffer;
+}
+
+function checkShape(a: HistogramShape): void {
+  if (a.classes < 1 || a.classes > MAX_GPU_CLASSES) throw new Error(`forest kernels take 1..${MAX_GPU_CLASSES} classes, not ${a.classes}`);
+  if (a.nBins < 1 || a.nBins > 256) throw new Error(`forest kernels take 1..256 bins, not ${a.nBins}`);
+  if (a.trees * a.rows >= 2 ** 32) throw new Error(`forest kernels index trees × rows in u32: ${a.trees} × ${a.rows} is too many`);
+}
+
+/**
+ * Records hist[histIndex(s, k, bin, label)] += weight and totals[s × classes + label] += weight
+ * for every (tree, row) of positive weight in slot slotBase + s. 'auto' accumulates in workgroup
+ * memory when every counter fits there (few nodes, hot counters), else atomically in device
+ * memory; both give the same exact counts. Returns the variant recorded.
+ */
+export function recordForestHistogram(work: GpuWork, a: HistogramArgs, variant: 'auto' | 'global' | 'shared' = 'auto'): 'global' | 'shared' {
+  checkShape(a);
+  const counters = histogramCounters(a);
+  const histCount = counters - a.slotCount * a.classes;
+  const sharedLimit = Math.min(MAX_SHARED_COUNTERS, Math.floor(work.ctx.device.limits.maxComputeWorkgroupStorageSize / 4));
+  const chosen = variant === 'auto' ? (counters <= sharedLimit ? 'shared' : 'global') : variant;
+  if (chosen === 'shared' && counters > sharedLimit) throw new Error(`the shared forest histogram holds ${sharedLimit} counters, not ${counters}`);
+  work.encoder.clearBuffer(a.hist, 0, Math.max(4, histCount * 4));
+  work.encoder.clearBuffer(a.totals, 0, Math.max(4, a.slotCount * a.classes * 4));
+  const params = work.params([a.rows, a.trees, a.slotBase, a.slotCount, a.maxF, a.nBins, a.classes, rowsPadded(a.rows), histCount]);
+  const buffers = [params, a.bins, a.weight, a.slot, a.labels, a.nodeFeatures, a.hist, a.totals];
+  const n = a.trees * a.rows;
+  if (chosen === 'shared') {
+    // Counters rounded up to a power of two: a few module variants, each as small as it can be.
+    const cap = Math.min(sharedLimit, 2 ** Math.ceil(Math.log2(Math.max(256, counters))));
+    work.dispatch(`forest-histogram-shared-${cap}`, forestHistogramWgsl(cap), 'histogram', buffers, Math.min(SHARED_WORKGROUPS, workgroupsFor(n)));
+  } else {
+    work.dispatch('forest-histogram-global', forestHistogramWgsl(0), 'histogram', buffers, workgroupsFor(n));
+  }
+  return chosen;
+}
+
+/** u32 words of one best-split record: [bestBin or NONE, left class weights at bestBin]. */
+export function splitRecordWords(classes: number): number {
+  return 1 + classes;
+}
+
+export type SplitCriterion = 'gini' | 'entropy';
+
+export interface BestSplitsShape {
+  slotBase: number;
+  slotCount: number;
+  maxF: number;
+  nBins: number;
+  classes: number;
+  criterion: SplitCriterion;
+  minSamplesLeaf: number;
+}
+
+/** Device buffers of the best-split kernel (hist and totals as the histogram left them). */
+export interface BestSplitsArgs extends BestSplitsShape {
+  hist: GPUBuffer;
+  totals: GPUBuffer;
+  nodeFeatures: GPUBuffer;
+  binsPerFeature: GPUBuffer;
+  /** slotCount × maxF records of splitRecordWords(classes) u32, record (s, k) at s × maxF + k. */
+  out: GPUBuffer;
+}
+
+/** Records the best bin of each (slot, candidate) and the left class weights there into `out`. */
+export function recordBestSplits(work: GpuWork, a: BestSplitsArgs): void {
+  checkShape({ ...a, rows: 0, trees: 0 });
+  const params = work.params([a.slotCount, a.maxF, a.nBins, a.classes, a.slotBase, a.criterion === 'gini' ? 0 : 1, a.minSamplesLeaf, 0]);
+  work.dispatch('forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_splits', [params, a.hist, a.totals, a.nodeFeatures, a.binsPerFeature, a.out], workgroupsFor(a.slotCount * a.maxF));
+}
+
+export interface RouteArgs {
+  bins: GPUBuffer;
+  rows: number;
+  trees: number;
+  /** trees × rows slots, rewritten in place. */
+  slot: GPUBuffer;
+  /** 4 u32 per slot of the level: [feature or NONE (leaf), bin, leftSlot, rightSlot]. */
+  decisions: GPUBuffer;
+}
+
+/** Records the move of every row in a slot to its child's slot (bin ≤ decision bin: left), or to NONE at a leaf. */
+export function recordRoute(work: GpuWork, a: RouteArgs): void {
+  const params = work.params([a.rows, a.trees, rowsPadded(a.rows), 0]);
+  work.dispatch('forest-route', FOREST_ROUTE_WGSL, 'route', [params, a.bins, a.slot, a.decisions], workgroupsFor(a.trees * a.rows));
+}
+
+// ---- CPU twins (host bins unpadded and column-major, as uploadForestBins takes them) ----
+
+export interface HistogramCpuArgs extends HistogramShape {
+  bins: Uint8Array;
+  weight: Uint32Array;
+  slot: Uint32Array;
+  labels: Uint32Array;
+  nodeFeatures: Uint32Array;
+}
+
+/** CPU twin of recordForestHistogram. */
+export function forestHistogramCpu(a: HistogramCpuArgs): { hist: Uint32Array; totals: Uint32Array } {
+  const hist = new Uint32Array(forestHistogramBytes(a.slotCount, a.maxF, a.nBins, a.classes) / 4);
+  const totals = new Uint32Array(a.slotCount * a.classes);
+  for (let t = 0; t < a.trees; t++) {
+    for (let r = 0; r < a.rows; r++) {
+      const i = t * a.rows + r, w = a.weight[i], sl = a.slot[i];
+      if (w === 0 || sl === NONE || sl < a.slotBase || sl >= a.slotBase + a.slotCount) continue;
+      const s = sl - a.slotBase, c = a.labels[r];
+      totals[s * a.classes + c] += w;
+      for (let k = 0; k < a.maxF; k++) {
+        const f = a.nodeFeatures[sl * a.maxF + k];
+        if (f !== NONE) hist[histIndex(a, s, k, a.bins[f * a.rows + r], c)] += w;
+      }
+    }
+  }
+  return { hist, totals };
+}
+
+/**
+ * float64 score of a split with left class weights `left` out of `total` (gini: Σ L²/wl + Σ R²/wr;
+ * entropy: Σ L log(L/wl) + Σ R log(R/wr); larger is better; a side of weight 0 scores 0).
+ */
+export function splitScore(criterion: SplitCriterion, left: ArrayLike<number>, total: ArrayLike<number>, classes: number): number {
+  let wl = 0, wr = 0;
+  for (let c = 0; c < classes; c++) { wl += left[c]; wr += total[c] - left[c]; }
+  let sl = 0, sr = 0;
+  for (let c = 0; c < classes; c++) {
+    const l = left[c], r = total[c] - left[c];
+    if (criterion === 'gini') { sl += l * l; sr += r * r; }
+    else { if (l > 0) sl += l * Math.log(l / wl); if (r > 0) sr += r * Math.log(r / wr); }
+  }
+  if (criterion === 'gini') { sl = wl > 0 ? sl / wl : 0; sr = wr > 0 ? sr / wr : 0; }
+  return sl + sr;
+}
+
+export interface BestSplitsCpuArgs extends BestSplitsShape {
+  hist: Uint32Array;
+  totals: Uint32Array;
+  nodeFeatures: Uint32Array;
+  binsPerFeature: Uint32Array;
+}
+
+/**
+ * CPU twin of recordBestSplits, scoring in float64: the records, and per (slot, candidate) the
+ * best score and the runner-up: the best score of an admissible bin with other left weights
+ * (-Infinity if none), so a caller can tell clear winners from near-ties. (Bins after empty bins
+ * repeat the left weights, hence the score, bit for bit in f32 too: the first of them wins in both.)
+ */
+export function bestSplitsCpu(a: BestSplitsCpuArgs): { out: Uint32Array; bestScore: Float64Array; runnerUp: Float64Array } {
+  const width = splitRecordWords(a.classes), n = a.slotCount * a.maxF;
+  const out = new Uint32Array(n * width), bestScore = new Float64Array(n).fill(-Infinity), runnerUp = new Float64Array(n).fill(-Infinity);
+  const left = new Float64Array(a.classes);
+  for (let t = 0; t < n; t++) {
+    const s = Math.floor(t / a.maxF), k = t % a.maxF;
+    const f = a.nodeFeatures[(a.slotBase + s) * a.maxF + k];
+    const total = a.totals.subarray(s * a.classes, (s + 1) * a.classes);
+    const w = total.reduce((x, y) => x + y, 0);
+    let best = NONE, bestWl = 0, wl = 0;
+    left.fill(0);
+    const nb = f === NONE ? 0 : a.binsPerFeature[f];
+    for (let b = 0; b + 1 < nb; b++) {
+      for (let c = 0; c < a.classes; c++) { const v = a.hist[histIndex(a, s, k, b, c)]; left[c] += v; wl += v; }
+      if (wl < a.minSamplesLeaf) continue;
+      if (w - wl < a.minSamplesLeaf) break;
+      const score = splitScore(a.criterion, left, total, a.classes);
+      if (best === NONE || score > bestScore[t]) { runnerUp[t] = bestScore[t]; bestScore[t] = score; best = b; bestWl = wl; }
+      else if (wl !== bestWl && score > runnerUp[t]) runnerUp[t] = score;
+    }
+    out[t * width] = best;
+    if (best === NONE) continue;
+    for (let b = 0; b <= best; b++) for (let c = 0; c < a.classes; c++) out[t * width + 1 + c] += a.hist[histIndex(a, s, k, b, c)];
+  }
+  return { out, bestScore, runnerUp };
+}
+
+/** CPU twin of recordRoute: the new slots (the input is left as it is). */
+export function routeCpu(bins: Uint8Array, rows: number, trees: number, slot: Uint32Array, decisions: Uint32Array): Uint32Array {
+  const next = new Uint32Array(trees * rows);
+  for (let i = 0; i < trees * rows; i++) {
+    const sl = slot[i];
+    if (sl === NONE || decisions[4 * sl] === NONE) { next[i] = NONE; continue; }
+    const f = decisions[4 * sl], r = i % rows;
+    next[i] = bins[f * rows + r] <= decisions[4 * sl + 1] ? decisions[4 * sl + 2] : decisions[4 * sl + 3];
+  }
+  return next;
+}

@@ -1,0 +1,205 @@
+// WGSL of random-forest split finding, level by level over many trees (forest.ts records them).
+// Rows are indexed i = t × rows + r for tree t and data row r; weight[i] is the bootstrap count
+// and slot[i] the frontier slot of the node holding the row (NONE: in no active node).
+//   histogram:   per (slot, candidate feature, bin, class) sums of row weights, and per (slot,
+//                class) totals, with u32 atomics (exact and deterministic); 'global' adds straight
+//                to device memory, 'shared' into workgroup memory first (few, very hot counters)
+//   best_splits: one thread per (slot, candidate): the first bin with the largest f32 score, and
+//                the exact left class weights there
+//   route:       each row moves to the next-level slot of its child (or to NONE)
+// Bins are bytes packed 4 per u32 word, feature f's column padded to rowsPadded (a multiple of 4).
+
+import { WGSL_GRID } from './wgsl-common.js';
+
+/** Most classes the kernels take: a thread keeps one class-weight vector in registers. */
+export const MAX_GPU_CLASSES = 32;
+
+/** Shared with every module: "no feature", "no slot", "no bin". */
+const WGSL_NONE = /* wgsl */ `const NONE: u32 = 0xffffffffu;`;
+
+/** Bin of feature f for row r; the module binds `bins` and has p.rowsPadded. */
+const WGSL_BIN_OF = /* wgsl */ `
+fn binOf(f: u32, r: u32) -> u32 {
+  let at = f * p.rowsPadded + r;
+  return (bins[at >> 2u] >> ((at & 3u) * 8u)) & 0xffu;
+}
+`;
+
+/**
+ * The histogram module; `counters` chooses where the atomics go: 0 = device memory, else a
+ * workgroup array of that many u32 (histogram counters first, then the totals) flushed at the end.
+ */
+export function forestHistogramWgsl(counters: number): string {
+  const shared = counters > 0;
+  const adders = shared ? /* wgsl */ `
+const CAP: u32 = ${counters}u;
+var<workgroup> local: array<atomic<u32>, CAP>;
+fn addHist(j: u32, w: u32) { atomicAdd(&local[j], w); }
+fn addTotal(j: u32, w: u32) { atomicAdd(&local[p.histCount + j], w); }
+` : /* wgsl */ `
+fn addHist(j: u32, w: u32) { atomicAdd(&hist[j], w); }
+fn addTotal(j: u32, w: u32) { atomicAdd(&totals[j], w); }
+`;
+  const start = shared ? /* wgsl */ `
+  let used = p.histCount + p.slotCount * p.classes;
+  for (var j = lid.x; j < used; j += WG) { atomicStore(&local[j], 0u); }
+  workgroupBarrier();` : '';
+  // Only counters some row touched go to device memory: one atomicAdd per non-zero counter.
+  const flush = shared ? /* wgsl */ `
+  workgroupBarrier();
+  for (var j = lid.x; j < used; j += WG) {
+    let v = atomicLoad(&local[j]);
+    if (v == 0u) { continue; }
+    if (j < p.histCount) { atomicAdd(&hist[j], v); } else { atomicAdd(&totals[j - p.histCount], v); }
+  }` : '';
+  return /* wgsl */ `
+${WGSL_GRID}
+${WGSL_NONE}
+struct Params { rows: u32, trees: u32, slotBase: u32, slotCount: u32, maxF: u32, nBins: u32, classes: u32, rowsPadded: u32, histCount: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> bins: array<u32>;
+@group(0) @binding(2) var<storage, read> weight: array<u32>;
+@group(0) @binding(3) var<storage, read> slot: array<u32>;
+@group(0) @binding(4) var<storage, read> labels: array<u32>;
+@group(0) @binding(5) var<storage, read> nodeFeatures: array<u32>;
+@group(0) @binding(6) var<storage, read_write> hist: array<atomic<u32>>;
+@group(0) @binding(7) var<storage, read_write> totals: array<atomic<u32>>;
+${WGSL_BIN_OF}
+${adders}
+@compute @workgroup_size(256)
+fn histogram(@builtin(local_invocation_id) lid: vec3u, @builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {${start}
+  let n = p.trees * p.rows;
+  for (var i = gid.x; i < n; i += gridStride(nwg)) {
+    let w = weight[i];
+    let sl = slot[i];
+    // sl - slotBase wraps around for sl < slotBase, so one comparison checks both ends.
+    if (w == 0u || sl == NONE || sl - p.slotBase >= p.slotCount) { continue; }
+    let s = sl - p.slotBase;
+    let r = i % p.rows;
+    let c = labels[r];
+    addTotal(s * p.classes + c, w);
+    for (var k = 0u; k < p.maxF; k++) {
+      let f = nodeFeatures[sl * p.maxF + k];
+      if (f == NONE) { continue; }
+      addHist(((s * p.maxF + k) * p.nBins + binOf(f, r)) * p.classes + c, w);
+    }
+  }${flush}
+}
+`;
+}
+
+/**
+ * Best bin per (slot, candidate). Scores are f32 (gini: Σ L²/wl + Σ R²/wr; entropy: Σ L log(L/wl)
+ * + Σ R log(R/wr)); a side of weight 0 scores 0. Record: [bestBin or NONE, left class weights].
+ */
+export const FOREST_BEST_SPLITS_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${WGSL_NONE}
+const MAX_CLASSES: u32 = ${MAX_GPU_CLASSES}u;
+const GINI: u32 = 0u;
+struct Params { slotCount: u32, maxF: u32, nBins: u32, classes: u32, slotBase: u32, criterion: u32, minLeaf: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> hist: array<u32>;
+@group(0) @binding(2) var<storage, read> totals: array<u32>;
+@group(0) @binding(3) var<storage, read> nodeFeatures: array<u32>;
+@group(0) @binding(4) var<storage, read> binsPerFeature: array<u32>;
+@group(0) @binding(5) var<storage, read_write> out: array<u32>;
+
+fn entropyTerm(v: u32, w: f32) -> f32 {
+  if (v == 0u) { return 0.0; }
+  let x = f32(v);
+  return x * log(x / w);
+}
+
+fn score(left: ptr<function, array<u32, MAX_CLASSES>>, total: ptr<function, array<u32, MAX_CLASSES>>, wl: u32, wr: u32) -> f32 {
+  let fl = f32(wl);
+  let fr = f32(wr);
+  var sl = 0.0;
+  var sr = 0.0;
+  for (var c = 0u; c < p.classes; c++) {
+    let l = (*left)[c];
+    let r = (*total)[c] - l;
+    if (p.criterion == GINI) {
+      sl += f32(l) * f32(l);
+      sr += f32(r) * f32(r);
+    } else {
+      sl += entropyTerm(l, fl);
+      sr += entropyTerm(r, fr);
+    }
+  }
+  if (p.criterion == GINI) {
+    sl = select(sl / fl, 0.0, wl == 0u);
+    sr = select(sr / fr, 0.0, wr == 0u);
+  }
+  return sl + sr;
+}
+
+@compute @workgroup_size(256)
+fn best_splits(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let width = 1u + p.classes;
+  for (var t = gid.x; t < p.slotCount * p.maxF; t += gridStride(nwg)) {
+    let s = t / p.maxF;
+    let k = t % p.maxF;
+    let f = nodeFeatures[(p.slotBase + s) * p.maxF + k];
+    let base = t * p.nBins * p.classes;
+    var total: array<u32, MAX_CLASSES>;
+    var left: array<u32, MAX_CLASSES>;
+    var w = 0u;
+    for (var c = 0u; c < p.classes; c++) {
+      total[c] = totals[s * p.classes + c];
+      left[c] = 0u;
+      w += total[c];
+    }
+    var bestBin = NONE;
+    if (f != NONE && binsPerFeature[f] >= 2u) {
+      var bestScore = 0.0;
+      var wl = 0u;
+      for (var b = 0u; b + 1u < binsPerFeature[f]; b++) {
+        for (var c = 0u; c < p.classes; c++) {
+          let v = hist[base + b * p.classes + c];
+          left[c] += v;
+          wl += v;
+        }
+        let wr = w - wl;
+        if (wl < p.minLeaf) { continue; }
+        if (wr < p.minLeaf) { break; }
+        let sc = score(&left, &total, wl, wr);
+        if (bestBin == NONE || sc > bestScore) { bestBin = b; bestScore = sc; }
+      }
+    }
+    // The left weights at the best bin, summed again (cheaper than copying them at each improvement).
+    for (var c = 0u; c < p.classes; c++) { left[c] = 0u; }
+    if (bestBin != NONE) {
+      for (var b = 0u; b <= bestBin; b++) {
+        for (var c = 0u; c < p.classes; c++) { left[c] += hist[base + b * p.classes + c]; }
+      }
+    }
+    out[t * width] = bestBin;
+    for (var c = 0u; c < p.classes; c++) { out[t * width + 1u + c] = left[c]; }
+  }
+}
+`;
+
+/** Moves each row to its child's slot: decisions[4 × slot] = [feature or NONE (leaf), bin, leftSlot, rightSlot]. */
+export const FOREST_ROUTE_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${WGSL_NONE}
+struct Params { rows: u32, trees: u32, rowsPadded: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> bins: array<u32>;
+@group(0) @binding(2) var<storage, read_write> slot: array<u32>;
+@group(0) @binding(3) var<storage, read> decisions: array<u32>;
+${WGSL_BIN_OF}
+@compute @workgroup_size(256)
+fn route(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let n = p.trees * p.rows;
+  for (var i = gid.x; i < n; i += gridStride(nwg)) {
+    let sl = slot[i];
+    if (sl == NONE) { continue; }
+    let f = decisions[4u * sl];
+    if (f == NONE) { slot[i] = NONE; continue; }
+    let goLeft = binOf(f, i % p.rows) <= decisions[4u * sl + 1u];
+    slot[i] = select(decisions[4u * sl + 3u], decisions[4u * sl + 2u], goLeft);
+  }
+}
+`;

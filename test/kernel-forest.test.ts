@@ -1,0 +1,298 @@
+// Random-forest split-finding kernels on lavapipe against their CPU twins: class histograms and
+// totals (both the device-memory and the workgroup-memory variant, exactly), best bins per
+// candidate (equal to the float64 twin wherever the twin's winner is clear; left weights exact;
+// minSamplesLeaf respected), and routing (exactly). Awkward shapes throughout: rows not a
+// multiple of 4 or 256, 1 and 3 trees, 2 and 10 classes, features of 1..256 bins, out-of-bag rows,
+// rows in no slot, slots without rows, nodes with fewer or no candidates, slot sub-ranges with
+// slotBase > 0, and more rows than threads. Last, two levels grown by hand (histogram -> best
+// splits -> host decisions -> route -> histogram) against a CPU recount of the children.
+
+import { describe, expect, it } from 'vitest';
+import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+import { freeBuffer, StagingRing, uploadNew } from '../src/engine/gpu/buffers.js';
+import type { GpuContext } from '../src/engine/gpu/device.js';
+import {
+  bestSplitsCpu, forestHistogramBytes, forestHistogramCpu, histIndex, NONE, recordBestSplits, recordForestHistogram, recordRoute,
+  routeCpu, splitRecordWords, splitScore, uploadForestBins, type HistogramShape, type SplitCriterion,
+} from '../src/kernels/forest.js';
+import { GpuWork } from '../src/kernels/ml-matrix.js';
+import { Rng } from '../src/engine/ml/random.js';
+
+/** Binned rows with labels and bootstrap-like weights (0..5) for `trees` trees. */
+interface Problem {
+  rows: number; trees: number; cols: number; classes: number; nBins: number;
+  bins: Uint8Array; binsPerFeature: Uint32Array; labels: Uint32Array; weight: Uint32Array;
+}
+
+function randomProblem(rng: Rng, rows: number, trees: number, cols: number, classes: number, maxBins: number): Problem {
+  // Feature 0 has maxBins bins, the last one a single bin, the others anything in between.
+  const binsPerFeature = Uint32Array.from({ length: cols }, (_, f) => (f === 0 ? maxBins : f === cols - 1 ? 1 : 1 + rng.nextInt(maxBins)));
+  const bins = new Uint8Array(rows * cols);
+  for (let f = 0; f < cols; f++) for (let r = 0; r < rows; r++) bins[f * rows + r] = rng.nextInt(binsPerFeature[f]);
+  // Labels skewed towards low classes, so class weights differ.
+  const labels = Uint32Array.from({ length: rows }, () => Math.min(rng.nextInt(classes), rng.nextInt(classes)));
+  const weight = Uint32Array.from({ length: trees * rows }, () => (rng.nextInt(3) === 0 ? 0 : rng.nextInt(6)));
+  return { rows, trees, cols, classes, nBins: maxBins, bins, binsPerFeature, labels, weight };
+}
+
+/** A slot in [0, slots) per (tree, row), NONE for some; slots ≡ 3 (mod 7) are left without rows. */
+function randomSlots(rng: Rng, p: Problem, slots: number): Uint32Array {
+  return Uint32Array.from({ length: p.trees * p.rows }, () => {
+    if (rng.nextInt(10) === 0) return NONE;
+    const s = rng.nextInt(slots);
+    return s % 7 === 3 && slots > 1 ? NONE : s;
+  });
+}
+
+/** maxF candidates per slot, distinct; some slots have fewer (NONE in between) and slot 1 none. */
+function randomCandidates(rng: Rng, cols: number, slots: number, maxF: number): Uint32Array {
+  const out = new Uint32Array(slots * maxF).fill(NONE);
+  for (let s = 0; s < slots; s++) {
+    if (s === 1 && slots > 2) continue;
+    const order = Array.from({ length: cols }, (_, f) => f);
+    for (let k = 0; k < maxF; k++) {
+      const pick = k + rng.nextInt(cols - k);
+      [order[k], order[pick]] = [order[pick], order[k]];
+      if (s % 4 !== 2 || k % 2 === 0) out[s * maxF + k] = order[k];
+    }
+  }
+  return out;
+}
+
+let ring: StagingRing | null = null;
+function ringOf(ctx: GpuContext): StagingRing {
+  ring ??= new StagingRing(ctx, 1 << 16, 2);
+  return ring;
+}
+
+const u32 = (f: Float32Array) => new Uint32Array(f.buffer, f.byteOffset, f.length);
+
+async function histogramOnGpu(ctx: GpuContext, p: Problem, slot: Uint32Array, nodeFeatures: Uint32Array, shape: HistogramShape, variant: 'auto' | 'global' | 'shared') {
+  const bins = await uploadForestBins(ctx, ringOf(ctx), p.bins, p.rows, p.cols);
+  const work = new GpuWork(ctx);
+  const histWords = forestHistogramBytes(shape.slotCount, shape.maxF, shape.nBins, shape.classes) / 4, totalWords = shape.slotCount * shape.classes;
+  const hist = work.temp(histWords * 4, 'hist'), totals = work.temp(totalWords * 4, 'totals');
+  // Stale values in the outputs: the recorder must clear them.
+  ctx.device.queue.writeBuffer(hist, 0, new Uint32Array(histWords).fill(7));
+  const chosen = recordForestHistogram(work, {
+    ...shape, bins, weight: work.input(p.weight, 'weight'), slot: work.input(slot, 'slot'), labels: work.input(p.labels, 'labels'),
+    nodeFeatures: work.input(nodeFeatures, 'node features'), hist, totals,
+  }, variant);
+  const [h, t] = await work.finish([{ buf: hist, floats: histWords }, { buf: totals, floats: totalWords }]);
+  freeBuffer(ctx, bins);
+  return { chosen, hist: u32(h), totals: u32(t) };
+}
+
+describe.skipIf(skipGpuTests)('forest histogram kernel', () => {
+  const cases: { name: string; rows: number; trees: number; cols: number; classes: number; maxBins: number; slots: number; slotBase: number; slotCount: number; maxF: number; want: 'global' | 'shared' }[] = [
+    { name: 'many slots, 1 tree, 2 classes (device-memory variant)', rows: 1001, trees: 1, cols: 6, classes: 2, maxBins: 256, slots: 40, slotBase: 0, slotCount: 40, maxF: 3, want: 'global' },
+    { name: '3 trees, 10 classes, slots [7, 18) of 30', rows: 2003, trees: 3, cols: 7, classes: 10, maxBins: 200, slots: 30, slotBase: 7, slotCount: 11, maxF: 4, want: 'global' },
+    { name: 'all rows of a tree in its one slot, 3 trees, 256 bins (workgroup-memory variant)', rows: 2999, trees: 3, cols: 4, classes: 2, maxBins: 256, slots: 3, slotBase: 0, slotCount: 3, maxF: 2, want: 'shared' },
+    { name: 'few small slots, 10 classes, slotBase 2 (workgroup-memory variant)', rows: 1999, trees: 1, cols: 5, classes: 10, maxBins: 16, slots: 9, slotBase: 2, slotCount: 5, maxF: 3, want: 'shared' },
+    { name: 'more rows than threads: 3 trees × 100003 rows in 6 slots', rows: 100003, trees: 3, cols: 3, classes: 2, maxBins: 64, slots: 6, slotBase: 0, slotCount: 6, maxF: 2, want: 'shared' },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      const ctx = await testGpu();
+      const rng = new Rng(c.rows, c.name);
+      const p = randomProblem(rng, c.rows, c.trees, c.cols, c.classes, c.maxBins);
+      // One slot per tree (slot t) when there are as many slots as trees; else random slots.
+      const slot = c.slots === c.trees
+        ? Uint32Array.from({ length: c.trees * c.rows }, (_, i) => Math.floor(i / c.rows))
+        : randomSlots(rng, p, c.slots);
+      const nodeFeatures = randomCandidates(rng, c.cols, c.slots, c.maxF);
+      const shape: HistogramShape = { rows: c.rows, trees: c.trees, slotBase: c.slotBase, slotCount: c.slotCount, maxF: c.maxF, nBins: c.maxBins, classes: c.classes };
+      const want = forestHistogramCpu({ ...shape, bins: p.bins, weight: p.weight, slot, labels: p.labels, nodeFeatures });
+      expect(want.totals.some((v) => v > 0)).toBe(true);
+      const auto = await histogramOnGpu(ctx, p, slot, nodeFeatures, shape, 'auto');
+      expect(auto.chosen).toBe(c.want);
+      const variants = c.want === 'shared' ? [auto, await histogramOnGpu(ctx, p, slot, nodeFeatures, shape, 'global')] : [auto];
+      for (const got of variants) {
+        expect(firstDifference(got.totals, want.totals), `${got.chosen} totals`).toBe(-1);
+        expect(firstDifference(got.hist, want.hist), `${got.chosen} histogram`).toBe(-1);
+      }
+    });
+  }
+});
+
+async function bestSplitsOnGpu(ctx: GpuContext, hist: Uint32Array, totals: Uint32Array, nodeFeatures: Uint32Array, binsPerFeature: Uint32Array,
+  shape: { slotBase: number; slotCount: number; maxF: number; nBins: number; classes: number }, criterion: SplitCriterion, minSamplesLeaf: number): Promise<Uint32Array> {
+  const work = new GpuWork(ctx);
+  const words = shape.slotCount * shape.maxF * splitRecordWords(shape.classes);
+  const out = work.temp(words * 4, 'best splits');
+  recordBestSplits(work, {
+    ...shape, criterion, minSamplesLeaf, out, hist: work.input(hist, 'hist'), totals: work.input(totals, 'totals'),
+    nodeFeatures: work.input(nodeFeatures, 'node features'), binsPerFeature: work.input(binsPerFeature, 'bins per feature'),
+  });
+  const [o] = await work.finish([{ buf: out, floats: words }]);
+  return u32(o);
+}
+
+describe.skipIf(skipGpuTests)('forest best-split kernel', () => {
+  const cases: { rows: number; trees: number; classes: number; maxBins: number; slots: number; slotBase: number; slotCount: number; maxF: number }[] = [
+    { rows: 3001, trees: 1, classes: 2, maxBins: 256, slots: 12, slotBase: 0, slotCount: 12, maxF: 3 },
+    { rows: 4003, trees: 3, classes: 10, maxBins: 40, slots: 20, slotBase: 5, slotCount: 9, maxF: 4 },
+  ];
+  for (const c of cases) {
+    for (const criterion of ['gini', 'entropy'] as const) {
+      for (const minSamplesLeaf of [1, 60]) {
+        it(`${criterion}, ${c.classes} classes, minSamplesLeaf ${minSamplesLeaf}, slots [${c.slotBase}, ${c.slotBase + c.slotCount})`, async () => {
+          const ctx = await testGpu();
+          const rng = new Rng(c.rows, `best ${criterion}`);
+          const p = randomProblem(rng, c.rows, c.trees, 6, c.classes, c.maxBins);
+          const slot = randomSlots(rng, p, c.slots);
+          const nodeFeatures = randomCandidates(rng, p.cols, c.slots, c.maxF);
+          const shape = { slotBase: c.slotBase, slotCount: c.slotCount, maxF: c.maxF, nBins: c.maxBins, classes: c.classes };
+          const { hist, totals } = forestHistogramCpu({ ...shape, rows: c.rows, trees: c.trees, bins: p.bins, weight: p.weight, slot, labels: p.labels, nodeFeatures });
+          const got = await bestSplitsOnGpu(ctx, hist, totals, nodeFeatures, p.binsPerFeature, shape, criterion, minSamplesLeaf);
+          const want = bestSplitsCpu({ ...shape, hist, totals, nodeFeatures, binsPerFeature: p.binsPerFeature, criterion, minSamplesLeaf });
+          const width = splitRecordWords(c.classes);
+          let clear = 0, found = 0;
+          for (let t = 0; t < c.slotCount * c.maxF; t++) {
+            const s = Math.floor(t / c.maxF), k = t % c.maxF, bin = got[t * width], wantBin = want.out[t * width];
+            const at = `slot ${c.slotBase + s} candidate ${k}`;
+            // Whether any bin is admissible depends on integer weights only: both agree.
+            expect(bin === NONE, at).toBe(wantBin === NONE);
+            const left = got.subarray(t * width + 1, (t + 1) * width);
+            if (bin === NONE) { expect(left.every((v) => v === 0), at).toBe(true); continue; }
+            found++;
+            // Left weights: exactly the cumulative counts at the returned bin.
+            const cumulative = new Uint32Array(c.classes);
+            for (let b = 0; b <= bin; b++) for (let cl = 0; cl < c.classes; cl++) cumulative[cl] += hist[histIndex(shape, s, k, b, cl)];
+            expect(Array.from(left), at).toEqual(Array.from(cumulative));
+            const total = totals.subarray(s * c.classes, (s + 1) * c.classes);
+            const wl = left.reduce((x, y) => x + y, 0), w = total.reduce((x, y) => x + y, 0);
+            expect(wl, at).toBeGreaterThanOrEqual(minSamplesLeaf);
+            expect(w - wl, at).toBeGreaterThanOrEqual(minSamplesLeaf);
+            expect(bin, at).toBeLessThan(p.binsPerFeature[nodeFeatures[(c.slotBase + s) * c.maxF + k]] - 1);
+            // The chosen bin scores (in float64) within f32 rounding of the best; a clear winner is the same bin.
+            const best = want.bestScore[t];
+            expect(Math.abs(splitScore(criterion, left, total, c.classes) - best), at).toBeLessThanOrEqual(1e-5 * Math.abs(best) + 1e-9);
+            if (best - want.runnerUp[t] > 1e-5 * Math.abs(best)) { clear++; expect(bin, at).toBe(wantBin); }
+          }
+          // The comparisons ran: most candidates have a split, and most winners are clear.
+          expect(found).toBeGreaterThan((c.slotCount * c.maxF) / 3);
+          expect(clear).toBeGreaterThan(found / 2);
+        });
+      }
+    }
+  }
+});
+
+/** Decisions for `slots` slots: some leaves, some children NONE, bins within each feature's range. */
+function randomDecisions(rng: Rng, p: Problem, slots: number, nextSlots: number): Uint32Array {
+  const d = new Uint32Array(4 * slots);
+  for (let s = 0; s < slots; s++) {
+    const f = rng.nextInt(p.cols - 1); // not the last feature, whose single bin cannot split
+    const child = () => (rng.nextInt(6) === 0 ? NONE : rng.nextInt(nextSlots));
+    d.set(s % 5 === 4 ? [NONE, 0, 0, 0] : [f, rng.nextInt(p.binsPerFeature[f]), child(), child()], 4 * s);
+  }
+  return d;
+}
+
+describe.skipIf(skipGpuTests)('forest route kernel', () => {
+  for (const [rows, trees] of [[1001, 1], [5003, 3]]) {
+    it(`${trees} tree(s) × ${rows} rows, leaves and dropped children`, async () => {
+      const ctx = await testGpu();
+      const rng = new Rng(rows, 'route');
+      const p = randomProblem(rng, rows, trees, 5, 2, 256);
+      const slots = 17;
+      const slot = randomSlots(rng, p, slots);
+      const decisions = randomDecisions(rng, p, slots, 2 * slots);
+      const bins = await uploadForestBins(ctx, ringOf(ctx), p.bins, rows, p.cols);
+      const work = new GpuWork(ctx);
+      const slotBuf = work.input(slot, 'slot');
+      recordRoute(work, { bins, rows, trees, slot: slotBuf, decisions: work.input(decisions, 'decisions') });
+      const [got] = await work.finish([{ buf: slotBuf, floats: trees * rows }]);
+      freeBuffer(ctx, bins);
+      const want = routeCpu(p.bins, rows, trees, slot, decisions);
+      // Rows moved to many children, and to NONE.
+      expect(new Set(want).size).toBeGreaterThan(10);
+      expect(want.includes(NONE)).toBe(true);
+      expect(firstDifference(u32(got), want)).toBe(-1);
+    });
+  }
+});
+
+describe.skipIf(skipGpuTests)('two levels grown by hand', () => {
+  it('histogram -> best splits -> route -> histogram equals a CPU recount of the children', async () => {
+    const ctx = await testGpu();
+    const rng = new Rng(2, 'two levels');
+    const rows = 3001, trees = 3, classes = 3, maxF = 2, minSamplesLeaf = 5;
+    const p = randomProblem(rng, rows, trees, 5, classes, 32);
+    // Make the labels depend on feature 0, so splits are real.
+    for (let r = 0; r < rows; r++) if (rng.nextInt(3) > 0) p.labels[r] = Math.min(classes - 1, Math.floor(p.bins[r] / 11));
+    const binsBuf = await uploadForestBins(ctx, ringOf(ctx), p.bins, rows, p.cols);
+    const slot0 = Uint32Array.from({ length: trees * rows }, (_, i) => (p.weight[i] > 0 ? Math.floor(i / rows) : NONE));
+    const slotBuf = await uploadNew(ctx, slot0, 'slot');
+    const common = { bins: binsBuf, rows, trees, nBins: p.nBins, classes, maxF, slotBase: 0 };
+    // Each root draws feature 0 and one of features 1..cols-2 (the last has a single bin).
+    const nf0 = Uint32Array.from({ length: trees * maxF }, (_, i) => (i % maxF === 0 ? 0 : 1 + rng.nextInt(p.cols - 2)));
+
+    // Level 0: one root per tree.
+    const work0 = new GpuWork(ctx);
+    const weight = await uploadNew(ctx, p.weight, 'weight'), labels = await uploadNew(ctx, p.labels, 'labels');
+    const nf0Buf = work0.input(nf0, 'nf0');
+    const hist0 = work0.temp(forestHistogramBytes(trees, maxF, p.nBins, classes), 'hist0'), totals0 = work0.temp(trees * classes * 4, 'totals0');
+    recordForestHistogram(work0, { ...common, slotCount: trees, weight, slot: slotBuf, labels, nodeFeatures: nf0Buf, hist: hist0, totals: totals0 });
+    const width = splitRecordWords(classes);
+    const out0 = work0.temp(trees * maxF * width * 4, 'out0');
+    recordBestSplits(work0, { hist: hist0, totals: totals0, slotCount: trees, maxF, nBins: p.nBins, classes, nodeFeatures: nf0Buf, slotBase: 0,
+      binsPerFeature: work0.input(p.binsPerFeature, 'bpf'), criterion: 'gini', minSamplesLeaf, out: out0 });
+    const [t0, o0] = (await work0.finish([{ buf: totals0, floats: trees * classes }, { buf: out0, floats: trees * maxF * width }])).map(u32);
+
+    // Host: the best candidate of each root in float64; tree 1 drops its right child.
+    const decisions = new Uint32Array(4 * trees), bestK: number[] = [];
+    let next = 0;
+    for (let t = 0; t < trees; t++) {
+      let best = -1, bestScore = -Infinity;
+      for (let k = 0; k < maxF; k++) {
+        if (o0[(t * maxF + k) * width] === NONE) continue;
+        const score = splitScore('gini', o0.subarray((t * maxF + k) * width + 1, (t * maxF + k + 1) * width), t0.subarray(t * classes, (t + 1) * classes), classes);
+        if (score > bestScore) { bestScore = score; best = k; }
+      }
+      expect(best, `tree ${t} splits`).toBeGreaterThanOrEqual(0);
+      bestK.push(best);
+      const left = next++, right = t === 1 ? NONE : next++;
+      decisions.set([nf0[t * maxF + best], o0[(t * maxF + best) * width], left, right], 4 * t);
+    }
+
+    // Level 1: route, then the children's histogram.
+    const work1 = new GpuWork(ctx);
+    const nf1 = randomCandidates(rng, p.cols, next, maxF);
+    recordRoute(work1, { bins: binsBuf, rows, trees, slot: slotBuf, decisions: work1.input(decisions, 'decisions') });
+    const hist1 = work1.temp(forestHistogramBytes(next, maxF, p.nBins, classes), 'hist1'), totals1 = work1.temp(next * classes * 4, 'totals1');
+    recordForestHistogram(work1, { ...common, slotCount: next, weight, slot: slotBuf, labels, nodeFeatures: work1.input(nf1, 'nf1'), hist: hist1, totals: totals1 });
+    const [s1, h1, t1] = (await work1.finish([{ buf: slotBuf, floats: trees * rows }, { buf: hist1, floats: hist1.size / 4 }, { buf: totals1, floats: next * classes }])).map(u32);
+    for (const b of [binsBuf, slotBuf, weight, labels]) freeBuffer(ctx, b);
+
+    // CPU recount: each in-bag row goes straight from its root to a child by the decision.
+    const shape1 = { maxF, nBins: p.nBins, classes };
+    const wantHist = new Uint32Array(forestHistogramBytes(next, maxF, p.nBins, classes) / 4), wantTotals = new Uint32Array(next * classes);
+    const wantSlot = new Uint32Array(trees * rows).fill(NONE);
+    for (let t = 0; t < trees; t++) {
+      const [f, bin, left, right] = decisions.subarray(4 * t, 4 * t + 4);
+      for (let r = 0; r < rows; r++) {
+        const w = p.weight[t * rows + r];
+        if (w === 0) continue;
+        const child = p.bins[f * rows + r] <= bin ? left : right;
+        wantSlot[t * rows + r] = child;
+        if (child === NONE) continue;
+        wantTotals[child * classes + p.labels[r]] += w;
+        for (let k = 0; k < maxF; k++) {
+          const g = nf1[child * maxF + k];
+          if (g !== NONE) wantHist[histIndex(shape1, child, k, p.bins[g * rows + r], p.labels[r])] += w;
+        }
+      }
+    }
+    expect(firstDifference(s1, wantSlot)).toBe(-1);
+    expect(firstDifference(t1, wantTotals)).toBe(-1);
+    expect(firstDifference(h1.subarray(0, wantHist.length), wantHist)).toBe(-1);
+    // The children of tree 0 hold all of its root's weight, split as the best-split record said.
+    const [l0, r0] = [decisions[2], decisions[3]];
+    for (let cl = 0; cl < classes; cl++) {
+      expect(t1[l0 * classes + cl] + t1[r0 * classes + cl]).toBe(t0[cl]);
+      expect(t1[l0 * classes + cl]).toBe(o0[bestK[0] * width + 1 + cl]);
+    }
+  });
+});
