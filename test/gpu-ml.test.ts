@@ -1,10 +1,11 @@
 // ML training on GPU workers through the CLI (lavapipe, --device gpu --workers 0): k-means recovers
 // well-separated blobs and its inertia matches the float64 CPU run; linreg matches the CPU model's
-// coefficients; GPU model files load and predict with --device cpu; the same GPU run twice writes
+// coefficients; rf-train grows its trees on the device with the CPU forest's accuracy; GPU model files load and predict with --device cpu; the same GPU run twice writes
 // the same bytes.
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { skipGpuTests } from '../src/engine/gpu/test-gpu.js';
 import { gpuframe } from './helpers/cli.js';
@@ -52,5 +53,22 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(readFileSync(path('lr-gpu2.json'), 'utf8')).toBe(readFileSync(path('lr-gpu.json'), 'utf8'));
     const scored = await ok(['predict', path('reg.csv'), '--model', path('lr-gpu.json'), '-o', path('lr-pred.csv'), '--device', 'cpu']);
     expect(Number(/R² ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThan(0.99);
+  }, 60_000);
+
+  it('rf-train: trees grown on the GPU worker, identical model files when repeated, accuracy as the CPU forest, predicts on the CPU', async () => {
+    const data = fileURLToPath(new URL('../fixtures/ml/breast-cancer.csv', import.meta.url));
+    const rf = (name: string, device: string[]) =>
+      ok(['rf-train', data, '--target', 'y', '--n-estimators', '20', '--max-depth', '8', '--seed', '3', '--blocksize', '64KB', '--model-out', path(name), ...device]);
+    await rf('rf-gpu.json', GPU);
+    await rf('rf-gpu2.json', GPU);
+    await rf('rf-cpu.json', ['--device', 'cpu', '--workers', '1']);
+    expect(readFileSync(path('rf-gpu2.json'), 'utf8')).toBe(readFileSync(path('rf-gpu.json'), 'utf8'));
+    const scored = async (model: string) => {
+      const res = await ok(['predict', data, '--model', path(model), '-o', path(`${model}.csv`), '--device', 'cpu']);
+      return Number(/accuracy ([\d.e-]+)/.exec(res.stderr)![1]);
+    };
+    const [gpu, cpu] = [await scored('rf-gpu.json'), await scored('rf-cpu.json')];
+    expect(gpu).toBeGreaterThan(0.97);
+    expect(Math.abs(gpu - cpu)).toBeLessThanOrEqual(0.01);
   }, 60_000);
 });

@@ -1,0 +1,137 @@
+// Random-forest trees grown on a GPU worker's device. The binned rows and class labels are
+// uploaded once; the worker's trees grow together in batches (ForestGrowth decides every split on
+// the host in float64), and per level the device builds exact integer class histograms for every
+// (node, candidate feature), picks each candidate's best bin (forest.ts kernels) and sends back
+// only those records and the node totals; routing rows to their children stays on the device.
+// Counts are integers and each tree is grown by one device from its own random stream, so a tree
+// is the same whichever GPU grows it and whichever trees share its batch.
+
+import type { GpuContext } from '../gpu/device.js';
+import { freeBuffer, stagingRingOf, uploadNew } from '../gpu/buffers.js';
+import { ForestGrowth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
+import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
+import type { TrainTreesArgs } from '../ml/forest-tasks.js';
+import type { MatrixPartition } from '../ml/partitioned.js';
+import { forestHistogramBytes, MAX_GPU_CLASSES, NONE, recordBestSplits, recordForestHistogram, recordRoute, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
+import { GpuWork } from '../../kernels/ml-matrix.js';
+
+/** Device bytes one histogram chunk may take (a level with more nodes is searched in chunks). */
+const HISTOGRAM_BYTES = 256 << 20;
+/** Device bytes the per-(tree, row) weight and slot arrays may take together, per batch. */
+const ROW_STATE_BYTES = 1 << 30;
+
+/** Whether the GPU grows these trees: classification with few enough classes (regression targets stay on the CPU). */
+export function forestOnGpu(data: BinnedData, spec: TreeSpec): boolean {
+  return spec.task === 'classification' && data.nClasses >= 1 && data.nClasses <= MAX_GPU_CLASSES && data.rows > 0;
+}
+
+/** rf.trainTrees for every partition this worker holds: all their trees grown on the device, results per partition. */
+export async function trainTreesOnGpu(ctx: GpuContext, parts: readonly MatrixPartition[], { data, spec, treesByPartition }: TrainTreesArgs): Promise<{ tree: number; grown: GrownTree }[][]> {
+  const trees = parts.flatMap((p) => treesByPartition[p.index] ?? []);
+  const grown = forestOnGpu(data, spec) ? await growTreesOnGpu(ctx, data, spec, trees) : trees.map((t) => growTreesOnCpu(data, spec, [t])[0]);
+  const byTree = new Map(trees.map((t, i) => [t, grown[i]]));
+  return parts.map((p) => (treesByPartition[p.index] ?? []).map((t) => ({ tree: t, grown: byTree.get(t)! })));
+}
+
+/** Device data every batch reads. */
+interface ForestInputs { bins: GPUBuffer; labels: GPUBuffer; binsPerFeature: GPUBuffer; nBins: number }
+
+export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: TreeSpec, treeIndices: readonly number[]): Promise<GrownTree[]> {
+  const ring = stagingRingOf(ctx);
+  const buffers: GPUBuffer[] = [];
+  try {
+    const inputs: ForestInputs = {
+      bins: await uploadForestBins(ctx, ring, data.bins, data.rows, data.cols),
+      labels: await uploadNew(ctx, Uint32Array.from(data.target), 'forest labels', ring),
+      binsPerFeature: await uploadNew(ctx, Uint32Array.from(data.binsPerFeature), 'forest bins per feature', ring),
+      nBins: Math.max(...data.binsPerFeature),
+    };
+    buffers.push(inputs.bins, inputs.labels, inputs.binsPerFeature);
+    const limit = Math.min(ROW_STATE_BYTES / 2, ctx.device.limits.maxStorageBufferBindingSize);
+    const perBatch = Math.max(1, Math.min(Math.floor(limit / (data.rows * 4)), Math.floor((2 ** 32 - 1) / data.rows)));
+    const grown: GrownTree[] = [];
+    for (let at = 0; at < treeIndices.length; at += perBatch) {
+      const growth = new ForestGrowth(data, spec, treeIndices.slice(at, at + perBatch));
+      const finder = await GpuSplitFinder.create(ctx, inputs, data, spec, growth.weights);
+      try {
+        while (!growth.done) await finder.route(growth.decide(await finder.search(growth.frontier)));
+      } finally {
+        finder.free();
+      }
+      grown.push(...growth.grown);
+    }
+    return grown;
+  } finally {
+    for (const b of buffers) freeBuffer(ctx, b);
+  }
+}
+
+/** Rows live on the device as (weight, slot) per (tree, row); a row's slot is its node's position in the current frontier. */
+class GpuSplitFinder implements SplitFinder {
+  private constructor(
+    private readonly ctx: GpuContext, private readonly inputs: ForestInputs,
+    private readonly data: BinnedData, private readonly spec: TreeSpec,
+    private readonly trees: number, private readonly weight: GPUBuffer, private readonly slot: GPUBuffer) {}
+
+  static async create(ctx: GpuContext, inputs: ForestInputs, data: BinnedData, spec: TreeSpec, weights: readonly Int32Array[]): Promise<GpuSplitFinder> {
+    const rows = data.rows, trees = weights.length;
+    const weight = new Uint32Array(trees * rows), slot = new Uint32Array(trees * rows);
+    weights.forEach((w, t) => {
+      weight.set(w, t * rows);
+      for (let r = 0; r < rows; r++) slot[t * rows + r] = w[r] > 0 ? t : NONE; // the roots are frontier positions 0..trees-1
+    });
+    const ring = stagingRingOf(ctx);
+    const weightBuf = await uploadNew(ctx, weight, 'forest weights', ring);
+    const slotBuf = await uploadNew(ctx, slot, 'forest slots', ring).catch((err) => { freeBuffer(ctx, weightBuf); throw err; });
+    return new GpuSplitFinder(ctx, inputs, data, spec, trees, weightBuf, slotBuf);
+  }
+
+  async search(frontier: Frontier): Promise<LevelSearch> {
+    const { ctx, inputs, data, spec } = this;
+    const m = spec.maxFeatures, classes = data.nClasses, n = frontier.count, recordWords = splitRecordWords(classes);
+    const out: LevelSearch = { totals: new Float64Array(n * classes), bestBin: new Int32Array(n * m), left: new Float64Array(n * m * classes) };
+    // -1 in the host's Int32 arrays reads as NONE (0xFFFFFFFF) on the device.
+    const nodeFeatures = await uploadNew(ctx, asU32(frontier.features), 'forest node features', stagingRingOf(ctx));
+    try {
+      const perSlot = forestHistogramBytes(1, m, inputs.nBins, classes);
+      const chunk = Math.max(1, Math.floor(Math.min(HISTOGRAM_BYTES, ctx.device.limits.maxStorageBufferBindingSize) / perSlot));
+      for (let slotBase = 0; slotBase < n; slotBase += chunk) {
+        const slotCount = Math.min(chunk, n - slotBase);
+        const work = new GpuWork(ctx);
+        const hist = work.temp(slotCount * perSlot, 'forest histogram');
+        const totals = work.temp(slotCount * classes * 4, 'forest totals');
+        const records = work.temp(slotCount * m * recordWords * 4, 'forest best splits');
+        const shape = { slotBase, slotCount, maxF: m, nBins: inputs.nBins, classes };
+        recordForestHistogram(work, { ...shape, rows: data.rows, trees: this.trees, bins: inputs.bins, weight: this.weight, slot: this.slot, labels: inputs.labels, nodeFeatures, hist, totals });
+        recordBestSplits(work, { ...shape, criterion: spec.criterion, minSamplesLeaf: spec.minSamplesLeaf, hist, totals, nodeFeatures, binsPerFeature: inputs.binsPerFeature, out: records });
+        const [t, r] = await work.finish([{ buf: totals, floats: slotCount * classes }, { buf: records, floats: slotCount * m * recordWords }]);
+        const totalCounts = asU32(t), best = asU32(r);
+        out.totals.set(totalCounts, slotBase * classes);
+        for (let j = 0; j < slotCount * m; j++) {
+          const at = j * recordWords, to = slotBase * m + j;
+          out.bestBin[to] = best[at] | 0; // NONE becomes -1
+          for (let c = 0; c < classes; c++) out.left[to * classes + c] = best[at + 1 + c];
+        }
+      }
+    } finally {
+      freeBuffer(ctx, nodeFeatures);
+    }
+    return out;
+  }
+
+  async route(route: LevelRoute): Promise<void> {
+    const work = new GpuWork(this.ctx);
+    const decisions = work.input(asU32(route), 'forest decisions');
+    recordRoute(work, { bins: this.inputs.bins, rows: this.data.rows, trees: this.trees, slot: this.slot, decisions });
+    await work.finish([]);
+  }
+
+  free(): void {
+    freeBuffer(this.ctx, this.weight);
+    freeBuffer(this.ctx, this.slot);
+  }
+}
+
+function asU32(a: Int32Array | Float32Array): Uint32Array {
+  return new Uint32Array(a.buffer, a.byteOffset, a.length);
+}
