@@ -83,33 +83,45 @@ async function histogramOnGpu(ctx: GpuContext, p: Problem, slot: Uint32Array, no
   return { chosen, hist: u32(h), totals: u32(t) };
 }
 
+/**
+ * Slots of a histogram case: 'random' over all slots; 'per tree': tree t's rows in slot t;
+ * 'two per tree': slots numbered tree by tree (2t, 2t + 1), except tree 4 whose rows go anywhere
+ * (so some chunks of the 'shared' variant find their slots' counters too many for workgroup memory).
+ */
+type SlotLayout = 'random' | 'per tree' | 'two per tree';
+function caseSlots(rng: Rng, p: Problem, slots: number, layout: SlotLayout): Uint32Array {
+  if (layout === 'random') return randomSlots(rng, p, slots);
+  return Uint32Array.from({ length: p.trees * p.rows }, (_, i) => {
+    const t = Math.floor(i / p.rows);
+    if (layout === 'per tree') return t;
+    return t === 4 ? rng.nextInt(slots) : 2 * t + rng.nextInt(2);
+  });
+}
+
 describe.skipIf(skipGpuTests)('forest histogram kernel', () => {
-  const cases: { name: string; rows: number; trees: number; cols: number; classes: number; maxBins: number; slots: number; slotBase: number; slotCount: number; maxF: number; want: 'global' | 'shared' }[] = [
-    { name: 'many slots, 1 tree, 2 classes (device-memory variant)', rows: 1001, trees: 1, cols: 6, classes: 2, maxBins: 256, slots: 40, slotBase: 0, slotCount: 40, maxF: 3, want: 'global' },
-    { name: '3 trees, 10 classes, slots [7, 18) of 30', rows: 2003, trees: 3, cols: 7, classes: 10, maxBins: 200, slots: 30, slotBase: 7, slotCount: 11, maxF: 4, want: 'global' },
-    { name: 'all rows of a tree in its one slot, 3 trees, 256 bins (workgroup-memory variant)', rows: 2999, trees: 3, cols: 4, classes: 2, maxBins: 256, slots: 3, slotBase: 0, slotCount: 3, maxF: 2, want: 'shared' },
-    { name: 'few small slots, 10 classes, slotBase 2 (workgroup-memory variant)', rows: 1999, trees: 1, cols: 5, classes: 10, maxBins: 16, slots: 9, slotBase: 2, slotCount: 5, maxF: 3, want: 'shared' },
-    { name: 'more rows than threads: 3 trees × 100003 rows in 6 slots', rows: 100003, trees: 3, cols: 3, classes: 2, maxBins: 64, slots: 6, slotBase: 0, slotCount: 6, maxF: 2, want: 'shared' },
+  const cases: { name: string; rows: number; trees: number; cols: number; classes: number; maxBins: number; slots: number; layout: SlotLayout; slotBase: number; slotCount: number; maxF: number; auto: 'global' | 'shared' }[] = [
+    { name: 'many slots, 1 tree, 2 classes', rows: 1001, trees: 1, cols: 6, classes: 2, maxBins: 256, slots: 40, layout: 'random', slotBase: 0, slotCount: 40, maxF: 3, auto: 'global' },
+    { name: '3 trees, 10 classes, slots [7, 18) of 30', rows: 2003, trees: 3, cols: 7, classes: 10, maxBins: 200, slots: 30, layout: 'random', slotBase: 7, slotCount: 11, maxF: 4, auto: 'global' },
+    { name: 'all rows of a tree in its one slot, 3 trees, 256 bins', rows: 2999, trees: 3, cols: 4, classes: 2, maxBins: 256, slots: 3, layout: 'per tree', slotBase: 0, slotCount: 3, maxF: 2, auto: 'shared' },
+    { name: 'few small slots, 10 classes, slotBase 2', rows: 1999, trees: 1, cols: 5, classes: 10, maxBins: 16, slots: 9, layout: 'random', slotBase: 2, slotCount: 5, maxF: 3, auto: 'shared' },
+    { name: 'more rows than threads: 3 trees × 100003 rows in 6 slots', rows: 100003, trees: 3, cols: 3, classes: 2, maxBins: 64, slots: 6, layout: 'random', slotBase: 0, slotCount: 6, maxF: 2, auto: 'shared' },
+    { name: '6 trees × 20011 rows, slots tree by tree: only a chunk\'s few slots fit workgroup memory', rows: 20011, trees: 6, cols: 4, classes: 2, maxBins: 160, slots: 12, layout: 'two per tree', slotBase: 0, slotCount: 12, maxF: 3, auto: 'shared' },
   ];
   for (const c of cases) {
-    it(c.name, async () => {
+    it(`${c.name}: both variants equal the twin ('auto' picks ${c.auto})`, async () => {
       const ctx = await testGpu();
       const rng = new Rng(c.rows, c.name);
       const p = randomProblem(rng, c.rows, c.trees, c.cols, c.classes, c.maxBins);
-      // One slot per tree (slot t) when there are as many slots as trees; else random slots.
-      const slot = c.slots === c.trees
-        ? Uint32Array.from({ length: c.trees * c.rows }, (_, i) => Math.floor(i / c.rows))
-        : randomSlots(rng, p, c.slots);
+      const slot = caseSlots(rng, p, c.slots, c.layout);
       const nodeFeatures = randomCandidates(rng, c.cols, c.slots, c.maxF);
       const shape: HistogramShape = { rows: c.rows, trees: c.trees, slotBase: c.slotBase, slotCount: c.slotCount, maxF: c.maxF, nBins: c.maxBins, classes: c.classes };
       const want = forestHistogramCpu({ ...shape, bins: p.bins, weight: p.weight, slot, labels: p.labels, nodeFeatures });
       expect(want.totals.some((v) => v > 0)).toBe(true);
-      const auto = await histogramOnGpu(ctx, p, slot, nodeFeatures, shape, 'auto');
-      expect(auto.chosen).toBe(c.want);
-      const variants = c.want === 'shared' ? [auto, await histogramOnGpu(ctx, p, slot, nodeFeatures, shape, 'global')] : [auto];
-      for (const got of variants) {
-        expect(firstDifference(got.totals, want.totals), `${got.chosen} totals`).toBe(-1);
-        expect(firstDifference(got.hist, want.hist), `${got.chosen} histogram`).toBe(-1);
+      expect((await histogramOnGpu(ctx, p, slot, nodeFeatures, shape, 'auto')).chosen).toBe(c.auto);
+      for (const variant of ['global', 'shared'] as const) {
+        const got = await histogramOnGpu(ctx, p, slot, nodeFeatures, shape, variant);
+        expect(firstDifference(got.totals, want.totals), `${variant} totals`).toBe(-1);
+        expect(firstDifference(got.hist, want.hist), `${variant} histogram`).toBe(-1);
       }
     });
   }

@@ -7,7 +7,7 @@
 import type { GpuContext } from '../engine/gpu/device.js';
 import { storageBuffer, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import type { GpuWork } from './ml-matrix.js';
-import { FOREST_BEST_SPLITS_WGSL, FOREST_ROUTE_WGSL, forestHistogramWgsl, MAX_GPU_CLASSES } from './forest.wgsl.js';
+import { FOREST_BEST_SPLITS_WGSL, FOREST_HISTOGRAM_GLOBAL_WGSL, FOREST_ROUTE_WGSL, forestHistogramSharedWgsl, MAX_GPU_CLASSES } from './forest.wgsl.js';
 
 export { MAX_GPU_CLASSES };
 
@@ -16,8 +16,10 @@ export const NONE = 0xffffffff;
 
 /** Workgroup counters (u32) the 'shared' histogram may use at most, below the device's limit. */
 const MAX_SHARED_COUNTERS = 8192;
-/** Workgroups of the 'shared' histogram: each flushes its counters once, so fewer and fuller. */
-const SHARED_WORKGROUPS = 1024;
+/** (tree, row) indices per chunk of the 'shared' histogram: each chunk flushes its counters once. */
+const SHARED_CHUNK = 256 * 64;
+/** Workgroups of the 'shared' histogram (each takes chunks in turn). */
+const SHARED_WORKGROUPS = 2048;
 
 /** Bytes per feature column of the device bins: rows rounded up to whole u32 words. */
 export function rowsPadded(rows: number): number {
@@ -63,11 +65,6 @@ export function forestHistogramBytes(slotCount: number, maxF: number, nBins: num
   return slotCount * maxF * nBins * classes * 4;
 }
 
-/** u32 counters of the histogram and the totals together (what the 'shared' variant holds per workgroup). */
-function histogramCounters(a: HistogramShape): number {
-  return forestHistogramBytes(a.slotCount, a.maxF, a.nBins, a.classes) / 4 + a.slotCount * a.classes;
-}
-
 /** Device buffers of the histogram kernel; hist and totals are outputs (zeroed by the recorder). */
 export interface HistogramArgs extends HistogramShape {
   bins: GPUBuffer;
@@ -86,29 +83,38 @@ function checkShape(a: HistogramShape): void {
 }
 
 /**
+ * Slots whose counters a chunk of the 'shared' histogram is expected to hold: the chunk spans
+ * ceil(chunk / rows) + 1 trees at most, each with slotCount / trees slots on average when the
+ * driver numbers slots tree by tree (a guess for choosing the variant; exactness never needs it).
+ */
+function slotsPerChunk(a: HistogramShape): number {
+  return Math.min(a.slotCount, (Math.ceil(SHARED_CHUNK / a.rows) + 1) * Math.ceil(a.slotCount / a.trees));
+}
+
+/**
  * Records hist[histIndex(s, k, bin, label)] += weight and totals[s × classes + label] += weight
- * for every (tree, row) of positive weight in slot slotBase + s. 'auto' accumulates in workgroup
- * memory when every counter fits there (few nodes, hot counters), else atomically in device
- * memory; both give the same exact counts. Returns the variant recorded.
+ * for every (tree, row) of positive weight in slot slotBase + s. 'shared' accumulates each chunk
+ * of rows in workgroup memory when the counters of the chunk's slots fit there (few nodes, hot
+ * counters), 'global' atomically in device memory; both give the same exact counts. 'auto' picks
+ * 'shared' when a chunk's slots are expected to fit. Returns the variant recorded.
  */
 export function recordForestHistogram(work: GpuWork, a: HistogramArgs, variant: 'auto' | 'global' | 'shared' = 'auto'): 'global' | 'shared' {
   checkShape(a);
-  const counters = histogramCounters(a);
-  const histCount = counters - a.slotCount * a.classes;
-  const sharedLimit = Math.min(MAX_SHARED_COUNTERS, Math.floor(work.ctx.device.limits.maxComputeWorkgroupStorageSize / 4));
-  const chosen = variant === 'auto' ? (counters <= sharedLimit ? 'shared' : 'global') : variant;
-  if (chosen === 'shared' && counters > sharedLimit) throw new Error(`the shared forest histogram holds ${sharedLimit} counters, not ${counters}`);
-  work.encoder.clearBuffer(a.hist, 0, Math.max(4, histCount * 4));
+  const histPerSlot = a.maxF * a.nBins * a.classes, perSlot = histPerSlot + a.classes;
+  // Workgroup memory also holds the slot window (64 bytes kept for it and its alignment).
+  const sharedLimit = Math.min(MAX_SHARED_COUNTERS, Math.floor((work.ctx.device.limits.maxComputeWorkgroupStorageSize - 64) / 4));
+  const chosen = variant !== 'auto' ? variant : perSlot * slotsPerChunk(a) <= sharedLimit ? 'shared' : 'global';
+  work.encoder.clearBuffer(a.hist, 0, Math.max(4, forestHistogramBytes(a.slotCount, a.maxF, a.nBins, a.classes)));
   work.encoder.clearBuffer(a.totals, 0, Math.max(4, a.slotCount * a.classes * 4));
-  const params = work.params([a.rows, a.trees, a.slotBase, a.slotCount, a.maxF, a.nBins, a.classes, rowsPadded(a.rows), histCount]);
+  const params = work.params([a.rows, a.trees, a.slotBase, a.slotCount, a.maxF, a.nBins, a.classes, rowsPadded(a.rows), histPerSlot, SHARED_CHUNK]);
   const buffers = [params, a.bins, a.weight, a.slot, a.labels, a.nodeFeatures, a.hist, a.totals];
   const n = a.trees * a.rows;
   if (chosen === 'shared') {
     // Counters rounded up to a power of two: a few module variants, each as small as it can be.
-    const cap = Math.min(sharedLimit, 2 ** Math.ceil(Math.log2(Math.max(256, counters))));
-    work.dispatch(`forest-histogram-shared-${cap}`, forestHistogramWgsl(cap), 'histogram', buffers, Math.min(SHARED_WORKGROUPS, workgroupsFor(n)));
+    const cap = Math.min(sharedLimit, 2 ** Math.ceil(Math.log2(Math.max(256, perSlot * slotsPerChunk(a)))));
+    work.dispatch(`forest-histogram-shared-${cap}`, forestHistogramSharedWgsl(cap), 'histogram', buffers, Math.min(SHARED_WORKGROUPS, Math.ceil(n / SHARED_CHUNK)));
   } else {
-    work.dispatch('forest-histogram-global', forestHistogramWgsl(0), 'histogram', buffers, workgroupsFor(n));
+    work.dispatch('forest-histogram-global', FOREST_HISTOGRAM_GLOBAL_WGSL, 'histogram', buffers, workgroupsFor(n));
   }
   return chosen;
 }

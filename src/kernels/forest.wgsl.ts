@@ -3,7 +3,8 @@
 // and slot[i] the frontier slot of the node holding the row (NONE: in no active node).
 //   histogram:   per (slot, candidate feature, bin, class) sums of row weights, and per (slot,
 //                class) totals, with u32 atomics (exact and deterministic); 'global' adds straight
-//                to device memory, 'shared' into workgroup memory first (few, very hot counters)
+//                to device memory, 'shared' per chunk of rows into workgroup memory first (few,
+//                very hot counters)
 //   best_splits: one thread per (slot, candidate): the first bin with the largest f32 score, and
 //                the exact left class weights there
 //   route:       each row moves to the next-level slot of its child (or to NONE)
@@ -25,37 +26,10 @@ fn binOf(f: u32, r: u32) -> u32 {
 }
 `;
 
-/**
- * The histogram module; `counters` chooses where the atomics go: 0 = device memory, else a
- * workgroup array of that many u32 (histogram counters first, then the totals) flushed at the end.
- */
-export function forestHistogramWgsl(counters: number): string {
-  const shared = counters > 0;
-  const adders = shared ? /* wgsl */ `
-const CAP: u32 = ${counters}u;
-var<workgroup> local: array<atomic<u32>, CAP>;
-fn addHist(j: u32, w: u32) { atomicAdd(&local[j], w); }
-fn addTotal(j: u32, w: u32) { atomicAdd(&local[p.histCount + j], w); }
-` : /* wgsl */ `
-fn addHist(j: u32, w: u32) { atomicAdd(&hist[j], w); }
-fn addTotal(j: u32, w: u32) { atomicAdd(&totals[j], w); }
-`;
-  const start = shared ? /* wgsl */ `
-  let used = p.histCount + p.slotCount * p.classes;
-  for (var j = lid.x; j < used; j += WG) { atomicStore(&local[j], 0u); }
-  workgroupBarrier();` : '';
-  // Only counters some row touched go to device memory: one atomicAdd per non-zero counter.
-  const flush = shared ? /* wgsl */ `
-  workgroupBarrier();
-  for (var j = lid.x; j < used; j += WG) {
-    let v = atomicLoad(&local[j]);
-    if (v == 0u) { continue; }
-    if (j < p.histCount) { atomicAdd(&hist[j], v); } else { atomicAdd(&totals[j - p.histCount], v); }
-  }` : '';
-  return /* wgsl */ `
+const HISTOGRAM_HEADER = /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_NONE}
-struct Params { rows: u32, trees: u32, slotBase: u32, slotCount: u32, maxF: u32, nBins: u32, classes: u32, rowsPadded: u32, histCount: u32 }
+struct Params { rows: u32, trees: u32, slotBase: u32, slotCount: u32, maxF: u32, nBins: u32, classes: u32, rowsPadded: u32, histPerSlot: u32, chunk: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> bins: array<u32>;
 @group(0) @binding(2) var<storage, read> weight: array<u32>;
@@ -65,25 +39,100 @@ struct Params { rows: u32, trees: u32, slotBase: u32, slotCount: u32, maxF: u32,
 @group(0) @binding(6) var<storage, read_write> hist: array<atomic<u32>>;
 @group(0) @binding(7) var<storage, read_write> totals: array<atomic<u32>>;
 ${WGSL_BIN_OF}
-${adders}
+/** The slot (relative to slotBase) that row i counts in, or NONE (out of bag, in no slot or outside the range). */
+fn countedSlot(i: u32) -> u32 {
+  let sl = slot[i];
+  // sl - slotBase wraps around for sl < slotBase, so one comparison checks both ends.
+  if (weight[i] == 0u || sl == NONE || sl - p.slotBase >= p.slotCount) { return NONE; }
+  return sl - p.slotBase;
+}
+
+/** Counter q of slot s in device memory: q < histPerSlot is (k × nBins + bin) × classes + class, then the class totals. */
+fn addGlobal(s: u32, q: u32, w: u32) {
+  if (q < p.histPerSlot) { atomicAdd(&hist[s * p.histPerSlot + q], w); }
+  else { atomicAdd(&totals[s * p.classes + q - p.histPerSlot], w); }
+}
+
+/** Adds row i (counted in slot s) to its total and to the bin of each candidate feature. */
+fn countRow(i: u32, s: u32, lo: u32, inLocal: bool) {
+  let w = weight[i];
+  let r = i % p.rows;
+  let c = labels[r];
+  add(s, p.histPerSlot + c, w, lo, inLocal);
+  for (var k = 0u; k < p.maxF; k++) {
+    let f = nodeFeatures[(p.slotBase + s) * p.maxF + k];
+    if (f == NONE) { continue; }
+    add(s, (k * p.nBins + binOf(f, r)) * p.classes + c, w, lo, inLocal);
+  }
+}
+`;
+
+/** Histogram with atomics straight to device memory (many slots: counters spread out). */
+export const FOREST_HISTOGRAM_GLOBAL_WGSL = /* wgsl */ `${HISTOGRAM_HEADER}
+fn add(s: u32, q: u32, w: u32, lo: u32, inLocal: bool) { addGlobal(s, q, w); }
+
 @compute @workgroup_size(256)
-fn histogram(@builtin(local_invocation_id) lid: vec3u, @builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {${start}
+fn histogram(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let n = p.trees * p.rows;
   for (var i = gid.x; i < n; i += gridStride(nwg)) {
-    let w = weight[i];
-    let sl = slot[i];
-    // sl - slotBase wraps around for sl < slotBase, so one comparison checks both ends.
-    if (w == 0u || sl == NONE || sl - p.slotBase >= p.slotCount) { continue; }
-    let s = sl - p.slotBase;
-    let r = i % p.rows;
-    let c = labels[r];
-    addTotal(s * p.classes + c, w);
-    for (var k = 0u; k < p.maxF; k++) {
-      let f = nodeFeatures[sl * p.maxF + k];
-      if (f == NONE) { continue; }
-      addHist(((s * p.maxF + k) * p.nBins + binOf(f, r)) * p.classes + c, w);
+    let s = countedSlot(i);
+    if (s != NONE) { countRow(i, s, 0u, false); }
+  }
+}
+`;
+
+/**
+ * Histogram through workgroup memory (few slots: hot counters). Each workgroup takes chunks of
+ * p.chunk consecutive (tree, row) indices; a chunk's rows lie in a window of slots [lo, hi] (few
+ * when slots are numbered tree by tree, as a chunk spans one or two trees). When the window's
+ * counters fit in `counters` u32, the chunk accumulates there and then adds each non-zero counter
+ * to device memory once; otherwise that chunk adds straight to device memory.
+ */
+export function forestHistogramSharedWgsl(counters: number): string {
+  return /* wgsl */ `${HISTOGRAM_HEADER}
+const CAP: u32 = ${counters}u;
+var<workgroup> local: array<atomic<u32>, CAP>;
+var<workgroup> winLo: atomic<u32>;
+var<workgroup> winHi: atomic<u32>;
+var<workgroup> window: vec2u;
+
+fn add(s: u32, q: u32, w: u32, lo: u32, inLocal: bool) {
+  if (inLocal) { atomicAdd(&local[(s - lo) * (p.histPerSlot + p.classes) + q], w); } else { addGlobal(s, q, w); }
+}
+
+@compute @workgroup_size(256)
+fn histogram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let n = p.trees * p.rows;
+  let perSlot = p.histPerSlot + p.classes;
+  for (var base = wid.x * p.chunk; base < n; base += nwg.x * p.chunk) {
+    let end = min(n, base + p.chunk);
+    if (lid.x == 0u) { atomicStore(&winLo, NONE); atomicStore(&winHi, 0u); }
+    workgroupBarrier();
+    for (var i = base + lid.x; i < end; i += WG) {
+      let s = countedSlot(i);
+      if (s != NONE) { atomicMin(&winLo, s); atomicMax(&winHi, s); }
     }
-  }${flush}
+    workgroupBarrier();
+    if (lid.x == 0u) { window = vec2u(atomicLoad(&winLo), atomicLoad(&winHi)); }
+    let win = workgroupUniformLoad(&window);
+    if (win.x == NONE) { continue; } // no row of the chunk counts
+    let used = (win.y - win.x + 1u) * perSlot;
+    let inLocal = used <= CAP;
+    if (inLocal) { for (var j = lid.x; j < used; j += WG) { atomicStore(&local[j], 0u); } }
+    workgroupBarrier();
+    for (var i = base + lid.x; i < end; i += WG) {
+      let s = countedSlot(i);
+      if (s != NONE) { countRow(i, s, win.x, inLocal); }
+    }
+    workgroupBarrier();
+    // Only counters some row touched go to device memory: one atomicAdd per non-zero counter.
+    if (inLocal) {
+      for (var j = lid.x; j < used; j += WG) {
+        let v = atomicLoad(&local[j]);
+        if (v != 0u) { addGlobal(win.x + j / perSlot, j % perSlot, v); }
+      }
+    }
+  }
 }
 `;
 }
