@@ -9,7 +9,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
-import { freeBuffer, StagingRing, uploadNew } from '../src/engine/gpu/buffers.js';
+import { freeBuffer, StagingRing, storageBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import {
   bestSplitsCpu, forestHistogramBytes, forestHistogramCpu, histIndex, NONE, recordBestSplits, recordForestHistogram, recordRoute,
@@ -307,4 +307,65 @@ describe.skipIf(skipGpuTests)('two levels grown by hand', () => {
       expect(t1[l0 * classes + cl]).toBe(o0[bestK[0] * width + 1 + cl]);
     }
   });
+});
+
+/**
+ * Timing of one level's kernels at the driver's scale, only when GPUFRAME_FOREST_BENCH=1 (on a
+ * real GPU): rows × trees (GPUFRAME_FOREST_BENCH_ROWS, default 10^6; _TREES, default 50), 5
+ * candidates of 256 bins, 2 classes, slots numbered tree by tree, 2^level per tree. Prints ms.
+ */
+describe.skipIf(skipGpuTests || process.env.GPUFRAME_FOREST_BENCH !== '1')('forest kernels benchmark', () => {
+  it('histogram (both variants), best splits and route per level', async () => {
+    const ctx = await testGpu();
+    const rows = Number(process.env.GPUFRAME_FOREST_BENCH_ROWS ?? 1e6), trees = Number(process.env.GPUFRAME_FOREST_BENCH_TREES ?? 50);
+    const cols = 20, maxF = 5, nBins = 256, classes = 2;
+    const rng = new Rng(1, 'forest bench');
+    const bins = new Uint8Array(rows * cols).map(() => rng.nextU32() & 255);
+    const labels = Uint32Array.from({ length: rows }, () => rng.nextU32() & 1);
+    // Bootstrap-like counts: about 37% zeros.
+    const weight = Uint32Array.from({ length: trees * rows }, () => { const u = rng.nextU32() >>> 24; return u < 94 ? 0 : u < 188 ? 1 : u < 235 ? 2 : 3; });
+    const binsBuf = await uploadForestBins(ctx, ringOf(ctx), bins, rows, cols);
+    const weightBuf = await uploadNew(ctx, weight, 'weight'), labelsBuf = await uploadNew(ctx, labels, 'labels');
+    const binsPerFeature = new Uint32Array(cols).fill(nBins);
+    const timed = async (record: (work: GpuWork) => GPUBuffer) => {
+      let best = Infinity;
+      for (let rep = 0; rep < 3; rep++) {
+        const work = new GpuWork(ctx);
+        const buf = record(work);
+        const t0 = performance.now();
+        await work.finish([{ buf, floats: 1 }]);
+        best = Math.min(best, performance.now() - t0);
+      }
+      return best.toFixed(2);
+    };
+    for (const level of [0, 1, 2, 4, 6, 8]) {
+      const perTree = 2 ** level, slotCount = trees * perTree;
+      if (forestHistogramBytes(slotCount, maxF, nBins, classes) > ctx.device.limits.maxStorageBufferBindingSize) break;
+      const slot = Uint32Array.from({ length: trees * rows }, (_, i) => (weight[i] === 0 ? NONE : Math.floor(i / rows) * perTree + (rng.nextU32() % perTree)));
+      const nodeFeatures = Uint32Array.from({ length: slotCount * maxF }, () => rng.nextInt(cols));
+      const slotBuf = await uploadNew(ctx, slot, 'slot'), nfBuf = await uploadNew(ctx, nodeFeatures, 'node features');
+      const hist = storageBuffer(ctx, forestHistogramBytes(slotCount, maxF, nBins, classes), 'hist'), totals = storageBuffer(ctx, slotCount * classes * 4, 'totals');
+      const args = { bins: binsBuf, rows, trees, slotBase: 0, slotCount, maxF, nBins, classes, weight: weightBuf, slot: slotBuf, labels: labelsBuf, nodeFeatures: nfBuf, hist, totals };
+      const probe = new GpuWork(ctx);
+      const times = [`auto picks ${recordForestHistogram(probe, args)}`];
+      probe.release();
+      for (const variant of ['global', 'shared'] as const) times.push(`${variant} ${await timed((work) => { recordForestHistogram(work, args, variant); return totals; })}`);
+      const out = storageBuffer(ctx, slotCount * maxF * splitRecordWords(classes) * 4, 'out');
+      times.push(`best ${await timed((work) => {
+        recordBestSplits(work, { hist, totals, slotCount, maxF, nBins, classes, nodeFeatures: nfBuf, slotBase: 0, binsPerFeature: work.input(binsPerFeature, 'bpf'), criterion: 'gini', minSamplesLeaf: 1, out });
+        return out;
+      })}`);
+      const decisions = Uint32Array.from({ length: 4 * slotCount }, (_, j) => (j % 4 === 0 ? nodeFeatures[(j / 4) * maxF] : j % 4 === 1 ? 127 : j % 4 === 2 ? 2 * Math.floor(j / 4) : 2 * Math.floor(j / 4) + 1));
+      // Route runs on a copy of the slots each time (it rewrites them).
+      times.push(`route ${await timed((work) => {
+        const copy = work.temp(trees * rows * 4, 'slot copy');
+        work.encoder.copyBufferToBuffer(slotBuf, 0, copy, 0, trees * rows * 4);
+        recordRoute(work, { bins: binsBuf, rows, trees, slot: copy, decisions: work.input(decisions, 'decisions') });
+        return copy;
+      })}`);
+      console.log(`forest level ${level} (${slotCount} slots, ${rows} rows × ${trees} trees): ${times.join(', ')} ms`);
+      for (const b of [slotBuf, nfBuf, hist, totals, out]) freeBuffer(ctx, b);
+    }
+    for (const b of [binsBuf, weightBuf, labelsBuf]) freeBuffer(ctx, b);
+  }, 600_000);
 });
