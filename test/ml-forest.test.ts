@@ -8,6 +8,7 @@ import { predictBatch } from '../src/engine/ml/predict.js';
 import { growTreesOnCpu } from '../src/engine/ml/forest-split-cpu.js';
 import type { BinnedData, TreeSpec } from '../src/engine/ml/forest-tree.js';
 import { Rng } from '../src/engine/ml/random.js';
+import { binMatrix, binOf, quantileEdges } from '../src/engine/ml/forest-bins.js';
 import { loadFixture, partitioned, rowsOf, split, type Dataset } from './ml-helpers.js';
 
 /** Test accuracy of our forest and of ml-random-forest with the same number of trees, depth and features. */
@@ -74,5 +75,26 @@ describe('random forest', () => {
     expect(batch).toEqual(alone);
     expect(batch[0]).not.toEqual(batch[1]);
     expect(batch[0].feature.length).toBeGreaterThan(20);
+  });
+
+  it('binMatrix gives every value the bin a binary search over the edges gives (NaN, ties, edges themselves, outliers)', () => {
+    const rng = new Rng(5, 'bin-matrix-test');
+    const rows = 20011, cols = 6;
+    const x = new Float64Array(rows * cols);
+    for (let r = 0; r < rows; r++) {
+      x[r * cols] = rng.nextInt(4);                                  // few distinct values
+      x[r * cols + 1] = (rng.nextFloat() - 0.5) * 1e6;               // wide range
+      x[r * cols + 2] = rng.nextInt(50) === 0 ? NaN : rng.nextFloat();
+      x[r * cols + 3] = rng.nextInt(100) === 0 ? 1e300 : rng.nextFloat() * 1e-9; // tiny span, huge outliers
+      x[r * cols + 4] = 7;                                           // constant: no edges
+      x[r * cols + 5] = Math.round(rng.nextFloat() * 1000) / 8;      // many exact edge hits
+    }
+    const edges = Array.from({ length: cols }, (_, f) => quantileEdges(Float64Array.from({ length: 3000 }, (_, i) => x[(i * 7) % rows * cols + f]), f === 5 ? 256 : 32));
+    expect(edges[4].length).toBe(0);
+    expect(edges[5].length).toBeGreaterThan(200);
+    const bins = binMatrix(x, rows, cols, edges);
+    let mismatches = 0;
+    for (let r = 0; r < rows; r++) for (let f = 0; f < cols; f++) if (bins[f * rows + r] !== binOf(edges[f], x[r * cols + f])) mismatches++;
+    expect(mismatches).toBe(0);
   });
 });

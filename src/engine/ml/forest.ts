@@ -66,11 +66,9 @@ async function binEdges(data: PartitionedMatrix, nBins: number, seed: number, bi
   const samples = await data.map<SampleResult>('rf.sample', { key: rowKey(seed, 'rf-bins'), fraction });
   const x = concatFloat(samples.map((s) => s.x));
   const n = x.length / data.cols;
-  return Array.from({ length: data.cols }, (_, f) => {
-    const col = new Float64Array(n);
-    for (let r = 0; r < n; r++) col[r] = x[r * data.cols + f];
-    return quantileEdges(col, nBins);
-  });
+  const columns = Array.from({ length: data.cols }, () => new Float64Array(n));
+  for (let r = 0; r < n; r++) for (let f = 0; f < data.cols; f++) columns[f][r] = x[r * data.cols + f];
+  return columns.map((col) => quantileEdges(col, nBins));
 }
 
 export function resolveMaxFeatures(m: ForestParams['maxFeatures'], d: number): number {

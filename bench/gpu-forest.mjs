@@ -1,0 +1,104 @@
+// rf-train on the GPU machine: ROWS x 32 make-classification rows (75/25 train/test split of one
+// generated file), 100 trees of depth 16, with --device cpu, one GPU and two GPUs, against
+// scikit-learn's RandomForestClassifier on all cores with the same trees, depth and features.
+// Checks the 1- and 2-GPU model files are byte-identical; accuracy on the held-out rows for all.
+//   source .devkit/env.sh; node bench/gpu-forest.mjs   (env: ROWS=1e6 TREES=100 DEPTH=16 DIR=/tmp/gpuframe-rf
+//   TIMEOUT=300 CONFIGS=cpu,gpu_0,gpu_0_1 PEERS=0 BLOCKSIZE=16MB)
+// The time of the forest alone comes from the run's --trace ('ml rf.trainTrees' slices); the
+// command's total includes start-up, reading and binning.
+
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { tableFromIPC, tableToIPC } from 'apache-arrow';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = join(ROOT, 'bin/run.js');
+const ROWS = Number(process.env.ROWS ?? 1e6), TEST = Math.round(ROWS / 3), D = 32;
+const TREES = Number(process.env.TREES ?? 100), DEPTH = Number(process.env.DEPTH ?? 16);
+const DIR = process.env.DIR ?? '/tmp/gpuframe-rf';
+const TIMEOUT_S = Number(process.env.TIMEOUT ?? 300);
+const BLOCKSIZE = ['--blocksize', process.env.BLOCKSIZE ?? '16MB'];
+const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
+const results = [];
+const add = (step, value, note = '') => { results.push({ step, value, note }); log(`${step}: ${value} ${note}`); };
+
+function gpuframe(args) {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, [BIN, ...args, '--no-progress'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 64 << 20 });
+  const stderr = (r.stderr ?? '').split('\n').filter((l) => l && !/^Warning: maxDynamic/.test(l)).join('\n');
+  return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** Wall time from the first start to the last end of the trace's slices named `name`. */
+function spanOf(tracePath, name) {
+  const events = JSON.parse(readFileSync(tracePath, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name === name);
+  if (events.length === 0) return NaN;
+  return (Math.max(...events.map((e) => e.ts + e.dur)) - Math.min(...events.map((e) => e.ts))) / 1e6;
+}
+
+mkdirSync(DIR, { recursive: true });
+const all = join(DIR, `cls-${ROWS + TEST}x${D}.arrow`), train = join(DIR, `train-${ROWS}.arrow`), test = join(DIR, `test-${TEST}.arrow`);
+if (!existsSync(train)) {
+  log(`make-classification ${ROWS + TEST} x ${D} ...`);
+  const r = gpuframe(['make-classification', '--n-samples', String(ROWS + TEST), '--n-features', String(D), '--n-informative', '16', '--n-redundant', '4', '--seed', '1', '-o', all]);
+  if (r.code !== 0) throw new Error(`make-classification failed: ${r.stderr.slice(-300)}`);
+  const table = tableFromIPC(readFileSync(all));
+  writeFileSync(train, tableToIPC(table.slice(0, ROWS), 'file'));
+  writeFileSync(test, tableToIPC(table.slice(ROWS), 'file'));
+  add(`make-classification ${ROWS + TEST} x ${D}, split ${ROWS} / ${TEST}`, `${r.seconds.toFixed(1)} s`);
+}
+
+const configs = [
+  { name: 'cpu', flags: ['--device', 'cpu', '--workers', String(availableParallelism())] },
+  { name: 'gpu 0', flags: ['--device', 'gpu', '--gpus', '0', '--workers', '0'] },
+  { name: 'gpu 0,1', flags: ['--device', 'gpu', '--gpus', '0,1', '--workers', '0'] },
+].filter((c) => !process.env.CONFIGS || process.env.CONFIGS.split(',').includes(c.name.replace(/\W+/g, '_')));
+
+const models = {};
+for (const c of configs) {
+  const tag = c.name.replace(/\W+/g, '_'), model = join(DIR, `rf-${tag}.json`), trace = join(DIR, `rf-${tag}.trace.json`);
+  log(`rf-train with ${c.flags.join(' ')} ...`);
+  const r = gpuframe(['rf-train', train, '--target', 'y', '--n-estimators', String(TREES), '--max-depth', String(DEPTH), '--seed', '1', '--model-out', model, '--trace', trace, ...BLOCKSIZE, ...c.flags]);
+  if (r.code !== 0) { add(`rf-train ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
+  const forest = spanOf(trace, 'ml rf.trainTrees');
+  const p = gpuframe(['predict', test, '--model', model, '-o', join(DIR, `pred-${tag}.csv`), '--device', 'cpu']);
+  const acc = Number(/accuracy ([\d.e-]+)/.exec(p.stderr)?.[1]);
+  models[c.name] = { text: readFileSync(model, 'utf8'), seconds: r.seconds, forest, acc };
+  add(`rf-train ${c.name}`, `${r.seconds.toFixed(2)} s total, trees ${forest.toFixed(2)} s`, `held-out accuracy ${acc.toFixed(4)}${r.stderr.match(/warning[^\n]*/i)?.[0] ? ` — ${r.stderr.match(/warning[^\n]*/i)[0]}` : ''}`);
+}
+if (models['gpu 0'] && models['gpu 0,1']) {
+  add('rf model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
+  add('rf 2 GPUs speed-up', `${(models['gpu 0'].seconds / models['gpu 0,1'].seconds).toFixed(2)}× total, ${(models['gpu 0'].forest / models['gpu 0,1'].forest).toFixed(2)}× trees`, 'goal ≥ 1.8×');
+}
+
+// ---- scikit-learn on the same rows (read from raw float32 files written here) ----
+if (process.env.PEERS !== '0') {
+  const raw = (arrowPath, rows) => {
+    const table = tableFromIPC(readFileSync(arrowPath));
+    const x = new Float32Array(rows * D), y = new Float32Array(rows);
+    for (let j = 0; j < D; j++) { const col = table.getChild(`x${j}`).toArray(); for (let r = 0; r < rows; r++) x[r * D + j] = col[r]; }
+    const yc = table.getChild('y').toArray();
+    for (let r = 0; r < rows; r++) y[r] = Number(yc[r]);
+    writeFileSync(`${arrowPath}.x.f32`, x); writeFileSync(`${arrowPath}.y.f32`, y);
+  };
+  raw(train, ROWS); raw(test, TEST);
+  const script = `
+import time, numpy as np, os
+from sklearn.ensemble import RandomForestClassifier
+ld = lambda p, n: (np.fromfile(p + '.x.f32', dtype=np.float32).reshape(n, ${D}), np.fromfile(p + '.y.f32', dtype=np.float32))
+xt, yt = ld('${train}', ${ROWS}); xs, ys = ld('${test}', ${TEST})
+t = time.perf_counter()
+rf = RandomForestClassifier(n_estimators=${TREES}, max_depth=${DEPTH}, max_features='sqrt', n_jobs=-1, random_state=1).fit(xt, yt)
+fit = time.perf_counter() - t
+print(f"{fit:.2f} s fit on {os.cpu_count()} cores, held-out accuracy {rf.score(xs, ys):.4f}")`;
+  log('scikit-learn RandomForestClassifier ...');
+  const t0 = performance.now();
+  const r = spawnSync('python3', ['-c', script], { encoding: 'utf8', timeout: TIMEOUT_S * 1000 });
+  add('scikit-learn RandomForestClassifier, all cores', r.status === 0 ? r.stdout.trim() : 'failed', r.status === 0 ? `${((performance.now() - t0) / 1000).toFixed(1)} s with loading` : (r.stderr ?? '').trim().split('\n').slice(-2).join(' | '));
+}
+
+console.log(`\n| step | result | note |\n| --- | --- | --- |\n${results.map((r) => `| ${r.step} | ${r.value} | ${r.note} |`).join('\n')}\n`);
+log('done');
