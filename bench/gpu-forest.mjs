@@ -52,9 +52,9 @@ if (!existsSync(train)) {
 }
 
 const configs = [
-  { name: 'cpu', flags: ['--device', 'cpu', '--workers', String(availableParallelism())] },
   { name: 'gpu 0', flags: ['--device', 'gpu', '--gpus', '0', '--workers', '0'] },
   { name: 'gpu 0,1', flags: ['--device', 'gpu', '--gpus', '0,1', '--workers', '0'] },
+  { name: 'cpu', flags: ['--device', 'cpu', '--workers', String(availableParallelism())] },
 ].filter((c) => !process.env.CONFIGS || process.env.CONFIGS.split(',').includes(c.name.replace(/\W+/g, '_')));
 
 const models = {};
