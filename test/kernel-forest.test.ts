@@ -12,7 +12,7 @@ import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-g
 import { freeBuffer, StagingRing, storageBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import {
-  bestSplitsCpu, forestHistogramBytes, forestHistogramCpu, histIndex, NONE, recordBestSplits, recordForestHistogram, recordRoute,
+  bestOfNodesCpu, bestSplitsCpu, forestHistogramBytes, nodeRecordWords, recordBestOfNodes, forestHistogramCpu, histIndex, NONE, recordBestSplits, recordForestHistogram, recordRoute,
   routeCpu, splitRecordWords, splitScore, uploadForestBins, type HistogramShape, type SplitCriterion,
 } from '../src/kernels/forest.js';
 import { GpuWork } from '../src/kernels/ml-matrix.js';
@@ -188,6 +188,50 @@ describe.skipIf(skipGpuTests)('forest best-split kernel', () => {
         });
       }
     }
+  }
+});
+
+describe.skipIf(skipGpuTests)('forest best-of-node kernel', () => {
+  for (const criterion of ['gini', 'entropy'] as const) {
+    it(`${criterion}: each slot's best candidate record, the twin's choice when it is clear`, async () => {
+      const ctx = await testGpu();
+      const rng = new Rng(7, `best of node ${criterion}`);
+      const c = { rows: 5003, trees: 2, classes: 3, maxBins: 30, slots: 40, maxF: 5 };
+      const p = randomProblem(rng, c.rows, c.trees, 8, c.classes, c.maxBins);
+      const slot = randomSlots(rng, p, c.slots);
+      const nodeFeatures = randomCandidates(rng, p.cols, c.slots, c.maxF);
+      const shape = { slotBase: 0, slotCount: c.slots, maxF: c.maxF, nBins: c.maxBins, classes: c.classes };
+      const { hist, totals } = forestHistogramCpu({ ...shape, rows: c.rows, trees: c.trees, bins: p.bins, weight: p.weight, slot, labels: p.labels, nodeFeatures });
+      const records = await bestSplitsOnGpu(ctx, hist, totals, nodeFeatures, p.binsPerFeature, shape, criterion, 1);
+      const work = new GpuWork(ctx);
+      const words = c.slots * nodeRecordWords(c.classes);
+      const nodes = work.temp(words * 4, 'nodes');
+      recordBestOfNodes(work, {
+        ...shape, criterion, minSamplesLeaf: 1, nodes, out: work.input(records, 'records'), hist: work.input(hist, 'hist'),
+        totals: work.input(totals, 'totals'), nodeFeatures: work.input(nodeFeatures, 'features'), binsPerFeature: work.input(p.binsPerFeature, 'bins'),
+      });
+      const got = u32((await work.finish([{ buf: nodes, floats: words }]))[0]);
+      const want = bestOfNodesCpu(records, totals, c.slots, c.maxF, c.classes, criterion);
+      const width = splitRecordWords(c.classes), nodeWidth = nodeRecordWords(c.classes);
+      let chosen = 0;
+      for (let s = 0; s < c.slots; s++) {
+        const k = got[s * nodeWidth], at = `slot ${s}`;
+        expect(k === NONE, at).toBe(want[s * nodeWidth] === NONE);
+        if (k === NONE) continue;
+        chosen++;
+        // The node record is the chosen candidate's record.
+        expect(Array.from(got.subarray(s * nodeWidth + 1, (s + 1) * nodeWidth)), at).toEqual(Array.from(records.subarray((s * c.maxF + k) * width, (s * c.maxF + k + 1) * width)));
+        const total = totals.subarray(s * c.classes, (s + 1) * c.classes);
+        const scores = Array.from({ length: c.maxF }, (_, j) => {
+          const r = (s * c.maxF + j) * width;
+          return records[r] === NONE ? -Infinity : splitScore(criterion, records.subarray(r + 1, r + 1 + c.classes), total, c.classes);
+        });
+        const sorted = [...scores].sort((a, b) => b - a);
+        if (sorted[0] - sorted[1] > 1e-5 * Math.abs(sorted[0])) expect(k, at).toBe(want[s * nodeWidth]);
+        else expect(scores[k], at).toBeGreaterThanOrEqual(sorted[0] - 1e-5 * Math.abs(sorted[0]));
+      }
+      expect(chosen).toBeGreaterThan(c.slots / 2);
+    });
   }
 });
 

@@ -153,6 +153,40 @@ export function recordBestSplits(work: GpuWork, a: BestSplitsArgs): void {
   work.dispatch('forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_splits', [params, a.hist, a.totals, a.nodeFeatures, a.binsPerFeature, a.out], workgroupsFor(a.slotCount * a.maxF));
 }
 
+/** u32 words of one node record: [candidate k or NONE, bin, left class weights]. */
+export function nodeRecordWords(classes: number): number {
+  return 2 + classes;
+}
+
+/**
+ * Records, per slot, the candidate whose best-split record (recordBestSplits' `out`) scores
+ * highest in f32 (the first on ties) into `nodes`: slotCount records of nodeRecordWords(classes).
+ */
+export function recordBestOfNodes(work: GpuWork, a: BestSplitsArgs & { nodes: GPUBuffer }): void {
+  const params = work.params([a.slotCount, a.maxF, a.nBins, a.classes, a.slotBase, a.criterion === 'gini' ? 0 : 1, a.minSamplesLeaf, 0]);
+  work.dispatch('forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_of_node', [params, null, a.totals, null, null, a.out, a.nodes], workgroupsFor(a.slotCount));
+}
+
+/** CPU twin of recordBestOfNodes, scoring in float64 (so only near-ties may choose another candidate than the kernel). */
+export function bestOfNodesCpu(out: Uint32Array, totals: Uint32Array, slotCount: number, maxF: number, classes: number, criterion: SplitCriterion): Uint32Array {
+  const width = splitRecordWords(classes), nodes = new Uint32Array(slotCount * nodeRecordWords(classes));
+  for (let s = 0; s < slotCount; s++) {
+    const total = totals.subarray(s * classes, (s + 1) * classes);
+    let bestK = NONE, bestScore = -Infinity;
+    for (let k = 0; k < maxF; k++) {
+      const at = (s * maxF + k) * width;
+      if (out[at] === NONE) continue;
+      const score = splitScore(criterion, out.subarray(at + 1, at + 1 + classes), total, classes);
+      if (bestK === NONE || score > bestScore) { bestK = k; bestScore = score; }
+    }
+    const to = s * nodeRecordWords(classes);
+    nodes[to] = bestK;
+    nodes[to + 1] = NONE;
+    if (bestK !== NONE) nodes.set(out.subarray((s * maxF + bestK) * width, (s * maxF + bestK + 1) * width), to + 1);
+  }
+  return nodes;
+}
+
 export interface RouteArgs {
   bins: GPUBuffer;
   rows: number;

@@ -7,6 +7,7 @@
 //                very hot counters)
 //   best_splits: one thread per (slot, candidate): the first bin with the largest f32 score, and
 //                the exact left class weights there
+//   best_of_node: one thread per slot: its best candidate by that score, the one record the host reads
 //   route:       each row moves to the next-level slot of its child (or to NONE)
 // Bins are bytes packed 4 per u32 word, feature f's column padded to rowsPadded (a multiple of 4).
 
@@ -153,6 +154,7 @@ struct Params { slotCount: u32, maxF: u32, nBins: u32, classes: u32, slotBase: u
 @group(0) @binding(3) var<storage, read> nodeFeatures: array<u32>;
 @group(0) @binding(4) var<storage, read> binsPerFeature: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<u32>;
+@group(0) @binding(6) var<storage, read_write> nodeOut: array<u32>;
 
 fn entropyTerm(v: u32, w: f32) -> f32 {
   if (v == 0u) { return 0.0; }
@@ -225,6 +227,38 @@ fn best_splits(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroup
     }
     out[t * width] = bestBin;
     for (var c = 0u; c < p.classes; c++) { out[t * width + 1u + c] = left[c]; }
+  }
+}
+
+// One thread per slot: the candidate whose best bin scores highest (f32, the first on ties), as
+// [candidate k or NONE, its bin, left class weights] in 2 + classes words.
+@compute @workgroup_size(256)
+fn best_of_node(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let width = 1u + p.classes;
+  for (var s = gid.x; s < p.slotCount; s += gridStride(nwg)) {
+    var total: array<u32, MAX_CLASSES>;
+    var left: array<u32, MAX_CLASSES>;
+    var w = 0u;
+    for (var c = 0u; c < p.classes; c++) { total[c] = totals[s * p.classes + c]; w += total[c]; }
+    var bestK = NONE;
+    var bestScore = 0.0;
+    for (var k = 0u; k < p.maxF; k++) {
+      let at = (s * p.maxF + k) * width;
+      if (out[at] == NONE) { continue; }
+      var wl = 0u;
+      for (var c = 0u; c < p.classes; c++) { left[c] = out[at + 1u + c]; wl += left[c]; }
+      let sc = score(&left, &total, wl, w - wl);
+      if (bestK == NONE || sc > bestScore) { bestK = k; bestScore = sc; }
+    }
+    let to = s * (width + 1u);
+    nodeOut[to] = bestK;
+    if (bestK == NONE) {
+      nodeOut[to + 1u] = NONE;
+      for (var c = 0u; c < p.classes; c++) { nodeOut[to + 2u + c] = 0u; }
+    } else {
+      let at = (s * p.maxF + bestK) * width;
+      for (var c = 0u; c < width; c++) { nodeOut[to + 1u + c] = out[at + c]; }
+    }
   }
 }
 `;

@@ -95,7 +95,7 @@ export class GpuWork {
     return b;
   }
 
-  dispatch(label: string, code: string, entry: string, buffers: readonly GPUBuffer[], workgroups: number): void {
+  dispatch(label: string, code: string, entry: string, buffers: readonly (GPUBuffer | null)[], workgroups: number): void {
     kernelFor(this.ctx, label, code).dispatch(entry, buffers, Math.max(1, Math.min(MAX_WORKGROUPS, workgroups)), this.encoder);
   }
 

@@ -1,8 +1,8 @@
 // Random-forest trees grown on a GPU worker's device. The binned rows and class labels are
-// uploaded once; the worker's trees grow together in batches (ForestGrowth decides every split on
-// the host in float64), and per level the device builds exact integer class histograms for every
-// (node, candidate feature), picks each candidate's best bin (forest.ts kernels) and sends back
-// only those records and the node totals; routing rows to their children stays on the device.
+// uploaded once; the worker's trees grow together in batches (ForestGrowth keeps the trees), and
+// per level the device builds exact integer class histograms for every (node, candidate feature),
+// picks each candidate's best bin and each node's best candidate (forest.ts kernels), and sends
+// back only that choice and the node totals; routing rows to their children stays on the device.
 // Counts are integers and each tree is grown by one device from its own random stream, so a tree
 // is the same whichever GPU grows it and whichever trees share its batch.
 
@@ -12,7 +12,7 @@ import { ForestGrowth, type BinnedData, type Frontier, type GrownTree, type Leve
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { TrainTreesArgs } from '../ml/forest-tasks.js';
 import type { MatrixPartition } from '../ml/partitioned.js';
-import { forestHistogramBytes, MAX_GPU_CLASSES, NONE, recordBestSplits, recordForestHistogram, recordRoute, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
+import { forestHistogramBytes, MAX_GPU_CLASSES, NONE, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
 import { GpuWork } from '../../kernels/ml-matrix.js';
 
 /** Device bytes one histogram chunk may take (a level with more nodes is searched in chunks). */
@@ -88,8 +88,8 @@ class GpuSplitFinder implements SplitFinder {
 
   async search(frontier: Frontier): Promise<LevelSearch> {
     const { ctx, inputs, data, spec } = this;
-    const m = spec.maxFeatures, classes = data.nClasses, n = frontier.count, recordWords = splitRecordWords(classes);
-    const out: LevelSearch = { totals: new Float64Array(n * classes), bestBin: new Int32Array(n * m), left: new Float64Array(n * m * classes) };
+    const n = frontier.count, m = spec.maxFeatures, classes = data.nClasses, nodeWords = nodeRecordWords(classes);
+    const out: LevelSearch = { totals: new Float64Array(n * classes), candidate: new Int32Array(n), bin: new Int32Array(n), left: new Float64Array(n * classes) };
     // -1 in the host's Int32 arrays reads as NONE (0xFFFFFFFF) on the device.
     const nodeFeatures = await uploadNew(ctx, asU32(frontier.features), 'forest node features', stagingRingOf(ctx));
     try {
@@ -100,17 +100,21 @@ class GpuSplitFinder implements SplitFinder {
         const work = new GpuWork(ctx);
         const hist = work.temp(slotCount * perSlot, 'forest histogram');
         const totals = work.temp(slotCount * classes * 4, 'forest totals');
-        const records = work.temp(slotCount * m * recordWords * 4, 'forest best splits');
+        const records = work.temp(slotCount * m * splitRecordWords(classes) * 4, 'forest best splits');
+        const nodes = work.temp(slotCount * nodeWords * 4, 'forest best of nodes');
         const shape = { slotBase, slotCount, maxF: m, nBins: inputs.nBins, classes };
         recordForestHistogram(work, { ...shape, rows: data.rows, trees: this.trees, bins: inputs.bins, weight: this.weight, slot: this.slot, labels: inputs.labels, nodeFeatures, hist, totals });
-        recordBestSplits(work, { ...shape, criterion: spec.criterion, minSamplesLeaf: spec.minSamplesLeaf, hist, totals, nodeFeatures, binsPerFeature: inputs.binsPerFeature, out: records });
-        const [t, r] = await work.finish([{ buf: totals, floats: slotCount * classes }, { buf: records, floats: slotCount * m * recordWords }]);
-        const totalCounts = asU32(t), best = asU32(r);
-        out.totals.set(totalCounts, slotBase * classes);
-        for (let j = 0; j < slotCount * m; j++) {
-          const at = j * recordWords, to = slotBase * m + j;
-          out.bestBin[to] = best[at] | 0; // NONE becomes -1
-          for (let c = 0; c < classes; c++) out.left[to * classes + c] = best[at + 1 + c];
+        const splits = { ...shape, criterion: spec.criterion, minSamplesLeaf: spec.minSamplesLeaf, hist, totals, nodeFeatures, binsPerFeature: inputs.binsPerFeature, out: records };
+        recordBestSplits(work, splits);
+        recordBestOfNodes(work, { ...splits, nodes });
+        const [t, r] = await work.finish([{ buf: totals, floats: slotCount * classes }, { buf: nodes, floats: slotCount * nodeWords }]);
+        out.totals.set(asU32(t), slotBase * classes);
+        const best = asU32(r);
+        for (let s = 0; s < slotCount; s++) {
+          const at = s * nodeWords, to = slotBase + s;
+          out.candidate[to] = best[at] | 0; // NONE becomes -1
+          out.bin[to] = best[at + 1] | 0;
+          for (let c = 0; c < classes; c++) out.left[to * classes + c] = best[at + 2 + c];
         }
       }
     } finally {

@@ -31,13 +31,22 @@ export class CpuSplitFinder implements SplitFinder {
 
   search(frontier: Frontier): LevelSearch {
     const { width } = this, m = this.spec.maxFeatures, n = frontier.count;
-    const out: LevelSearch = { totals: new Float64Array(n * width), bestBin: new Int32Array(n * m).fill(-1), left: new Float64Array(n * m * width) };
+    const out: LevelSearch = { totals: new Float64Array(n * width), candidate: new Int32Array(n).fill(-1), bin: new Int32Array(n).fill(-1), left: new Float64Array(n * width) };
+    const left = new Float64Array(width);
     for (let i = 0; i < n; i++) {
       const range = this.ranges[i];
       this.accumulate(out.totals, i * width, range, null);
+      let bestScore = -Infinity;
       for (let k = 0; k < m; k++) {
         const feature = frontier.features[i * m + k];
-        if (feature >= 0) out.bestBin[i * m + k] = this.bestBin(feature, range, out.totals, i * width, out.left, (i * m + k) * width);
+        if (feature < 0) continue;
+        const best = this.bestBin(feature, range, out.totals, i * width, left);
+        if (best.bin >= 0 && best.score > bestScore) {
+          bestScore = best.score;
+          out.candidate[i] = k;
+          out.bin[i] = best.bin;
+          out.left.set(left, i * width);
+        }
       }
     }
     return out;
@@ -68,16 +77,16 @@ export class CpuSplitFinder implements SplitFinder {
     }
   }
 
-  /** The first bin with the largest split score over one feature (-1: none); the left totals there go to left[leftAt..]. */
-  private bestBin(feature: number, range: Range, totals: Float64Array, totalsAt: number, left: Float64Array, leftAt: number): number {
+  /** The first bin with the largest split score over one feature (bin -1: none); the left totals there go to `left`. */
+  private bestBin(feature: number, range: Range, totals: Float64Array, totalsAt: number, left: Float64Array): { bin: number; score: number } {
     const { spec, width } = this;
     const nb = this.data.binsPerFeature[feature];
-    if (nb < 2) return -1;
+    const best = { bin: -1, score: -Infinity };
+    if (nb < 2) return best;
     const hist = new Float64Array(nb * width);
     this.accumulate(hist, 0, range, feature);
     const all = totalWeight(totals, totalsAt, width, spec.task);
     const l = new Float64Array(width), r = new Float64Array(width);
-    let best = -1, bestScore = -Infinity;
     for (let b = 0; b < nb - 1; b++) {
       for (let c = 0; c < width; c++) l[c] += hist[b * width + c];
       const wl = totalWeight(l, 0, width, spec.task), wr = all - wl;
@@ -85,7 +94,7 @@ export class CpuSplitFinder implements SplitFinder {
       if (wr < spec.minSamplesLeaf) break;
       for (let c = 0; c < width; c++) r[c] = totals[totalsAt + c] - l[c];
       const score = sideScore(spec.criterion, spec.task, l, 0, width) + sideScore(spec.criterion, spec.task, r, 0, width);
-      if (score > bestScore) { bestScore = score; best = b; left.set(l, leftAt); }
+      if (score > best.score) { best.score = score; best.bin = b; left.set(l); }
     }
     return best;
   }

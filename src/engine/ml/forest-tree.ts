@@ -50,10 +50,12 @@ export function totalsWidth(data: BinnedData, task: TreeSpec['task']): number {
 export interface Frontier { count: number; tree: Int32Array; node: Int32Array; depth: Int32Array; features: Int32Array }
 
 /**
- * What a finder reports for a level: per node its totals (count × width) and per candidate k its
- * best bin (count × maxFeatures; -1: none) with the left side's totals there (count × maxFeatures × width).
+ * What a finder reports for a level, per node: its totals (count × width) and its best split:
+ * the candidate (index k into its features; -1: none), the bin, and the left side's totals there
+ * (count × width). A CPU finder compares splits in float64, a GPU finder in f32; either way the
+ * totals are exact and the grower checks in float64 that the split improves on its node.
  */
-export interface LevelSearch { totals: Float64Array; bestBin: Int32Array; left: Float64Array }
+export interface LevelSearch { totals: Float64Array; candidate: Int32Array; bin: Int32Array; left: Float64Array }
 
 /**
  * Where each node's rows go, 4 words per node: [feature, bin, left, right]; left/right are
@@ -174,23 +176,19 @@ export class ForestGrowth {
       const totalsAt = i * width;
       this.setValue(tree, node, search.totals, totalsAt);
       if (this.isLeaf(search.totals, totalsAt, depth)) continue;
+      const k = search.candidate[i];
+      if (k < 0) continue;
+      const leftAt = i * width;
+      for (let c = 0; c < width; c++) right[c] = search.totals[totalsAt + c] - search.left[leftAt + c];
       const parentScore = sideScore(criterion, task, search.totals, totalsAt, width);
-      let chosen = -1, chosenScore = parentScore + 1e-12 * Math.abs(parentScore);
-      for (let k = 0; k < m; k++) {
-        if (search.bestBin[i * m + k] < 0) continue;
-        const leftAt = (i * m + k) * width;
-        for (let c = 0; c < width; c++) right[c] = search.totals[totalsAt + c] - search.left[leftAt + c];
-        const score = sideScore(criterion, task, search.left, leftAt, width) + sideScore(criterion, task, right, 0, width);
-        if (score > chosenScore) { chosen = k; chosenScore = score; }
-      }
-      if (chosen < 0) continue;
-      const feature = f.features[i * m + chosen], bin = search.bestBin[i * m + chosen], leftAt = (i * m + chosen) * width;
+      const score = sideScore(criterion, task, search.left, leftAt, width) + sideScore(criterion, task, right, 0, width);
+      if (!(score > parentScore + 1e-12 * Math.abs(parentScore))) continue;
+      const feature = f.features[i * m + k], bin = search.bin[i];
       tree.feature[node] = feature;
       tree.bin[node] = bin;
       // Children numbered left then right; their candidate features drawn in that order.
       tree.left[node] = this.addNode(state);
       tree.right[node] = this.addNode(state);
-      for (let c = 0; c < width; c++) right[c] = search.totals[totalsAt + c] - search.left[leftAt + c];
       route[4 * i] = feature;
       route[4 * i + 1] = bin;
       route[4 * i + 2] = this.child(next, f.tree[i], tree.left[node], depth + 1, search.left, leftAt);
