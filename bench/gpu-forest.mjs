@@ -39,6 +39,20 @@ function spanOf(tracePath, name) {
   return (Math.max(...events.map((e) => e.ts + e.dur)) - Math.min(...events.map((e) => e.ts))) / 1e6;
 }
 
+/** When each kind of slice starts and ends (s from the first slice), e.g. 'load rows 0.00-0.61'. */
+function breakdown(tracePath) {
+  const events = JSON.parse(readFileSync(tracePath, 'utf8')).traceEvents.filter((e) => e.ph === 'X');
+  const t0 = Math.min(...events.map((e) => e.ts));
+  const spans = new Map();
+  for (const e of events) {
+    const name = e.name.replace(/ #\d+.*$/, '');
+    const s = spans.get(name) ?? { start: Infinity, end: 0 };
+    s.start = Math.min(s.start, e.ts); s.end = Math.max(s.end, e.ts + e.dur);
+    spans.set(name, s);
+  }
+  return [...spans].sort((a, b) => a[1].start - b[1].start).map(([n, s]) => `${n} ${((s.start - t0) / 1e6).toFixed(2)}-${((s.end - t0) / 1e6).toFixed(2)}`).join(', ');
+}
+
 mkdirSync(DIR, { recursive: true });
 const all = join(DIR, `cls-${ROWS + TEST}x${D}.arrow`), train = join(DIR, `train-${ROWS}.arrow`), test = join(DIR, `test-${TEST}.arrow`);
 if (!existsSync(train)) {
@@ -64,6 +78,8 @@ for (const c of configs) {
   const r = gpuframe(['rf-train', train, '--target', 'y', '--n-estimators', String(TREES), '--max-depth', String(DEPTH), '--seed', '1', '--model-out', model, '--trace', trace, ...BLOCKSIZE, ...c.flags]);
   if (r.code !== 0) { add(`rf-train ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
   const forest = spanOf(trace, 'ml rf.trainTrees');
+  log(`  trace: ${breakdown(trace)}`);
+  for (const line of r.stderr.split('\n').filter((l) => l.startsWith('forest batch'))) log(`  ${line}`);
   const p = gpuframe(['predict', test, '--model', model, '-o', join(DIR, `pred-${tag}.csv`), '--device', 'cpu']);
   const acc = Number(/accuracy ([\d.e-]+)/.exec(p.stderr)?.[1]);
   models[c.name] = { text: readFileSync(model, 'utf8'), seconds: r.seconds, forest, acc };

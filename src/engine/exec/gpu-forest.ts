@@ -51,13 +51,27 @@ export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: Tr
     const perBatch = Math.max(1, Math.min(Math.floor(limit / (data.rows * 4)), Math.floor((2 ** 32 - 1) / data.rows)));
     const grown: GrownTree[] = [];
     for (let at = 0; at < treeIndices.length; at += perBatch) {
+      const phases = new PhaseTimes();
       const growth = new ForestGrowth(data, spec, treeIndices.slice(at, at + perBatch));
+      phases.mark('bootstrap');
       const finder = await GpuSplitFinder.create(ctx, inputs, data, spec, growth.weights);
+      phases.mark('upload');
+      let levels = 0, nodes = 0;
       try {
-        while (!growth.done) await finder.route(growth.decide(await finder.search(growth.frontier)));
+        while (!growth.done) {
+          levels++;
+          nodes += growth.frontier.count;
+          const search = await finder.search(growth.frontier);
+          phases.mark('search');
+          const route = growth.decide(search);
+          phases.mark('decide');
+          await finder.route(route);
+          phases.mark('route');
+        }
       } finally {
         finder.free();
       }
+      phases.report(`forest batch of ${growth.grown.length} trees, ${levels} levels, ${nodes} nodes searched`);
       grown.push(...growth.grown);
     }
     return grown;
@@ -138,4 +152,22 @@ class GpuSplitFinder implements SplitFinder {
 
 function asU32(a: Int32Array | Float32Array): Uint32Array {
   return new Uint32Array(a.buffer, a.byteOffset, a.length);
+}
+
+/** Wall-clock time per phase summed over a batch's levels, written to stderr when GPUFRAME_GPU_PHASES=1 (diagnosis). */
+class PhaseTimes {
+  private readonly enabled = process.env.GPUFRAME_GPU_PHASES === '1';
+  private last = performance.now();
+  private readonly ms = new Map<string, number>();
+
+  mark(phase: string): void {
+    if (!this.enabled) return;
+    const now = performance.now();
+    this.ms.set(phase, (this.ms.get(phase) ?? 0) + now - this.last);
+    this.last = now;
+  }
+
+  report(what: string): void {
+    if (this.enabled) process.stderr.write(`${what}; ms: ${[...this.ms].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}\n`);
+  }
 }
