@@ -12,11 +12,11 @@ import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-g
 import { freeBuffer, StagingRing, storageBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import {
-  bestOfNodesCpu, bestSplitsCpu, forestHistogramBytes, nodeRecordWords, recordBestOfNodes, forestHistogramCpu, histIndex, NONE, recordBestSplits, recordForestHistogram, recordRoute,
+  bestOfNodesCpu, bestSplitsCpu, forestHistogramBytes, nodeRecordWords, recordBestOfNodes, recordRowWeights, forestHistogramCpu, histIndex, NONE, recordBestSplits, recordForestHistogram, recordRoute,
   routeCpu, splitRecordWords, splitScore, uploadForestBins, type HistogramShape, type SplitCriterion,
 } from '../src/kernels/forest.js';
 import { GpuWork } from '../src/kernels/ml-matrix.js';
-import { Rng } from '../src/engine/ml/random.js';
+import { bootstrapCounts, Rng, rowKey } from '../src/engine/ml/random.js';
 
 /** Binned rows with labels and bootstrap-like weights (0..5) for `trees` trees. */
 interface Problem {
@@ -231,6 +231,28 @@ describe.skipIf(skipGpuTests)('forest best-of-node kernel', () => {
         else expect(scores[k], at).toBeGreaterThanOrEqual(sorted[0] - 1e-5 * Math.abs(sorted[0]));
       }
       expect(chosen).toBeGreaterThan(c.slots / 2);
+    });
+  }
+});
+
+describe.skipIf(skipGpuTests)('forest row weights kernel', () => {
+  for (const bootstrap of [true, false]) {
+    it(`${bootstrap ? 'bootstrap draws' : 'no bootstrap'}: the counts bootstrapCounts makes, root slots for rows of positive weight`, async () => {
+      const ctx = await testGpu();
+      const rows = 70001, keys = Uint32Array.from([rowKey(1, 'rf-bootstrap', 0), rowKey(1, 'rf-bootstrap', 5), rowKey(9, 'rf-bootstrap', 0)]);
+      const work = new GpuWork(ctx);
+      const weight = work.temp(keys.length * rows * 4, 'weights'), slot = work.temp(keys.length * rows * 4, 'slots');
+      recordRowWeights(work, { rows, keys, bootstrap, weight, slot });
+      const [w, sl] = (await work.finish([{ buf: weight, floats: keys.length * rows }, { buf: slot, floats: keys.length * rows }])).map(u32);
+      keys.forEach((key, t) => {
+        const want = bootstrap ? bootstrapCounts(key, rows) : new Int32Array(rows).fill(1);
+        const got = w.subarray(t * rows, (t + 1) * rows);
+        expect(firstDifference(got, want), `tree ${t}`).toBe(-1);
+        expect(got.reduce((a, b) => a + b, 0)).toBe(rows);
+        const inBag = got.filter((v) => v > 0).length / rows;
+        if (bootstrap) expect(Math.abs(inBag - (1 - Math.exp(-1)))).toBeLessThan(0.01);
+        for (let r = 0; r < rows; r++) expect(sl[t * rows + r]).toBe(got[r] > 0 ? t : NONE);
+      });
     });
   }
 });

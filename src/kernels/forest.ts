@@ -7,7 +7,7 @@
 import type { GpuContext } from '../engine/gpu/device.js';
 import { storageBuffer, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import type { GpuWork } from './ml-matrix.js';
-import { FOREST_BEST_SPLITS_WGSL, FOREST_HISTOGRAM_GLOBAL_WGSL, FOREST_ROUTE_WGSL, forestHistogramSharedWgsl, MAX_GPU_CLASSES } from './forest.wgsl.js';
+import { FOREST_BEST_SPLITS_WGSL, FOREST_BOOTSTRAP_WGSL, FOREST_HISTOGRAM_GLOBAL_WGSL, FOREST_ROUTE_WGSL, forestHistogramSharedWgsl, MAX_GPU_CLASSES } from './forest.wgsl.js';
 
 export { MAX_GPU_CLASSES };
 
@@ -185,6 +185,21 @@ export function bestOfNodesCpu(out: Uint32Array, totals: Uint32Array, slotCount:
     if (bestK !== NONE) nodes.set(out.subarray((s * maxF + bestK) * width, (s * maxF + bestK + 1) * width), to + 1);
   }
   return nodes;
+}
+
+/**
+ * Records the row weights of a batch of trees (trees × rows words, bootstrap counts under each
+ * tree's key as bootstrapCounts makes them, or all 1) and their root slots (tree t: slot t, rows
+ * of weight 0: NONE). `weight` and `slot` hold trees × rows u32.
+ */
+export function recordRowWeights(work: GpuWork, a: { rows: number; keys: Uint32Array; bootstrap: boolean; weight: GPUBuffer; slot: GPUBuffer }): void {
+  const trees = a.keys.length;
+  if (trees * a.rows >= 2 ** 32) throw new Error(`forest kernels index trees × rows in u32: ${trees} × ${a.rows} is too many`);
+  const params = work.params([a.rows, trees, a.bootstrap ? 1 : 0, 0]);
+  const keys = work.input(a.keys, 'forest bootstrap keys');
+  work.encoder.clearBuffer(a.weight, 0, trees * a.rows * 4);
+  if (a.bootstrap) work.dispatch('forest-bootstrap', FOREST_BOOTSTRAP_WGSL, 'bootstrap', [params, keys, a.weight, null], workgroupsFor(trees * a.rows));
+  work.dispatch('forest-bootstrap', FOREST_BOOTSTRAP_WGSL, 'init_slots', [params, null, a.weight, a.slot], workgroupsFor(trees * a.rows));
 }
 
 export interface RouteArgs {

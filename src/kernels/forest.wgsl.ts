@@ -286,3 +286,49 @@ fn route(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg
   }
 }
 `;
+
+/**
+ * Row weights and root slots of a batch of trees. bootstrap: draw d of tree t adds 1 to row
+ * mulHi(hash(key[t], d), rows), as bootstrapCounts in random.ts (same hash, exact integer
+ * arithmetic); init_slots: every row of positive weight starts in its tree's root, slot t.
+ */
+export const FOREST_BOOTSTRAP_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${WGSL_NONE}
+struct Params { rows: u32, trees: u32, bootstrap: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> keys: array<u32>;
+@group(0) @binding(2) var<storage, read_write> weight: array<atomic<u32>>;
+@group(0) @binding(3) var<storage, read_write> slot: array<u32>;
+
+fn mix32(v: u32) -> u32 {
+  var x = (v ^ (v >> 16u)) * 0x85ebca6bu;
+  x = (x ^ (x >> 13u)) * 0xc2b2ae35u;
+  return x ^ (x >> 16u);
+}
+
+fn mulHi(a: u32, b: u32) -> u32 {
+  let a0 = a & 0xffffu; let a1 = a >> 16u; let b0 = b & 0xffffu; let b1 = b >> 16u;
+  let p01 = a0 * b1; let p10 = a1 * b0;
+  let mid = ((a0 * b0) >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+  return a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u);
+}
+
+@compute @workgroup_size(256)
+fn bootstrap(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var i = gid.x; i < p.trees * p.rows; i += gridStride(nwg)) {
+    let t = i / p.rows;
+    let d = i % p.rows;
+    let h = mix32(keys[t] ^ mix32(d + 0x632be5abu));
+    atomicAdd(&weight[t * p.rows + mulHi(h, p.rows)], 1u);
+  }
+}
+
+@compute @workgroup_size(256)
+fn init_slots(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var i = gid.x; i < p.trees * p.rows; i += gridStride(nwg)) {
+    if (p.bootstrap == 0u) { atomicStore(&weight[i], 1u); }
+    slot[i] = select(NONE, i / p.rows, atomicLoad(&weight[i]) > 0u);
+  }
+}
+`;

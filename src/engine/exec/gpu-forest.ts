@@ -7,12 +7,12 @@
 // is the same whichever GPU grows it and whichever trees share its batch.
 
 import type { GpuContext } from '../gpu/device.js';
-import { freeBuffer, stagingRingOf, uploadNew } from '../gpu/buffers.js';
-import { ForestGrowth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
+import { freeBuffer, stagingRingOf, storageBuffer, uploadNew } from '../gpu/buffers.js';
+import { bootstrapKey, ForestGrowth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { TrainTreesArgs } from '../ml/forest-tasks.js';
 import type { MatrixPartition } from '../ml/partitioned.js';
-import { forestHistogramBytes, MAX_GPU_CLASSES, NONE, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
+import { forestHistogramBytes, MAX_GPU_CLASSES, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
 import { GpuWork } from '../../kernels/ml-matrix.js';
 
 /** Device bytes one histogram chunk may take (a level with more nodes is searched in chunks). */
@@ -54,7 +54,7 @@ export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: Tr
       const phases = new PhaseTimes();
       const growth = new ForestGrowth(data, spec, treeIndices.slice(at, at + perBatch));
       phases.mark('bootstrap');
-      const finder = await GpuSplitFinder.create(ctx, inputs, data, spec, growth.weights);
+      const finder = await GpuSplitFinder.create(ctx, inputs, data, spec, growth.treeIndices);
       phases.mark('upload');
       let levels = 0, nodes = 0;
       try {
@@ -87,17 +87,21 @@ class GpuSplitFinder implements SplitFinder {
     private readonly data: BinnedData, private readonly spec: TreeSpec,
     private readonly trees: number, private readonly weight: GPUBuffer, private readonly slot: GPUBuffer) {}
 
-  static async create(ctx: GpuContext, inputs: ForestInputs, data: BinnedData, spec: TreeSpec, weights: readonly Int32Array[]): Promise<GpuSplitFinder> {
-    const rows = data.rows, trees = weights.length;
-    const weight = new Uint32Array(trees * rows), slot = new Uint32Array(trees * rows);
-    weights.forEach((w, t) => {
-      weight.set(w, t * rows);
-      for (let r = 0; r < rows; r++) slot[t * rows + r] = w[r] > 0 ? t : NONE; // the roots are frontier positions 0..trees-1
-    });
-    const ring = stagingRingOf(ctx);
-    const weightBuf = await uploadNew(ctx, weight, 'forest weights', ring);
-    const slotBuf = await uploadNew(ctx, slot, 'forest slots', ring).catch((err) => { freeBuffer(ctx, weightBuf); throw err; });
-    return new GpuSplitFinder(ctx, inputs, data, spec, trees, weightBuf, slotBuf);
+  /** Weights and root slots of the growth's trees, made on the device (the same draws as treeWeights). */
+  static async create(ctx: GpuContext, inputs: ForestInputs, data: BinnedData, spec: TreeSpec, treeIndices: readonly number[]): Promise<GpuSplitFinder> {
+    const trees = treeIndices.length, bytes = trees * data.rows * 4;
+    const weight = storageBuffer(ctx, bytes, 'forest weights');
+    const slot = storageBuffer(ctx, bytes, 'forest slots');
+    const work = new GpuWork(ctx);
+    try {
+      recordRowWeights(work, { rows: data.rows, keys: Uint32Array.from(treeIndices, (t) => bootstrapKey(spec, t)), bootstrap: spec.bootstrap, weight, slot });
+      await work.finish([]);
+    } catch (err) {
+      freeBuffer(ctx, weight);
+      freeBuffer(ctx, slot);
+      throw err;
+    }
+    return new GpuSplitFinder(ctx, inputs, data, spec, trees, weight, slot);
   }
 
   async search(frontier: Frontier): Promise<LevelSearch> {

@@ -2,12 +2,12 @@
 // contiguous range of it; a search builds per-bin histograms of the node's candidate features
 // over its range, and routing partitions the range in place (left rows first).
 
-import { ForestGrowth, sideScore, totalWeight, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from './forest-tree.js';
+import { ForestGrowth, sideScore, totalWeight, treeWeights, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from './forest-tree.js';
 
 /** Grows the given trees (indices into the forest) with the CPU finder. */
 export function growTreesOnCpu(data: BinnedData, spec: TreeSpec, treeIndices: readonly number[]): GrownTree[] {
   const growth = new ForestGrowth(data, spec, treeIndices);
-  const finder = new CpuSplitFinder(data, spec, growth.weights, growth.width);
+  const finder = new CpuSplitFinder(data, spec, treeIndices.map((t) => treeWeights(data.rows, spec, t)), growth.width);
   while (!growth.done) finder.route(growth.decide(finder.search(growth.frontier)));
   return growth.grown;
 }

@@ -5,11 +5,11 @@
 // totals. The decisions go back to the finder, which moves rows to the children.
 //
 // Why level by level: a GPU finder handles a whole level of every tree in one submission. The
-// random choices (bootstrap weights, then per node a fresh feature subset, drawn in each tree's
-// level order) come from the tree's own stream (seed, tree), so a tree is the same whichever
-// worker grows it and whatever other trees share its batch.
+// random choices (bootstrap draws keyed by (seed, tree, draw); per node a fresh feature subset,
+// drawn in each tree's level order from the tree's own stream) depend only on the tree, so a tree
+// is the same whichever worker grows it and whatever other trees share its batch.
 
-import { Rng } from './random.js';
+import { bootstrapCounts, Rng, rowKey } from './random.js';
 
 export interface TreeSpec {
   task: 'classification' | 'regression';
@@ -89,12 +89,14 @@ export function sideScore(criterion: TreeSpec['criterion'], task: TreeSpec['task
   return s; // entropy: maximise Σ c log(c / W)
 }
 
-/** Bootstrap: n draws with replacement become per-row counts; without bootstrap every row counts once. */
-function rowWeights(n: number, bootstrap: boolean, rng: Rng): Int32Array {
-  const w = new Int32Array(n);
-  if (!bootstrap) return w.fill(1);
-  for (let i = 0; i < n; i++) w[rng.nextInt(n)]++;
-  return w;
+/** Key of tree `index`'s bootstrap draws (bootstrapCounts; the GPU makes the same draws). */
+export function bootstrapKey(spec: TreeSpec, index: number): number {
+  return rowKey(spec.seed, 'rf-bootstrap', index);
+}
+
+/** Per-row weights of tree `index`: n draws with replacement as counts, or every row once without bootstrap. */
+export function treeWeights(rows: number, spec: TreeSpec, index: number): Int32Array {
+  return spec.bootstrap ? bootstrapCounts(bootstrapKey(spec, index), rows) : new Int32Array(rows).fill(1);
 }
 
 interface TreeState { tree: GrownTree; rng: Rng; features: Int32Array }
@@ -129,20 +131,18 @@ class FrontierBuilder {
 /** The trees of one batch while they grow; `frontier` is the level the finder searches next. */
 export class ForestGrowth {
   private readonly trees: TreeState[] = [];
-  /** Bootstrap count per row, per tree of the batch. */
-  readonly weights: Int32Array[] = [];
   frontier: Frontier;
   /** Numbers per totals record (classes, or 3 for regression) and per leaf value (classes, or 1). */
   readonly width: number;
   private readonly valueWidth: number;
 
-  constructor(readonly data: BinnedData, readonly spec: TreeSpec, treeIndices: readonly number[]) {
+  /** The finder weights each tree's rows by treeWeights(rows, spec, treeIndices[t]). */
+  constructor(readonly data: BinnedData, readonly spec: TreeSpec, readonly treeIndices: readonly number[]) {
     this.width = totalsWidth(data, spec.task);
     this.valueWidth = spec.task === 'classification' ? data.nClasses : 1;
     const roots = new FrontierBuilder(spec.maxFeatures);
     treeIndices.forEach((index, t) => {
       const rng = new Rng(spec.seed, 'rf-tree', index);
-      this.weights.push(rowWeights(data.rows, spec.bootstrap, rng));
       const state: TreeState = { tree: { feature: [], bin: [], left: [], right: [], value: [] }, rng, features: Int32Array.from({ length: data.cols }, (_, i) => i) };
       this.trees.push(state);
       this.drawFeatures(state, roots.add(t, this.addNode(state), 0).features);

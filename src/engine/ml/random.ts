@@ -101,3 +101,26 @@ export function rowUniform(key: number, row: number): number {
   const b = mix32((a + Math.imul(hi ^ key, 0x9e3779b1) + lo) >>> 0);
   return ((a >>> 5) * 67108864 + (b >>> 6)) / 9007199254740992;
 }
+
+/** 32 random bits for index `i` (< 2^32) under `key`; depends only on (key, i). The GPU's twin is WGSL_ROW_HASH. */
+export function rowHash32(key: number, i: number): number {
+  return mix32((key ^ mix32((i + 0x632be5ab) >>> 0)) >>> 0);
+}
+
+/** The high 32 bits of the 64-bit product a × b of two u32, from 16-bit pieces (exact; WGSL has no u64). */
+export function mulHi32(a: number, b: number): number {
+  const a0 = a & 0xffff, a1 = a >>> 16, b0 = b & 0xffff, b1 = b >>> 16;
+  const p01 = a0 * b1, p10 = a1 * b0;
+  const mid = ((a0 * b0) >>> 16) + (p01 & 0xffff) + (p10 & 0xffff);
+  return (a1 * b1 + (p01 >>> 16) + (p10 >>> 16) + (mid >>> 16)) >>> 0;
+}
+
+/**
+ * Bootstrap counts of `n` rows under `key`: draw i picks row mulHi32(rowHash32(key, i), n), so
+ * each draw is independent of the others and a GPU can make them all at once (forest kernels).
+ */
+export function bootstrapCounts(key: number, n: number): Int32Array {
+  const w = new Int32Array(n);
+  for (let i = 0; i < n; i++) w[mulHi32(rowHash32(key, i), n)]++;
+  return w;
+}
