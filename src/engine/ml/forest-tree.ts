@@ -32,8 +32,8 @@ export interface BinnedData {
   nClasses: number;
 }
 
-/** Nodes of one tree; thresholds are bin numbers, children relative to the tree's first node. */
-export interface GrownTree { feature: number[]; bin: number[]; left: number[]; right: number[]; value: number[] }
+/** Nodes of one tree; thresholds are bin numbers, children relative to the tree's first node; -1: none (a leaf). */
+export interface GrownTree { feature: Int32Array; bin: Int32Array; left: Int32Array; right: Int32Array; value: Float64Array }
 
 /**
  * Weighted totals of a set of rows, `width` numbers at an offset of a Float64Array: per class
@@ -99,27 +99,55 @@ export function treeWeights(rows: number, spec: TreeSpec, index: number): Int32A
   return spec.bootstrap ? bootstrapCounts(bootstrapKey(spec, index), rows) : new Int32Array(rows).fill(1);
 }
 
-interface TreeState { tree: GrownTree; rng: Rng; features: Int32Array }
+/** A tree's nodes while it grows: typed columns that double when full. */
+class TreeBuilder {
+  count = 0;
+  feature = new Int32Array(64); bin = new Int32Array(64); left = new Int32Array(64); right = new Int32Array(64);
+  value: Float64Array;
+
+  constructor(private readonly valueWidth: number) {
+    this.value = new Float64Array(64 * valueWidth);
+  }
+
+  /** A new leaf node (no split, value 0). */
+  add(): number {
+    if (this.count === this.feature.length) {
+      const grow = <T extends Int32Array | Float64Array>(a: T): T => { const b = new (a.constructor as new (n: number) => T)(a.length * 2); b.set(a); return b; };
+      this.feature = grow(this.feature); this.bin = grow(this.bin); this.left = grow(this.left); this.right = grow(this.right); this.value = grow(this.value);
+    }
+    const node = this.count++;
+    this.feature[node] = -1; this.bin[node] = -1; this.left[node] = -1; this.right[node] = -1;
+    return node;
+  }
+
+  build(): GrownTree {
+    const n = this.count;
+    return { feature: this.feature.slice(0, n), bin: this.bin.slice(0, n), left: this.left.slice(0, n), right: this.right.slice(0, n), value: this.value.slice(0, n * this.valueWidth) };
+  }
+}
+
+interface TreeState { tree: TreeBuilder; rng: Rng; features: Int32Array }
 
 /** A growing array of Int32 columns: the next frontier, built node by node. */
 class FrontierBuilder {
   count = 0;
   private tree = new Int32Array(16); private node = new Int32Array(16); private depth = new Int32Array(16);
-  private features: Int32Array;
+  /** count × maxFeatures candidates; the caller fills a new node's row. */
+  features: Int32Array;
 
   constructor(private readonly maxFeatures: number) {
     this.features = new Int32Array(16 * maxFeatures);
   }
 
-  /** Appends a node; returns its position and the slice where its candidates go. */
-  add(tree: number, node: number, depth: number): { at: number; features: Int32Array } {
+  /** Appends a node; returns its position (its candidates go to features[at × maxFeatures ...]). */
+  add(tree: number, node: number, depth: number): number {
     if (this.count === this.tree.length) {
       const grow = (a: Int32Array) => { const b = new Int32Array(a.length * 2); b.set(a); return b; };
       this.tree = grow(this.tree); this.node = grow(this.node); this.depth = grow(this.depth); this.features = grow(this.features);
     }
     const at = this.count++;
     this.tree[at] = tree; this.node[at] = node; this.depth[at] = depth;
-    return { at, features: this.features.subarray(at * this.maxFeatures, (at + 1) * this.maxFeatures) };
+    return at;
   }
 
   build(): Frontier {
@@ -143,16 +171,16 @@ export class ForestGrowth {
     const roots = new FrontierBuilder(spec.maxFeatures);
     treeIndices.forEach((index, t) => {
       const rng = new Rng(spec.seed, 'rf-tree', index);
-      const state: TreeState = { tree: { feature: [], bin: [], left: [], right: [], value: [] }, rng, features: Int32Array.from({ length: data.cols }, (_, i) => i) };
+      const state: TreeState = { tree: new TreeBuilder(this.valueWidth), rng, features: Int32Array.from({ length: data.cols }, (_, i) => i) };
       this.trees.push(state);
-      this.drawFeatures(state, roots.add(t, this.addNode(state), 0).features);
+      this.drawFeatures(state, roots, roots.add(t, state.tree.add(), 0));
     });
     this.frontier = roots.build();
   }
 
   /** The trees of the batch, in batch order (complete once `done`). */
   get grown(): GrownTree[] {
-    return this.trees.map((t) => t.tree);
+    return this.trees.map((t) => t.tree.build());
   }
 
   get done(): boolean {
@@ -187,8 +215,10 @@ export class ForestGrowth {
       tree.feature[node] = feature;
       tree.bin[node] = bin;
       // Children numbered left then right; their candidate features drawn in that order.
-      tree.left[node] = this.addNode(state);
-      tree.right[node] = this.addNode(state);
+      // add() may replace the columns: take the new nodes before writing to them.
+      const leftNode = tree.add(), rightNode = tree.add();
+      tree.left[node] = leftNode;
+      tree.right[node] = rightNode;
       route[4 * i] = feature;
       route[4 * i + 1] = bin;
       route[4 * i + 2] = this.child(next, f.tree[i], tree.left[node], depth + 1, search.left, leftAt);
@@ -203,16 +233,17 @@ export class ForestGrowth {
     const state = this.trees[t];
     if (this.isLeaf(totals, at, depth)) { this.setValue(state.tree, node, totals, at); return -1; }
     const added = next.add(t, node, depth);
-    this.drawFeatures(state, added.features);
-    return added.at;
+    this.drawFeatures(state, next, added);
+    return added;
   }
 
   /** Partial Fisher–Yates: a node's candidates drawn without replacement from its tree's stream. */
-  private drawFeatures({ rng, features }: TreeState, out: Int32Array): void {
-    for (let k = 0; k < out.length; k++) {
+  private drawFeatures({ rng, features }: TreeState, frontier: FrontierBuilder, at: number): void {
+    const m = this.spec.maxFeatures, out = frontier.features;
+    for (let k = 0; k < m; k++) {
       const pick = k + rng.nextInt(features.length - k);
       const f = features[pick]; features[pick] = features[k]; features[k] = f;
-      out[k] = f;
+      out[at * m + k] = f;
     }
   }
 
@@ -227,13 +258,7 @@ export class ForestGrowth {
     return t[at + 2] - (t[at + 1] * t[at + 1]) / w <= 1e-12 * Math.abs(t[at + 2]);
   }
 
-  private addNode({ tree }: TreeState): number {
-    tree.feature.push(-1); tree.bin.push(-1); tree.left.push(-1); tree.right.push(-1);
-    for (let i = 0; i < this.valueWidth; i++) tree.value.push(0);
-    return tree.feature.length - 1;
-  }
-
-  private setValue(tree: GrownTree, node: number, t: Float64Array, at: number): void {
+  private setValue(tree: TreeBuilder, node: number, t: Float64Array, at: number): void {
     const w = totalWeight(t, at, this.width, this.spec.task);
     if (this.spec.task === 'classification') for (let c = 0; c < this.valueWidth; c++) tree.value[node * this.valueWidth + c] = t[at + c] / w;
     else tree.value[node] = t[at + 1] / w;
