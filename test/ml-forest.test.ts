@@ -97,4 +97,34 @@ describe('random forest', () => {
     for (let r = 0; r < rows; r++) for (let f = 0; f < cols; f++) if (bins[f * rows + r] !== binOf(edges[f], x[r * cols + f])) mismatches++;
     expect(mismatches).toBe(0);
   });
+
+  it('quantile edges equal those read off the sorted sample (duplicates, NaN, outliers, few values)', () => {
+    /** The definition: values at ranks j·n/nBins - 1 of the sorted sample; half-way cuts when few distinct values. */
+    const reference = (sample: Float64Array, nBins: number): number[] => {
+      const values = sample.filter((v) => !Number.isNaN(v)).sort();
+      const distinct = values.filter((v, i) => i === 0 || v !== values[i - 1]);
+      if (distinct.length <= nBins) return distinct.slice(1).map((v, i) => distinct[i] + (v - distinct[i]) / 2);
+      const edges: number[] = [];
+      for (let j = 1; j < nBins; j++) {
+        const v = values[Math.floor((j * values.length) / nBins) - 1];
+        if (edges.length === 0 || v > edges[edges.length - 1]) edges.push(v);
+      }
+      if (edges[edges.length - 1] >= distinct[distinct.length - 1]) edges.pop();
+      return edges;
+    };
+    const rng = new Rng(11, 'quantile-edges-test');
+    const kinds: (() => number)[] = [
+      () => rng.nextFloat(),
+      () => rng.nextInt(40),
+      () => (rng.nextInt(10) === 0 ? NaN : Math.round(rng.nextFloat() * 1000) / 4),
+      () => (rng.nextInt(10) < 7 ? 5 : rng.nextFloat()),
+      () => (rng.nextInt(500) === 0 ? 1e300 : -rng.nextFloat() * 1e-6),
+      () => rng.normal() * 1e5,
+    ];
+    for (let t = 0; t < 240; t++) {
+      const n = 1 + rng.nextInt(4000), nBins = [2, 3, 17, 32, 256][t % 5];
+      const sample = Float64Array.from({ length: n }, kinds[t % kinds.length]);
+      expect(Array.from(quantileEdges(sample.slice(), nBins)), `case ${t}`).toEqual(reference(sample, nBins));
+    }
+  });
 });
