@@ -101,7 +101,7 @@ describe('random forest', () => {
   it('quantile edges equal those read off the sorted sample (duplicates, NaN, outliers, few values)', () => {
     /** The definition: values at ranks j·n/nBins - 1 of the sorted sample; half-way cuts when few distinct values. */
     const reference = (sample: Float64Array, nBins: number): number[] => {
-      const values = sample.filter((v) => !Number.isNaN(v)).sort();
+      const values = Array.from(sample.filter((v) => !Number.isNaN(v)).sort());
       const distinct = values.filter((v, i) => i === 0 || v !== values[i - 1]);
       if (distinct.length <= nBins) return distinct.slice(1).map((v, i) => distinct[i] + (v - distinct[i]) / 2);
       const edges: number[] = [];
