@@ -43,7 +43,7 @@ describe('model files', () => {
     const edit = (f: (o: any) => void): string => { const o = structuredClone(good); f(o); return JSON.stringify(o); };
     rejects('{not json', 'JSON');
     rejects(edit((o) => { o.kind = 'svm'; }), 'kind');
-    rejects(edit((o) => { o.formatVersion = 2; }), 'formatVersion');
+    rejects(edit((o) => { o.formatVersion = 3; }), 'formatVersion');
     rejects(edit((o) => { o.coefficients.push(1); }), 'coefficients');
     rejects(edit((o) => { o.featureTypes = ['float64']; }), 'featureTypes');
     rejects(JSON.stringify(good).replace('"params":{', '"params":{"__proto__":{"x":1},'), '__proto__');
@@ -52,7 +52,7 @@ describe('model files', () => {
     rejects(JSON.stringify(good).replace(/"coefficients":\[[^\]]*\]/, '"coefficients":[1,null,3]'), 'coefficients');
   });
 
-  it('rejects forests with cyclic or out-of-range nodes and absurd sizes', () => {
+  it('reads version-1 forests (node arrays as number lists) and rejects cyclic or out-of-range nodes and absurd sizes', () => {
     const forest = {
       kind: 'random-forest', formatVersion: 1, featureNames: ['a'], featureTypes: ['float64'], target: 'y', classes: [0, 1],
       params: {}, metrics: {}, task: 'classification',
@@ -67,5 +67,30 @@ describe('model files', () => {
     rejects(bad((o) => { o.trees.treeOffsets = [0, 2]; }), 'treeOffsets');
     rejects(bad((o) => { o.trees.valueWidth = 3; }), 'valueWidth');
     rejects(bad((o) => { o.k = 1; o.kind = 'kmeans'; o.centroids = []; o.featureNames = ['a']; o.k = 1e12; }), 'k');
+  });
+
+  it('packs forest node arrays (version 2): round-trips bytes and predictions; rejects bad packing', () => {
+    const v1 = {
+      kind: 'random-forest', formatVersion: 1, featureNames: ['a', 'b'], featureTypes: ['float64', 'float64'], target: 'y', classes: [0, 1],
+      params: {}, metrics: {}, task: 'classification',
+      trees: { valueWidth: 2, treeOffsets: [0, 3, 4], feature: [1, -1, -1, -1], threshold: [0.25, 0, 0, 0], left: [1, -1, -1, -1], right: [2, -1, -1, -1], value: [0.5, 0.5, 0.9, 0.1, 0.2, 0.8, 0.3, 0.7] },
+    };
+    const model = parseModel(JSON.stringify(v1), 'f.json');
+    const text = serializeModel(model);
+    const obj = JSON.parse(text);
+    expect(obj.formatVersion).toBe(2);
+    expect(obj.trees.feature.type).toBe('int32');
+    expect(obj.trees.threshold.type).toBe('float64');
+    const back = parseModel(text, 'f.json');
+    expect(serializeModel(back)).toBe(text);
+    const rows = new Float64Array([0, 0.1, 0, 0.3]);
+    expect(Array.from(predictBatch(back, rows, 2, true).proba!)).toEqual(Array.from(predictBatch(model, rows, 2, true).proba!));
+    expect(Array.from(predictBatch(back, rows, 2, true).proba!)).toEqual([(0.9 + 0.3) / 2, (0.1 + 0.7) / 2, (0.2 + 0.3) / 2, (0.8 + 0.7) / 2]);
+    const bad = (f: (o: any) => void): string => { const o = structuredClone(obj); f(o); return JSON.stringify(o); };
+    rejects(bad((o) => { o.trees.left.type = 'float64'; }), 'trees.left.type');
+    rejects(bad((o) => { o.trees.threshold.base64 = o.trees.threshold.base64.slice(4); }), 'trees.threshold');
+    rejects(bad((o) => { o.trees.feature.base64 = '!!!'; }), 'trees.feature.base64');
+    rejects(bad((o) => { o.trees.value.base64 = Buffer.from(new Float64Array([NaN, 1, 1, 1, 1, 1, 1, 1]).buffer).toString('base64'); }), 'trees.value');
+    rejects(bad((o) => { o.trees.right.base64 = Buffer.from(new Int32Array([2, -1, -1, 0]).buffer).toString('base64'); o.trees.left.base64 = Buffer.from(new Int32Array([0, -1, -1, -1]).buffer).toString('base64'); }), 'left/right');
   });
 });

@@ -1,10 +1,11 @@
-// Model files: JSON with a stable key order and numbers as shortest round-trip text. Reading
-// treats the file as untrusted: unknown kinds or versions, prototype keys, absurd sizes,
+// Model files: JSON with a stable key order and numbers as shortest round-trip text; a forest's
+// node arrays are packed as { type, base64 } (little-endian int32 or float64). Reading treats the
+// file as untrusted: unknown kinds or versions, prototype keys, absurd sizes,
 // inconsistent lengths and non-finite numbers are DataErrors naming the file and the field.
 
 import { DTYPES, type DType } from '../batch.js';
 import { DataError } from '../errors.js';
-import { MODEL_FORMAT_VERSION, type FlatTrees, type Model, type ParamValue } from './model.js';
+import { MODEL_FORMAT_VERSION, READABLE_FORMAT_VERSIONS, type FlatTrees, type Model, type ParamValue } from './model.js';
 
 /** Upper bounds that no real model reaches; beyond them the file is rejected before allocating. */
 const MAX_NODES = 100_000_000;
@@ -32,8 +33,8 @@ export function serializeModel(model: Model): string {
         task: model.task,
         trees: {
           valueWidth: t.valueWidth, treeOffsets: numbers(t.treeOffsets, 'trees.treeOffsets'),
-          feature: numbers(t.feature, 'trees.feature'), threshold: numbers(t.threshold, 'trees.threshold'),
-          left: numbers(t.left, 'trees.left'), right: numbers(t.right, 'trees.right'), value: numbers(t.value, 'trees.value'),
+          feature: packed(Int32Array.from(t.feature)), threshold: packed(finiteArray(t.threshold, 'trees.threshold')),
+          left: packed(Int32Array.from(t.left)), right: packed(Int32Array.from(t.right)), value: packed(finiteArray(t.value, 'trees.value')),
         },
       };
       break;
@@ -55,6 +56,16 @@ function numbers(a: ArrayLike<number>, field: string): number[] {
   return Array.from(a, (v) => finite(v, field));
 }
 
+function finiteArray(a: Float64Array, field: string): Float64Array {
+  for (let i = 0; i < a.length; i++) finite(a[i], field);
+  return a;
+}
+
+/** A typed array as { type, base64 } of its little-endian bytes (every platform Node runs on is little-endian). */
+function packed(a: Int32Array | Float64Array): { type: 'int32' | 'float64'; base64: string } {
+  return { type: a instanceof Int32Array ? 'int32' : 'float64', base64: Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64') };
+}
+
 export function parseModel(text: string, fileName: string): Model {
   const fail = (field: string, what: string): never => { throw new DataError(`invalid model file: field '${field}' ${what}`, { file: fileName }); };
   let raw: unknown;
@@ -69,7 +80,8 @@ export function parseModel(text: string, fileName: string): Model {
   }
   const r = new Reader(raw, fail);
   const kind = r.oneOf('kind', ['kmeans', 'linreg', 'random-forest'] as const);
-  if (r.get('formatVersion') !== MODEL_FORMAT_VERSION) fail('formatVersion', `must be ${MODEL_FORMAT_VERSION} (this gpuframe reads version ${MODEL_FORMAT_VERSION})`);
+  const version = r.get('formatVersion');
+  if (!READABLE_FORMAT_VERSIONS.includes(version as number)) fail('formatVersion', `must be one of ${READABLE_FORMAT_VERSIONS.join(', ')} (the versions this gpuframe reads), got ${JSON.stringify(version)}`);
   const featureNames = r.strings('featureNames', MAX_FEATURES);
   const d = featureNames.length;
   const featureTypes = r.strings('featureTypes', MAX_FEATURES) as DType[];
@@ -108,12 +120,12 @@ export function parseModel(text: string, fileName: string): Model {
 function readTrees(r: Reader, d: number, fail: (field: string, what: string) => never): FlatTrees {
   const valueWidth = r.int('valueWidth', 1, 65536);
   const treeOffsets = Int32Array.from(r.numbers('treeOffsets', MAX_NODES));
-  const feature = Int32Array.from(r.numbers('feature', MAX_NODES));
+  const feature = r.nodeArray('feature', MAX_NODES, 'int32');
   const n = feature.length;
-  const threshold = r.numbers('threshold', MAX_NODES);
-  const left = Int32Array.from(r.numbers('left', MAX_NODES));
-  const right = Int32Array.from(r.numbers('right', MAX_NODES));
-  const value = r.numbers('value', MAX_NODES * 16);
+  const threshold = r.nodeArray('threshold', MAX_NODES, 'float64');
+  const left = r.nodeArray('left', MAX_NODES, 'int32');
+  const right = r.nodeArray('right', MAX_NODES, 'int32');
+  const value = r.nodeArray('value', MAX_NODES * 16, 'float64');
   if (threshold.length !== n || left.length !== n || right.length !== n) fail('trees', 'node arrays have different lengths');
   if (value.length !== n * valueWidth) fail('trees.value', `has ${value.length} numbers, expected nodes × valueWidth = ${n * valueWidth}`);
   if (treeOffsets.length < 2 || treeOffsets[0] !== 0 || treeOffsets[treeOffsets.length - 1] !== n) fail('trees.treeOffsets', 'must start at 0 and end at the node count');
@@ -168,6 +180,35 @@ class Reader {
     });
     return out;
   }
+  /** A forest node array: packed { type, base64 } (version 2) or a JSON number list (version 1). */
+  nodeArray(field: string, maxLength: number, type: 'int32'): Int32Array;
+  nodeArray(field: string, maxLength: number, type: 'float64'): Float64Array;
+  nodeArray(field: string, maxLength: number, type: 'int32' | 'float64'): Int32Array | Float64Array {
+    const v = this.get(field);
+    if (Array.isArray(v)) {
+      const a = this.numbers(field, maxLength);
+      if (type === 'float64') return a;
+      if (!a.every(Number.isInteger)) this.fail(field, 'must hold integers');
+      return Int32Array.from(a);
+    }
+    const o = new Reader(v, (f, w) => this.fail(`${field}.${f}`, w));
+    if (o.get('type') !== type) this.fail(`${field}.type`, `must be '${type}'`);
+    const text = o.get('base64');
+    if (typeof text !== 'string') this.fail(`${field}.base64`, 'must be a base64 string');
+    const bytes = Buffer.from(text as string, 'base64');
+    // Node skips characters that are not base64: then fewer bytes come out than the text encodes.
+    const padding = (text as string).endsWith('==') ? 2 : (text as string).endsWith('=') ? 1 : 0;
+    if ((text as string).length % 4 !== 0 || bytes.length !== ((text as string).length / 4) * 3 - padding) this.fail(`${field}.base64`, 'must be a base64 string');
+    const size = type === 'int32' ? 4 : 8;
+    if (bytes.length % size !== 0) this.fail(`${field}.base64`, `holds ${bytes.length} bytes, not whole ${type} values`);
+    if (bytes.length / size > maxLength) this.fail(field, `is too long (${bytes.length / size} > ${maxLength})`);
+    // Copied into a fresh (aligned) buffer.
+    const a = type === 'int32' ? new Int32Array(bytes.length / 4) : new Float64Array(bytes.length / 8);
+    new Uint8Array(a.buffer).set(bytes);
+    if (a instanceof Float64Array) for (let i = 0; i < a.length; i++) if (!Number.isFinite(a[i])) this.fail(field, `entry ${i} is not a finite number`);
+    return a;
+  }
+
   strings(field: string, maxLength: number): string[] {
     const a = this.array(field, maxLength);
     a.forEach((v, i) => { if (typeof v !== 'string') this.fail(field, `entry ${i} is not a string`); });
