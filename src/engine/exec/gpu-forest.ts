@@ -17,7 +17,7 @@ import { GpuWork } from '../../kernels/ml-matrix.js';
 
 /** Device bytes one histogram chunk may take (a level with more nodes is searched in chunks). */
 const HISTOGRAM_BYTES = 256 << 20;
-/** Device bytes the per-(tree, row) weight and slot arrays may take together, per batch. */
+/** Device bytes the per-(tree, row) weight and slot arrays of the two batches growing at once may take. */
 const ROW_STATE_BYTES = 1 << 30;
 
 /** Whether the GPU grows these trees: classification with few enough classes (regression targets stay on the CPU). */
@@ -47,37 +47,51 @@ export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: Tr
       nBins: Math.max(...data.binsPerFeature),
     };
     buffers.push(inputs.bins, inputs.labels, inputs.binsPerFeature);
-    const limit = Math.min(ROW_STATE_BYTES / 2, ctx.device.limits.maxStorageBufferBindingSize);
-    const perBatch = Math.max(1, Math.min(Math.floor(limit / (data.rows * 4)), Math.floor((2 ** 32 - 1) / data.rows)));
-    const grown: GrownTree[] = [];
-    for (let at = 0; at < treeIndices.length; at += perBatch) {
-      const phases = new PhaseTimes();
-      const growth = new ForestGrowth(data, spec, treeIndices.slice(at, at + perBatch));
-      phases.mark('bootstrap');
-      const finder = await GpuSplitFinder.create(ctx, inputs, data, spec, growth.treeIndices);
-      phases.mark('upload');
-      let levels = 0, nodes = 0;
-      try {
-        while (!growth.done) {
-          levels++;
-          nodes += growth.frontier.count;
-          const search = await finder.search(growth.frontier);
-          phases.mark('search');
-          const route = growth.decide(search);
-          phases.mark('decide');
-          await finder.route(route);
-          phases.mark('route');
-        }
-      } finally {
-        finder.free();
+    // Two batches grow at once: while the device searches one batch's level, the host decides
+    // the other's (one batch alone leaves the device or the host idle half the time).
+    const limit = Math.min(ROW_STATE_BYTES / 4, ctx.device.limits.maxStorageBufferBindingSize);
+    const fits = Math.max(1, Math.min(Math.floor(limit / (data.rows * 4)), Math.floor((2 ** 32 - 1) / data.rows)));
+    const perBatch = Math.min(fits, Math.max(1, Math.ceil(treeIndices.length / 2)));
+    const batches: number[][] = [];
+    for (let at = 0; at < treeIndices.length; at += perBatch) batches.push(treeIndices.slice(at, at + perBatch));
+    const grown: GrownTree[][] = new Array(batches.length);
+    let next = 0;
+    const lane = async () => {
+      while (next < batches.length) {
+        const b = next++;
+        grown[b] = await growBatch(ctx, inputs, data, spec, batches[b]);
       }
-      phases.report(`forest batch of ${growth.grown.length} trees, ${levels} levels, ${nodes} nodes searched`);
-      grown.push(...growth.grown);
-    }
-    return grown;
+    };
+    await Promise.all([lane(), lane()]);
+    return grown.flat();
   } finally {
     for (const b of buffers) freeBuffer(ctx, b);
   }
+}
+
+/** Grows one batch of trees, level by level. */
+async function growBatch(ctx: GpuContext, inputs: ForestInputs, data: BinnedData, spec: TreeSpec, treeIndices: readonly number[]): Promise<GrownTree[]> {
+  const phases = new PhaseTimes();
+  const growth = new ForestGrowth(data, spec, treeIndices);
+  const finder = await GpuSplitFinder.create(ctx, inputs, data, spec, treeIndices);
+  phases.mark('start');
+  let levels = 0, nodes = 0;
+  try {
+    while (!growth.done) {
+      levels++;
+      nodes += growth.frontier.count;
+      const search = await finder.search(growth.frontier);
+      phases.mark('search');
+      const route = growth.decide(search);
+      phases.mark('decide');
+      await finder.route(route);
+      phases.mark('route');
+    }
+  } finally {
+    finder.free();
+  }
+  phases.report(`forest batch of ${treeIndices.length} trees, ${levels} levels, ${nodes} nodes searched`);
+  return growth.grown;
 }
 
 /** Rows live on the device as (weight, slot) per (tree, row); a row's slot is its node's position in the current frontier. */
