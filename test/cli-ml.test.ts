@@ -87,7 +87,9 @@ describe('random forest', () => {
 
   it('a tampered model file is rejected with exit 3 naming the file', async () => {
     const model = JSON.parse(readFileSync(path('rf1.json'), 'utf8'));
-    model.trees.left[0] = 10 ** 9;
+    const left = new Int32Array(new Uint8Array(Buffer.from(model.trees.left.base64, 'base64')).buffer);
+    left[0] = 10 ** 9;
+    model.trees.left.base64 = Buffer.from(left.buffer).toString('base64');
     writeFileSync(path('rf-bad.json'), JSON.stringify(model));
     const res = await gpuframe(['predict', path('bc-test.csv'), '--model', path('rf-bad.json'), '-o', path('never.csv')]);
     expect(res.code).toBe(3);

@@ -1,39 +1,33 @@
 // Random-forest trees grown by the GPU split finder (lavapipe) against the CPU finder: the same
 // accuracy on held-out rows of the breast-cancer and digits fixtures, mostly the same nodes (only
-// the bin choice within a feature is scored in f32 on the device), the same forest whichever way
-// trees are spread over workers and batches, and a GPU-grown model that loads and predicts on the CPU.
+// the choice among splits is scored in f32 on the device), the same forest whichever way trees are
+// grouped into tasks and batches, and a GPU-grown model that loads and predicts on the CPU.
 
 import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
-import { growTreesOnGpu, trainTreesOnGpu } from '../src/engine/exec/gpu-forest.js';
-import { fitRandomForest, type ForestParams } from '../src/engine/ml/forest.js';
+import { growTreesOnGpu } from '../src/engine/exec/gpu-forest.js';
+import { fitRandomForest, type ForestParams, type TreeGrower } from '../src/engine/ml/forest.js';
 import { growTreesOnCpu } from '../src/engine/ml/forest-split-cpu.js';
-import type { BinnedData, TreeSpec } from '../src/engine/ml/forest-tree.js';
+import type { BinnedData, GrownTree, TreeSpec } from '../src/engine/ml/forest-tree.js';
 import { accuracy } from '../src/engine/ml/metrics.js';
 import { parseModel, serializeModel } from '../src/engine/ml/model-file.js';
-import { inMemoryPartitions, splitRows, type PartitionedMatrix } from '../src/engine/ml/partitioned.js';
+import { inMemoryPartitions, splitRows } from '../src/engine/ml/partitioned.js';
 import { predictBatch } from '../src/engine/ml/predict.js';
 import { Rng } from '../src/engine/ml/random.js';
 import { loadFixture, split, type Dataset } from './ml-helpers.js';
 
-/** Partitions in this process whose workers grow trees on the test GPU (every other task on the CPU). */
-async function onGpu(ds: Dataset, rowsPerPartition: number): Promise<PartitionedMatrix> {
+/** Grows trees on the test GPU, the way GPU workers do. */
+async function gpuGrower(): Promise<TreeGrower> {
   const ctx = await testGpu();
-  const parts = splitRows(ds.x, ds.y, ds.cols, rowsPerPartition);
-  const cpu = inMemoryPartitions(ds.names, parts);
-  return {
-    ...cpu,
-    async map<R>(task: string, args: unknown): Promise<R[]> {
-      if (task !== 'rf.trainTrees') return cpu.map<R>(task, args);
-      return (await trainTreesOnGpu(ctx, parts, args as never)) as R[];
-    },
-  };
+  return { grow: (data, spec, trees) => growTreesOnGpu(ctx, data, spec, trees) };
 }
+
+const partitioned = (ds: Dataset, rowsPerPartition: number) => inMemoryPartitions(ds.names, splitRows(ds.x, ds.y, ds.cols, rowsPerPartition));
 
 async function heldOutAccuracy(ds: Dataset, params: ForestParams) {
   const { train, test } = split(ds);
-  const cpu = await fitRandomForest(inMemoryPartitions(train.names, splitRows(train.x, train.y, train.cols, 200)), params);
-  const gpu = await fitRandomForest(await onGpu(train, 200), params);
+  const cpu = await fitRandomForest(partitioned(train, 200), params);
+  const gpu = await fitRandomForest(partitioned(train, 200), params, await gpuGrower());
   const score = (m: typeof cpu) => accuracy(test.y, predictBatch(m, test.x, test.rows).prediction);
   return { cpu: score(cpu), gpu: score(gpu), cpuNodes: cpu.trees.feature, gpuNodes: gpu.trees.feature };
 }
@@ -79,11 +73,22 @@ describe.skipIf(skipGpuTests)('random forest on the GPU', () => {
     expect(Math.min(...gpu.map((t) => t.feature.length))).toBeGreaterThan(31);
   }, 60_000);
 
-  it('the same model file for 1, 2 and 7 partitions (trees spread differently over workers); it loads and predicts', async () => {
+  it('the same model file whichever way trees are grouped into tasks and partitions; it loads and predicts', async () => {
     const { train, test } = split(loadFixture('breast-cancer.csv'));
+    const gpu = await gpuGrower();
+    /** Grows the trees in tasks of `size` trees, last task first (as workers might finish them). */
+    const inTasks = (size: number): TreeGrower => ({
+      async grow(data, spec, trees) {
+        const groups: number[][] = [];
+        for (let at = 0; at < trees.length; at += size) groups.push(trees.slice(at, at + size));
+        const grown = new Map<number, GrownTree>();
+        for (const g of groups.reverse()) (await gpu.grow(data, spec, g)).forEach((t, i) => grown.set(g[i], t));
+        return trees.map((t) => grown.get(t)!);
+      },
+    });
     const files = [];
-    for (const size of [train.rows, Math.ceil(train.rows / 2), 60]) {
-      files.push(serializeModel(await fitRandomForest(await onGpu(train, size), { nEstimators: 12, seed: 4, criterion: 'entropy' })));
+    for (const [rows, size] of [[train.rows, 12], [Math.ceil(train.rows / 2), 5], [60, 1]]) {
+      files.push(serializeModel(await fitRandomForest(partitioned(train, rows), { nEstimators: 12, seed: 4, criterion: 'entropy' }, inTasks(size))));
     }
     expect(files[1]).toBe(files[0]);
     expect(files[2]).toBe(files[0]);

@@ -55,14 +55,17 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(Number(/R² ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThan(0.99);
   }, 60_000);
 
-  it('rf-train: trees grown on the GPU worker, identical model files when repeated, accuracy as the CPU forest, predicts on the CPU', async () => {
+  it('rf-train: trees grown on the GPU worker, identical model files when repeated or with CPU workers, accuracy as the CPU forest, predicts on the CPU', async () => {
     const data = fileURLToPath(new URL('../fixtures/ml/breast-cancer.csv', import.meta.url));
     const rf = (name: string, device: string[]) =>
       ok(['rf-train', data, '--target', 'y', '--n-estimators', '20', '--max-depth', '8', '--seed', '3', '--blocksize', '64KB', '--model-out', path(name), ...device]);
     await rf('rf-gpu.json', GPU);
     await rf('rf-gpu2.json', GPU);
+    // With CPU workers too, they load and bin the rows while the trees still grow on the GPU.
+    await rf('rf-hybrid.json', ['--device', 'gpu', '--workers', '2']);
     await rf('rf-cpu.json', ['--device', 'cpu', '--workers', '1']);
     expect(readFileSync(path('rf-gpu2.json'), 'utf8')).toBe(readFileSync(path('rf-gpu.json'), 'utf8'));
+    expect(readFileSync(path('rf-hybrid.json'), 'utf8')).toBe(readFileSync(path('rf-gpu.json'), 'utf8'));
     const scored = async (model: string) => {
       const res = await ok(['predict', data, '--model', path(model), '-o', path(`${model}.csv`), '--device', 'cpu']);
       return Number(/accuracy ([\d.e-]+)/.exec(res.stderr)![1]);

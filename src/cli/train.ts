@@ -41,16 +41,19 @@ export function chooseFeatures(plan: PlanNode, target: string | null, flags: { f
   return features;
 }
 
-/** Runs `train` with the plan's rows resident in the workers as a design matrix. */
+/**
+ * Runs `train` with the plan's rows resident in the workers as a design matrix; `device`: the
+ * trainer runs GPU kernels over the rows (k-means, linreg), so GPU workers hold them on the device.
+ */
 export async function withTrainingMatrix<T>(
-  plan: PlanNode, features: string[], target: string | null, flags: RunFlagValues,
+  plan: PlanNode, features: string[], target: string | null, flags: RunFlagValues, device: boolean,
   train: (matrix: ResidentMatrix, ctx: RunContext) => Promise<T>,
 ): Promise<T> {
   const settings = runSettings(flags);
   const columns = target === null ? features : [...features, target];
   return withRunContext(settings, plan, async (ctx) => {
     const optimised = optimize({ kind: 'project', input: plan, columns }, { memoryLimit: settings.memoryLimit });
-    const matrix = await loadResidentMatrix(await physical(optimised, ctx), features, target, ctx);
+    const matrix = await loadResidentMatrix(await physical(optimised, ctx), features, target, ctx, device);
     if (matrix.rows === 0) throw new UsageError('the input has no rows to train on');
     try {
       return await train(matrix, ctx);

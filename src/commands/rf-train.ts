@@ -4,6 +4,7 @@ import { csvFlags, runFlags } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
 import { UsageError } from '../engine/errors.js';
+import { workerTreeGrower } from '../engine/exec/forest-trees.js';
 import { fitRandomForest, type ForestParams } from '../engine/ml/forest.js';
 import { serializeModel } from '../engine/ml/model-file.js';
 import { schemaOf } from '../engine/plan/schema.js';
@@ -36,7 +37,7 @@ export default class RfTrain extends GpuframeCommand {
       maxFeatures: parseMaxFeatures(flags['max-features']), minSamplesLeaf: flags['min-samples-leaf'],
       bootstrap: flags.bootstrap, criterion: flags.criterion as 'gini' | 'entropy', seed: flags.seed, target: flags.target,
     };
-    const model = await withTrainingMatrix(plan, features, flags.target, flags, (matrix) => fitRandomForest(matrix, params));
+    const model = await withTrainingMatrix(plan, features, flags.target, flags, false, (matrix, ctx) => fitRandomForest(matrix, params, workerTreeGrower(ctx)));
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
     writeModelFile(flags['model-out'], serializeModel(model));

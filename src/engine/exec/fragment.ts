@@ -10,6 +10,8 @@ import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js'
 import type { JoinSpec } from '../ops/join/index.js';
 import type { TextFormat } from '../io/output/index.js';
 import type { GenerateParams, GeneratorKind } from '../ml/generate.js';
+import type { GrownTree, TreeSpec } from '../ml/forest-tree.js';
+import type { BinnedFile } from './forest-trees.js';
 
 export type SourceSpec =
   | { kind: 'csv'; chunk: CsvChunk; layout: CsvLayout; options: CsvOptions; columns: string[] }
@@ -39,8 +41,13 @@ export type Terminal =
   | { kind: 'collect' }
   /** Encode the rows as CSV/JSONL text here, so formatting runs in parallel next to the data. */
   | { kind: 'encode'; format: TextFormat }
-  /** Keep the rows in the worker as a numeric design-matrix partition for ML tasks (matrix.ts). */
-  | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null }
+  /**
+   * Keep the rows in the worker as a numeric design-matrix partition for ML tasks (matrix.ts);
+   * `device`: the trainer runs GPU kernels over it, so GPU workers upload it and only they hold it.
+   */
+  | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null; device: boolean }
+  /** Grow these trees of a random forest on the binned rows in `file` (forest-trees.ts). */
+  | { kind: 'grow-trees'; file: BinnedFile; spec: TreeSpec; trees: number[] }
   /** Run a named ML partition task over every partition of a matrix this worker holds. */
   | { kind: 'map-matrix'; matrixId: string; task: string; args: unknown; firstRows: number[] }
   /** Forget a matrix. */
@@ -70,6 +77,8 @@ export interface FragmentResult {
   holder?: number;
   /** map-matrix: each held partition's result, by partition index. */
   mapped?: { index: number; value: unknown }[];
+  /** grow-trees: the trees, in the task's order. */
+  grown?: GrownTree[];
   /** probe: build rows matched by this fragment, per broadcast id (for right/outer joins). */
   matched?: Record<string, Uint8Array>;
   rows: number;

@@ -10,8 +10,8 @@ import type { GpuContext } from '../gpu/device.js';
 import { freeBuffer, stagingRingOf, storageBuffer, uploadNew } from '../gpu/buffers.js';
 import { bootstrapKey, ForestGrowth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
-import type { TrainTreesArgs } from '../ml/forest-tasks.js';
-import type { MatrixPartition } from '../ml/partitioned.js';
+import type { FragmentResult, Terminal } from './fragment.js';
+import { readBinnedFile } from './forest-trees.js';
 import { forestHistogramBytes, MAX_GPU_CLASSES, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
 import { GpuWork } from '../../kernels/ml-matrix.js';
 
@@ -25,28 +25,48 @@ export function forestOnGpu(data: BinnedData, spec: TreeSpec): boolean {
   return spec.task === 'classification' && data.nClasses >= 1 && data.nClasses <= MAX_GPU_CLASSES && data.rows > 0;
 }
 
-/** rf.trainTrees for every partition this worker holds: all their trees grown on the device, results per partition. */
-export async function trainTreesOnGpu(ctx: GpuContext, parts: readonly MatrixPartition[], { data, spec, treesByPartition }: TrainTreesArgs): Promise<{ tree: number; grown: GrownTree }[][]> {
-  const trees = parts.flatMap((p) => treesByPartition[p.index] ?? []);
-  const grown = forestOnGpu(data, spec) ? await growTreesOnGpu(ctx, data, spec, trees) : trees.map((t) => growTreesOnCpu(data, spec, [t])[0]);
-  const byTree = new Map(trees.map((t, i) => [t, grown[i]]));
-  return parts.map((p) => (treesByPartition[p.index] ?? []).map((t) => ({ tree: t, grown: byTree.get(t)! })));
+/** grow-trees on a GPU worker: the trees of a classification forest grow on the device, others on this worker's CPU. */
+export async function growTreesTaskOnGpu(ctx: GpuContext, terminal: Extract<Terminal, { kind: 'grow-trees' }>): Promise<FragmentResult> {
+  const data = readBinnedFile(terminal.file);
+  const grown = forestOnGpu(data, terminal.spec)
+    ? await growTreesOnGpu(ctx, data, terminal.spec, terminal.trees, await forestInputsOf(ctx, terminal.file.path, data))
+    : terminal.trees.map((t) => growTreesOnCpu(data, terminal.spec, [t])[0]);
+  return { grown, rows: 0, warnings: [] };
+}
+
+/** The device copy of the last binned file this worker grew trees on (its tasks of one forest share it). */
+let uploaded: { path: string; inputs: Promise<ForestInputs> } | null = null;
+
+function forestInputsOf(ctx: GpuContext, path: string, data: BinnedData): Promise<ForestInputs> {
+  if (uploaded?.path !== path) {
+    const previous = uploaded;
+    const inputs = uploadForestInputs(ctx, data);
+    uploaded = { path, inputs };
+    inputs.catch(() => { if (uploaded?.inputs === inputs) uploaded = null; }); // a failed upload is tried again
+    void previous?.inputs.then((old) => freeForestInputs(ctx, old), () => {});
+  }
+  return uploaded.inputs;
 }
 
 /** Device data every batch reads. */
 interface ForestInputs { bins: GPUBuffer; labels: GPUBuffer; binsPerFeature: GPUBuffer; nBins: number }
 
-export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: TreeSpec, treeIndices: readonly number[]): Promise<GrownTree[]> {
+async function uploadForestInputs(ctx: GpuContext, data: BinnedData): Promise<ForestInputs> {
   const ring = stagingRingOf(ctx);
-  const buffers: GPUBuffer[] = [];
+  const bins = await uploadForestBins(ctx, ring, data.bins, data.rows, data.cols);
+  const labels = await uploadNew(ctx, Uint32Array.from(data.target), 'forest labels', ring);
+  const binsPerFeature = await uploadNew(ctx, Uint32Array.from(data.binsPerFeature), 'forest bins per feature', ring);
+  return { bins, labels, binsPerFeature, nBins: Math.max(...data.binsPerFeature) };
+}
+
+function freeForestInputs(ctx: GpuContext, inputs: ForestInputs): void {
+  for (const b of [inputs.bins, inputs.labels, inputs.binsPerFeature]) freeBuffer(ctx, b);
+}
+
+/** Grows the trees on the device from `inputs` (uploaded once, or here and freed after when not given). */
+export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: TreeSpec, treeIndices: readonly number[], given?: ForestInputs): Promise<GrownTree[]> {
+  const inputs = given ?? await uploadForestInputs(ctx, data);
   try {
-    const inputs: ForestInputs = {
-      bins: await uploadForestBins(ctx, ring, data.bins, data.rows, data.cols),
-      labels: await uploadNew(ctx, Uint32Array.from(data.target), 'forest labels', ring),
-      binsPerFeature: await uploadNew(ctx, Uint32Array.from(data.binsPerFeature), 'forest bins per feature', ring),
-      nBins: Math.max(...data.binsPerFeature),
-    };
-    buffers.push(inputs.bins, inputs.labels, inputs.binsPerFeature);
     // Two batches grow at once: while the device searches one batch's level, the host decides
     // the other's (one batch alone leaves the device or the host idle half the time).
     const limit = Math.min(ROW_STATE_BYTES / 4, ctx.device.limits.maxStorageBufferBindingSize);
@@ -65,7 +85,7 @@ export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: Tr
     await Promise.all([lane(), lane()]);
     return grown.flat();
   } finally {
-    for (const b of buffers) freeBuffer(ctx, b);
+    if (!given) freeForestInputs(ctx, inputs);
   }
 }
 

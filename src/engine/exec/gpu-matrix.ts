@@ -1,9 +1,9 @@
 // ML design-matrix partitions held by a GPU worker (the GPU side of matrix.ts). A loaded partition
 // keeps its float64 host copy and is uploaded once to the device (ml-matrix.ts layout); map-matrix
 // runs the k-means, linear-regression and moments tasks as kernels over every partition this
-// worker holds, in one submission with one readback; rf.trainTrees grows all these partitions'
-// trees on the device at once (gpu-forest.ts); the other tasks (binning, row sampling) run the CPU
-// code on the host copy. Results are per partition and deterministic, so which GPU holds a
+// worker holds, in one submission with one readback; the other tasks (the forest's binning and
+// row sampling) run the CPU code on the host copy. A matrix loaded without `device` (the forest
+// needs no kernels over it) is not uploaded. Results are per partition and deterministic, so which GPU holds a
 // partition never changes them (the trainer combines them in partition order).
 
 import { concatBatches } from '../batch.js';
@@ -16,8 +16,6 @@ import { assignBufferBytes, assignEntries, assignResultOf, kmeansOnGpu, recordAs
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadMatrix, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
-import { trainTreesOnGpu } from './gpu-forest.js';
-import type { TrainTreesArgs } from '../ml/forest-tasks.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
 
 /** Seeding state of one k-means++ run: each row's nearest squared distance among the first `count` centres. */
@@ -81,14 +79,14 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   const host: MatrixPartition = { index: fragment.index, firstRow: -1, rows: m.rows, cols: m.cols, x: m.x, y: m.y };
   const warnings = read.warnings;
   let device: DeviceMatrix | null = null;
-  if (deviceMatrixFits(ctx, m.rows, m.cols + (m.y ? 1 : 0))) {
+  if (terminal.device && deviceMatrixFits(ctx, m.rows, m.cols + (m.y ? 1 : 0))) {
     try {
       device = await uploadMatrix(ctx, stagingRingOf(ctx), m.x, m.y, m.rows, m.cols);
     } catch (err) {
       if (ctx.lostReason) throw err;
       warnings.push(`partition ${fragment.index} stays on the CPU of its GPU worker (${err instanceof Error ? err.message : String(err)})`);
     }
-  } else if (m.rows > 0) {
+  } else if (terminal.device && m.rows > 0) {
     warnings.push(`partition ${fragment.index} (${m.rows} rows) exceeds the GPU's storage binding limit; its ML tasks run on the CPU (use a smaller --blocksize)`);
   }
   const held = matrices.get(terminal.matrixId) ?? new Map<number, GpuPartition>();
@@ -121,8 +119,6 @@ type GpuPartitionTask = (ctx: GpuContext, p: DevicePartition, args: any) => Plan
 async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: string, args: unknown): Promise<unknown[]> {
   const cpu = PARTITION_TASKS[name];
   if (!cpu) throw new Error(`unknown partition task '${name}'`);
-  // Trees are not per-partition work: the worker grows all its partitions' trees in one go.
-  if (name === 'rf.trainTrees') return trainTreesOnGpu(ctx, parts.map((p) => p.host), args as TrainTreesArgs);
   const gpu = GPU_TASKS[name] as GpuPartitionTask | undefined;
   const plans = parts.map((p) => (gpu && p.device ? gpu(ctx, p as DevicePartition, args) : null));
   const work = new GpuWork(ctx);

@@ -60,6 +60,10 @@ interface SlotInfo {
 export class GpuProcessPool extends WorkerProcessPool {
   private readonly info: SlotInfo[];
 
+  get gpuConcurrency(): number {
+    return this.concurrency;
+  }
+
   /** Starts one worker per GPU, waits until each has opened its device, and checks the pinning. */
   static async create(options: GpuPoolOptions): Promise<GpuProcessPool> {
     const pool = new GpuProcessPool(options);

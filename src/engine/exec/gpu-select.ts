@@ -99,8 +99,9 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
   if (gpus) {
     if (settings.workers === 0) return gpus;
     const { gpuCsvPathApplies } = await import('./gpu-csv-aggregate.js');
-    // Training data lives on the GPU workers only, so that results never depend on scheduling.
-    const gpuOnly = (task: Task) => task.terminal.kind === 'load-matrix';
+    // Training data GPU kernels read lives on the GPU workers only, and forests grow there: GPU and
+    // CPU compute these in different precisions, so results never depend on scheduling.
+    const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || task.terminal.kind === 'grow-trees';
     return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuCsvPathApplies, gpuOnly);
   }
   return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);

@@ -1,5 +1,5 @@
 // What a GPU worker does with one task: ML design-matrix tasks keep their partitions on the device
-// (gpu-matrix.ts); partial aggregates the GPU covers run there. Over a CSV
+// (gpu-matrix.ts); a random forest's trees grow there (gpu-forest.ts); partial aggregates the GPU covers run there. Over a CSV
 // chunk the GPU parses the bytes itself (gpu-csv-aggregate.ts) when it can; otherwise rows are read
 // and parsed on the CPU of this process with the same reader as CPU workers. Every other task,
 // and any partition whose GPU aggregation fails while the device is still alive, runs the CPU code.
@@ -9,6 +9,7 @@ import type { GpuContext } from '../gpu/device.js';
 import { PartialAggregator } from '../ops/aggregate/index.js';
 import type { FragmentResult, Task } from './fragment.js';
 import { isMatrixTask, runGpuMatrixTask } from './gpu-matrix.js';
+import { growTreesTaskOnGpu } from './gpu-forest.js';
 import { gpuPartialAggregate, gpuSupports } from './gpu-aggregate.js';
 import { gpuCsvOptionsFromEnv, gpuCsvPartialAggregate } from './gpu-csv-aggregate.js';
 import type { ResidentCache } from './gpu-resident.js';
@@ -26,6 +27,7 @@ export class DeviceLost extends RuntimeFailure {}
 export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuWorkerState): Promise<FragmentResult> {
   const { terminal, fragment } = task;
   if (isMatrixTask(task)) return matrixOnGpu(task, cache, worker);
+  if (terminal.kind === 'grow-trees') return treesOnGpu(terminal, worker);
   if (terminal.kind !== 'partial-aggregate' || !gpuSupports(terminal.spec, terminal.inputSchema)) return runTask(task, cache);
   const direct = await csvOnGpu(task, worker);
   if (!('warning' in direct)) return direct;
@@ -47,6 +49,16 @@ export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuW
 async function matrixOnGpu(task: Task, cache: BroadcastCache, worker: GpuWorkerState): Promise<FragmentResult> {
   try {
     return await runGpuMatrixTask(task, cache, worker.gpu);
+  } catch (err) {
+    if (worker.gpu.lostReason) throw new DeviceLost(`GPU device lost: ${worker.gpu.lostReason}`);
+    throw err;
+  }
+}
+
+/** A random forest's trees (gpu-forest.ts). */
+async function treesOnGpu(terminal: Extract<Task['terminal'], { kind: 'grow-trees' }>, worker: GpuWorkerState): Promise<FragmentResult> {
+  try {
+    return await growTreesTaskOnGpu(worker.gpu, terminal);
   } catch (err) {
     if (worker.gpu.lostReason) throw new DeviceLost(`GPU device lost: ${worker.gpu.lostReason}`);
     throw err;

@@ -4,9 +4,9 @@
 // idle while a GPU task is still running, the CPU worker runs a backup copy of it and the first
 // result wins (MapReduce's backup tasks): a slow device cannot hold up the end of a stage. A
 // task's result is the same wherever it runs (GPU partial states are converted into the CPU's),
-// so which copy wins never changes the output. Tasks marked GPU-only (loading ML training data:
-// GPU and CPU compute its tasks in different precisions) never run on a CPU worker, not even as
-// backups, unless no GPU worker is left.
+// so which copy wins never changes the output. Tasks marked GPU-only (loading training data GPU
+// kernels read, growing a forest's trees: GPU and CPU compute these in different precisions) never
+// run on a CPU worker, not even as backups, unless no GPU worker is left.
 
 import type { FragmentResult, Broadcast, Task } from './fragment.js';
 import { concurrencyOf, type TaskRunner } from './pool.js';
@@ -45,6 +45,10 @@ export class HybridRunner implements TaskRunner {
 
   get concurrency(): number {
     return concurrencyOf(this.gpu) + concurrencyOf(this.cpu);
+  }
+
+  get gpuConcurrency(): number {
+    return concurrencyOf(this.gpu);
   }
 
   broadcast(b: Broadcast): void {

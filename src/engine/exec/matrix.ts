@@ -21,9 +21,10 @@ export interface ResidentMatrix extends PartitionedMatrix {
   release(): Promise<void>;
 }
 
-export async function loadResidentMatrix(stream: Stream, features: string[], target: string | null, ctx: RunContext): Promise<ResidentMatrix> {
+/** `device`: the trainer runs GPU kernels over the rows (then only GPU workers hold them, on their device). */
+export async function loadResidentMatrix(stream: Stream, features: string[], target: string | null, ctx: RunContext, device: boolean): Promise<ResidentMatrix> {
   const matrixId = randomUUID();
-  const load = { kind: 'load-matrix' as const, matrixId, features, target };
+  const load = { kind: 'load-matrix' as const, matrixId, features, target, device };
   const rowsOf = new Map<number, number>();
   await runStream(ctx, stream, load, 'load rows', (r, f) => { rowsOf.set(f.index, r.rows); });
   const indices = stream.fragments.map((f) => f.index);

@@ -16,6 +16,7 @@ import { generateChunk } from '../ml/generate.js';
 import { appendPredictions, modelOf } from '../ml/predict-columns.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import type { Broadcast, FragmentResult, OpSpec, SourceSpec, Task } from './fragment.js';
+import { growTreesTask } from './forest-trees.js';
 import { writeSpillFile } from './spill-file.js';
 
 /** Build tables of broadcast joins, kept for the life of the worker. */
@@ -53,6 +54,7 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
     residentMatrices.delete(terminal.matrixId);
     return { rows: 0, warnings };
   }
+  if (terminal.kind === 'grow-trees') return growTreesTask(terminal);
   let batches = await readSource(fragment.source, warnings);
   const matched: Record<string, Uint8Array> = {};
   for (const op of fragment.ops) batches = batches.map((b) => applyOp(op, b, cache, matched));

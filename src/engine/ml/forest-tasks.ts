@@ -1,11 +1,8 @@
-// Per-partition work of the random forest (layout (a): trees are split over workers and each
-// worker holds all binned rows, n × d bytes). Partitions provide a row sample for the bin edges
-// and their binned rows; then each partition trains the trees assigned to it on all rows.
+// Per-partition work of the random forest: a row sample for the bin edges, and the partition's
+// rows binned. (Trees are grown afterwards on all binned rows: forest.ts.)
 
 import { RuntimeFailure } from '../errors.js';
 import { binMatrix } from './forest-bins.js';
-import { growTreesOnCpu } from './forest-split-cpu.js';
-import type { BinnedData, GrownTree, TreeSpec } from './forest-tree.js';
 import type { MatrixPartition } from './partitioned.js';
 import { rowUniform } from './random.js';
 
@@ -27,12 +24,4 @@ function bin(part: MatrixPartition, { edges }: { edges: Float64Array[] }): BinRe
   return { index: part.index, rows: part.rows, bins: binMatrix(part.x, part.rows, part.cols, edges), y: part.y.slice() };
 }
 
-export interface TrainTreesArgs { data: BinnedData; spec: TreeSpec; treesByPartition: Record<number, number[]> }
-
-/** Grows the trees assigned to this partition's worker, each from its own (seed, tree) stream. */
-function trainTrees(part: MatrixPartition, { data, spec, treesByPartition }: TrainTreesArgs): { tree: number; grown: GrownTree }[] {
-  // One tree at a time: a tree's rows and weights take 8 bytes per row.
-  return (treesByPartition[part.index] ?? []).map((t) => ({ tree: t, grown: growTreesOnCpu(data, spec, [t])[0] }));
-}
-
-export const FOREST_TASKS = { 'rf.sample': sample, 'rf.bin': bin, 'rf.trainTrees': trainTrees };
+export const FOREST_TASKS = { 'rf.sample': sample, 'rf.bin': bin };

@@ -1,11 +1,13 @@
-// Random forest driver. Layout (a): every tree is trained on all binned rows (Uint8 bins,
-// n × d bytes) by one worker, trees spread over workers. Chosen over per-node histograms
-// reduced across partitions because a tree then needs no round trip per level, and tree i,
-// seeded from (seed, i), is the same whichever worker grows it.
+// Random forest driver. Partitions give a row sample for the bin edges and their binned rows;
+// then every tree is grown on all binned rows (Uint8 bins, n × d bytes) by one grower, trees
+// spread over workers (exec/forest-trees.ts). Chosen over per-node histograms reduced across
+// partitions because a tree then needs no round trip per level, and tree i, seeded from
+// (seed, i), is the same whichever worker grows it.
 
 import { UsageError } from '../errors.js';
 import { quantileEdges } from './forest-bins.js';
-import type { BinResult, SampleResult, TrainTreesArgs } from './forest-tasks.js';
+import type { BinResult, SampleResult } from './forest-tasks.js';
+import { growTreesOnCpu } from './forest-split-cpu.js';
 import type { BinnedData, GrownTree, TreeSpec } from './forest-tree.js';
 import { modelBase, type FlatTrees, type ForestModel } from './model.js';
 import type { PartitionedMatrix } from './partitioned.js';
@@ -26,7 +28,17 @@ export interface ForestParams {
   binSampleRows?: number;
 }
 
-export async function fitRandomForest(data: PartitionedMatrix, params: ForestParams = {}): Promise<ForestModel> {
+/** Grows trees (indices into the forest) on binned rows; results in the order of `trees`. */
+export interface TreeGrower {
+  grow(data: BinnedData, spec: TreeSpec, trees: readonly number[]): Promise<GrownTree[]>;
+}
+
+/** Grows every tree here, on the CPU (tests, --workers 0). */
+export const growHere: TreeGrower = {
+  grow: async (data, spec, trees) => trees.map((t) => growTreesOnCpu(data, spec, [t])[0]),
+};
+
+export async function fitRandomForest(data: PartitionedMatrix, params: ForestParams = {}, grower: TreeGrower = growHere): Promise<ForestModel> {
   const { nEstimators = 100, maxDepth = 16, nBins = 32, minSamplesLeaf = 1, bootstrap = true,
     criterion = 'gini', seed = 0, target = 'y', binSampleRows = 200_000 } = params;
   if (!(nBins >= 2 && nBins <= 256)) throw new UsageError(`--n-bins must be between 2 and 256, got ${nBins}`);
@@ -46,10 +58,7 @@ export async function fitRandomForest(data: PartitionedMatrix, params: ForestPar
     nClasses: classes.length,
   };
   const spec: TreeSpec = { task, criterion, maxDepth, minSamplesLeaf, bootstrap, seed, maxFeatures: resolveMaxFeatures(params.maxFeatures ?? (task === 'classification' ? 'sqrt' : 'all'), d) };
-  const treesByPartition: Record<number, number[]> = {};
-  for (let t = 0; t < nEstimators; t++) (treesByPartition[parts[t % parts.length].index] ??= []).push(t);
-  const grown = (await data.map<{ tree: number; grown: GrownTree }[]>('rf.trainTrees', { data: binned, spec, treesByPartition } satisfies TrainTreesArgs))
-    .flat().sort((a, b) => a.tree - b.tree).map((g) => g.grown);
+  const grown = await grower.grow(binned, spec, Array.from({ length: nEstimators }, (_, t) => t));
   return {
     kind: 'random-forest',
     ...modelBase(data.featureNames, target, classes,

@@ -1,0 +1,74 @@
+// A random forest's trees grown as tasks on the workers. The parent writes the binned rows once to
+// a file in the run's temp dir; each task names the file and the trees it grows, so a worker reads
+// the file once (and a GPU worker uploads it once) however many of its tasks it runs. When there
+// are GPU workers, the tasks are theirs alone (the GPU finder compares splits in f32, the CPU one
+// in float64): the forest never depends on which worker took which task. Trees are seeded by their
+// index, so how they are grouped into tasks changes nothing either.
+
+import { randomUUID } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
+import type { BinnedData, GrownTree, TreeSpec } from '../ml/forest-tree.js';
+import type { TreeGrower } from '../ml/forest.js';
+import type { RunContext } from './context.js';
+import type { Fragment, FragmentResult, Terminal } from './fragment.js';
+import { concurrencyOf } from './pool.js';
+
+/** Where the binned rows are, and their shape: bins (rows × cols bytes, column-major), then the target. */
+export interface BinnedFile { path: string; rows: number; cols: number; binsPerFeature: number[]; nClasses: number; target: 'int32' | 'float64' }
+
+const NO_SOURCE: Fragment = { index: -1, source: { kind: 'none' }, ops: [], bytes: 0 };
+
+/** Grows trees as tasks of `ctx`'s runner: as many tasks as its GPU workers (else all workers) run at once. */
+export function workerTreeGrower(ctx: RunContext): TreeGrower {
+  return {
+    async grow(data: BinnedData, spec: TreeSpec, trees: readonly number[]): Promise<GrownTree[]> {
+      const file = writeBinnedFile(ctx.tmpDir, data);
+      try {
+        const lanes = Math.min(trees.length, ctx.runner.gpuConcurrency || concurrencyOf(ctx.runner));
+        const groups = Array.from({ length: lanes }, (_, g) => trees.filter((_, i) => i % lanes === g));
+        const results = await Promise.all(groups.map((group) =>
+          ctx.runner.run({ fragment: NO_SOURCE, terminal: { kind: 'grow-trees', file, spec, trees: group } }, 'ml grow trees')));
+        const byTree = new Map<number, GrownTree>();
+        groups.forEach((group, g) => group.forEach((t, i) => byTree.set(t, results[g].grown![i])));
+        return trees.map((t) => byTree.get(t)!);
+      } finally {
+        rmSync(file.path, { force: true });
+      }
+    },
+  };
+}
+
+function writeBinnedFile(dir: string, data: BinnedData): BinnedFile {
+  const path = join(dir, `forest-${randomUUID()}.bin`);
+  const target = data.target instanceof Int32Array ? 'int32' : 'float64';
+  writeFileSync(path, Buffer.concat([data.bins, new Uint8Array(data.target.buffer, data.target.byteOffset, data.target.byteLength)]));
+  return { path, rows: data.rows, cols: data.cols, binsPerFeature: Array.from(data.binsPerFeature), nClasses: data.nClasses, target };
+}
+
+/** The last binned file this worker read: its tasks of one forest share it. */
+let lastRead: { path: string; data: BinnedData } | null = null;
+
+export function readBinnedFile(file: BinnedFile): BinnedData {
+  if (lastRead?.path === file.path) return lastRead.data;
+  const bytes = readFileSync(file.path);
+  const binsBytes = file.rows * file.cols;
+  const targetBytes = bytes.subarray(binsBytes);
+  // Copied out, so the typed arrays are aligned.
+  const target = file.target === 'int32' ? new Int32Array(file.rows) : new Float64Array(file.rows);
+  new Uint8Array(target.buffer).set(targetBytes);
+  const data: BinnedData = {
+    rows: file.rows, cols: file.cols, bins: new Uint8Array(bytes.subarray(0, binsBytes)),
+    binsPerFeature: Int32Array.from(file.binsPerFeature), target, nClasses: file.nClasses,
+  };
+  lastRead = { path: file.path, data };
+  return data;
+}
+
+/** grow-trees on a CPU worker. */
+export function growTreesTask(terminal: Extract<Terminal, { kind: 'grow-trees' }>): FragmentResult {
+  const data = readBinnedFile(terminal.file);
+  // One tree at a time: a tree's rows and weights take 8 bytes per row.
+  return { grown: terminal.trees.map((t) => growTreesOnCpu(data, terminal.spec, [t])[0]), rows: 0, warnings: [] };
+}
