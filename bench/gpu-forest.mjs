@@ -5,7 +5,7 @@
 // Checks the 1- and 2-GPU model files are byte-identical; accuracy on the held-out rows for all.
 //   source .devkit/env.sh; node bench/gpu-forest.mjs   (env: ROWS=1e6 TREES=100 DEPTH=16 DIR=/tmp/gpuframe-rf
 //   TIMEOUT=300 CONFIGS=gpu_0,gpu_0_1,gpus_cpu_workers,cpu PEERS=0 BLOCKSIZE=16MB)
-// The time of the forest alone comes from the run's --trace ('ml rf.trainTrees' slices); the
+// The time of the trees alone comes from the run's --trace ('ml grow trees' slices); the
 // command's total includes start-up, reading and binning.
 
 import { spawnSync } from 'node:child_process';
@@ -33,9 +33,9 @@ function gpuframe(args) {
   return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr, seconds: (performance.now() - t0) / 1000 };
 }
 
-/** Wall time from the first start to the last end of the trace's slices named `name`. */
+/** Wall time from the first start to the last end of the trace's slices whose names start with `name`. */
 function spanOf(tracePath, name) {
-  const events = JSON.parse(readFileSync(tracePath, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name === name);
+  const events = JSON.parse(readFileSync(tracePath, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name.startsWith(name));
   if (events.length === 0) return NaN;
   return (Math.max(...events.map((e) => e.ts + e.dur)) - Math.min(...events.map((e) => e.ts))) / 1e6;
 }
@@ -79,7 +79,7 @@ for (const c of configs) {
   log(`rf-train with ${c.flags.join(' ')} ...`);
   const r = gpuframe(['rf-train', train, '--target', 'y', '--n-estimators', String(TREES), '--max-depth', String(DEPTH), '--seed', '1', '--model-out', model, '--trace', trace, ...BLOCKSIZE, ...c.flags]);
   if (r.code !== 0) { add(`rf-train ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
-  const forest = spanOf(trace, 'ml rf.trainTrees');
+  const forest = spanOf(trace, 'ml grow trees');
   log(`  trace: ${breakdown(trace)}`);
   for (const line of r.stderr.split('\n').filter((l) => l.startsWith('forest batch'))) log(`  ${line}`);
   const p = gpuframe(['predict', test, '--model', model, '-o', join(DIR, `pred-${tag}.csv`), '--device', 'cpu']);
