@@ -55,7 +55,7 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(Number(/R² ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThan(0.99);
   }, 60_000);
 
-  it('rf-train: trees grown on the GPU worker, identical model files when repeated or with CPU workers, accuracy as the CPU forest, predicts on the CPU', async () => {
+  it('rf-train: trees grown on the GPU worker, identical model files when repeated or with CPU workers, accuracy as the CPU forest; predictions on the GPU worker and on CPUs the same bytes', async () => {
     const data = fileURLToPath(new URL('../fixtures/ml/breast-cancer.csv', import.meta.url));
     const rf = (name: string, device: string[]) =>
       ok(['rf-train', data, '--target', 'y', '--n-estimators', '20', '--max-depth', '8', '--seed', '3', '--blocksize', '64KB', '--model-out', path(name), ...device]);
@@ -73,5 +73,13 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     const [gpu, cpu] = [await scored('rf-gpu.json'), await scored('rf-cpu.json')];
     expect(gpu).toBeGreaterThan(0.97);
     expect(Math.abs(gpu - cpu)).toBeLessThanOrEqual(0.01);
+    // Predicting on the GPU worker (the device walks the trees) writes the same bytes as on the CPU.
+    const predictOn = async (name: string, device: string[]) => {
+      await ok(['predict', data, '--model', path('rf-gpu.json'), '--proba', '--blocksize', '16KB', '-o', path(name), ...device]);
+      return readFileSync(path(name), 'utf8');
+    };
+    const onGpu = await predictOn('rf-pred-gpu.csv', GPU);
+    expect(onGpu).toBe(await predictOn('rf-pred-cpu.csv', ['--device', 'cpu', '--workers', '2']));
+    expect(onGpu.split('\n')[0]).toMatch(/prediction,proba_0,proba_1$/);
   }, 60_000);
 });

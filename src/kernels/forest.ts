@@ -7,7 +7,7 @@
 import type { GpuContext } from '../engine/gpu/device.js';
 import { storageBuffer, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import type { GpuWork } from './ml-matrix.js';
-import { FOREST_BEST_SPLITS_WGSL, FOREST_BOOTSTRAP_WGSL, FOREST_HISTOGRAM_GLOBAL_WGSL, FOREST_ROUTE_WGSL, forestHistogramSharedWgsl, MAX_GPU_CLASSES } from './forest.wgsl.js';
+import { FOREST_BEST_SPLITS_WGSL, FOREST_BOOTSTRAP_WGSL, FOREST_PREDICT_WGSL, FOREST_HISTOGRAM_GLOBAL_WGSL, FOREST_ROUTE_WGSL, forestHistogramSharedWgsl, MAX_GPU_CLASSES } from './forest.wgsl.js';
 
 export { MAX_GPU_CLASSES };
 
@@ -314,4 +314,38 @@ export function routeCpu(bins: Uint8Array, rows: number, trees: number, slot: Ui
     next[i] = bins[f * rows + r] <= decisions[4 * sl + 1] ? decisions[4 * sl + 2] : decisions[4 * sl + 3];
   }
   return next;
+}
+
+// ---- prediction ----
+
+/**
+ * Float64 values as u32 pairs (high word first) whose unsigned order is the values' order:
+ * negative values have all bits flipped, others the sign bit set; -0 counts as +0 and every NaN as
+ * the largest key (NaN <= t is false for any threshold t, so NaN goes right, as on the CPU).
+ */
+export function sortableKeys(x: Float64Array): Uint32Array {
+  const out = new Uint32Array(x.length * 2);
+  const one = new Float64Array(1), words = new Uint32Array(one.buffer);
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    if (v !== v) { out[2 * i] = 0xffffffff; out[2 * i + 1] = 0xffffffff; continue; }
+    one[0] = v === 0 ? 0 : v;
+    const lo = words[0], hi = words[1];
+    if (hi & 0x80000000) { out[2 * i] = ~hi >>> 0; out[2 * i + 1] = ~lo >>> 0; } else { out[2 * i] = (hi | 0x80000000) >>> 0; out[2 * i + 1] = lo; }
+  }
+  return out;
+}
+
+/** A forest's nodes on the device, for recordForestLeaves. */
+export interface DeviceForest { trees: number; treeOffsets: GPUBuffer; feature: GPUBuffer; thresholdKey: GPUBuffer; left: GPUBuffer; right: GPUBuffer }
+
+/**
+ * Records leaves[r × trees + t] = the leaf row r reaches in tree t (relative to the tree's first
+ * node), for `rows` rows of `d` features given as sortableKeys (rows × d pairs, row-major).
+ */
+export function recordForestLeaves(work: GpuWork, forest: DeviceForest, xKey: GPUBuffer, rows: number, d: number, leaves: GPUBuffer): void {
+  if (rows * forest.trees >= 2 ** 32) throw new Error(`forest traversal indexes rows × trees in u32: ${rows} × ${forest.trees} is too many`);
+  const params = work.params([rows, d, forest.trees, 0]);
+  work.dispatch('forest-predict', FOREST_PREDICT_WGSL, 'leaf_of',
+    [params, forest.treeOffsets, forest.feature, forest.thresholdKey, forest.left, forest.right, xKey, leaves], workgroupsFor(rows * forest.trees));
 }

@@ -332,3 +332,42 @@ fn init_slots(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
   }
 }
 `;
+
+/**
+ * Tree traversal for prediction: one thread per (row, tree) walks from the root to a leaf and
+ * writes the leaf's node number (relative to the tree). Feature values and thresholds come as
+ * order-preserving u32 pairs (sortableKeys in forest.ts), so "x <= threshold" is decided exactly
+ * as float64 would decide it.
+ */
+export const FOREST_PREDICT_WGSL = /* wgsl */ `
+${WGSL_GRID}
+struct Params { rows: u32, d: u32, trees: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> treeOffsets: array<u32>;
+@group(0) @binding(2) var<storage, read> feature: array<i32>;
+@group(0) @binding(3) var<storage, read> thresholdKey: array<u32>;
+@group(0) @binding(4) var<storage, read> left: array<i32>;
+@group(0) @binding(5) var<storage, read> right: array<i32>;
+@group(0) @binding(6) var<storage, read> xKey: array<u32>;
+@group(0) @binding(7) var<storage, read_write> leaves: array<u32>;
+
+@compute @workgroup_size(256)
+fn leaf_of(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var i = gid.x; i < p.rows * p.trees; i += gridStride(nwg)) {
+    let r = i / p.trees;
+    let base = treeOffsets[i % p.trees];
+    var node = 0u;
+    loop {
+      let g = base + node;
+      let f = feature[g];
+      if (f < 0) { break; }
+      let xi = 2u * (r * p.d + u32(f));
+      let xh = xKey[xi];
+      let th = thresholdKey[2u * g];
+      let goLeft = xh < th || (xh == th && xKey[xi + 1u] <= thresholdKey[2u * g + 1u]);
+      node = u32(select(right[g], left[g], goLeft));
+    }
+    leaves[i] = node;
+  }
+}
+`;

@@ -12,6 +12,8 @@ import type { Broadcast, Task } from './fragment.js';
 import { ResidentCache } from './gpu-resident.js';
 import { DeviceLost, runGpuTask, type GpuWorkerState } from './gpu-task.js';
 import { warmUpKernels } from './gpu-warmup.js';
+import { useForestLeafFinder } from '../ml/predict-columns.js';
+import { gpuForestLeafFinder } from './gpu-forest-predict.js';
 import { BroadcastCache } from './run-fragment.js';
 
 type ParentMessage =
@@ -40,6 +42,8 @@ void opened.then((gpu) => {
   if (!gpu) return;
   // Half the device budget may stay resident between tasks; the rest is for the task at hand.
   worker = { gpu, resident: new ResidentCache(memoryBudget(gpu).limitBytes / 2) };
+  // Forests predict on the device (the same leaves as on a CPU).
+  useForestLeafFinder(gpuForestLeafFinder(gpu));
   void gpu.device.lost.then((info) => reportLost(info.message || String(info.reason)));
 });
 

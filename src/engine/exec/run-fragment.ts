@@ -57,7 +57,11 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
   if (terminal.kind === 'grow-trees') return growTreesTask(terminal);
   let batches = await readSource(fragment.source, warnings);
   const matched: Record<string, Uint8Array> = {};
-  for (const op of fragment.ops) batches = batches.map((b) => applyOp(op, b, cache, matched));
+  for (const op of fragment.ops) {
+    const out: Batch[] = [];
+    for (const b of batches) out.push(await applyOp(op, b, cache, matched));
+    batches = out;
+  }
   const rows = batches.reduce((s, b) => s + b.length, 0);
 
   switch (terminal.kind) {
@@ -133,7 +137,7 @@ function readSpills(files: string[], schema: Batch['schema']): Batch {
   return concatBatches(schema, files.map((f) => deserialize(readFileSync(f)) as Batch));
 }
 
-function applyOp(op: OpSpec, batch: Batch, cache: BroadcastCache, matched: Record<string, Uint8Array>): Batch {
+async function applyOp(op: OpSpec, batch: Batch, cache: BroadcastCache, matched: Record<string, Uint8Array>): Promise<Batch> {
   switch (op.kind) {
     case 'project':
       return selectColumns(batch, op.columns);

@@ -4,8 +4,8 @@
 import { selectColumns, type Batch, type Column, type Field } from '../batch.js';
 import { designMatrix } from './design-matrix.js';
 import { parseModel } from './model-file.js';
-import type { Model } from './model.js';
-import { predictBatch } from './predict.js';
+import type { ForestModel, Model } from './model.js';
+import { predictBatch, predictFromLeaves, type Prediction } from './predict.js';
 
 /** Labels are integers for k-means and for classifiers whose classes are all integers. */
 function integerPredictions(model: Model): boolean {
@@ -33,10 +33,27 @@ export function modelOf(node: { modelText: string; modelPath: string }): Model {
   return model;
 }
 
+/**
+ * Where a forest's rows find their leaves: on this CPU by default; a GPU worker installs its
+ * device's traversal (exactly the same leaves, so predictions never depend on where a chunk ran).
+ */
+export type ForestLeafFinder = (model: ForestModel, x: Float64Array, rows: number) => Promise<Int32Array>;
+
+let leafFinder: ForestLeafFinder | null = null;
+
+export function useForestLeafFinder(finder: ForestLeafFinder): void {
+  leafFinder = finder;
+}
+
+async function predictRows(model: Model, x: Float64Array, rows: number, proba: boolean): Promise<Prediction> {
+  if (model.kind !== 'random-forest' || leafFinder === null || rows === 0) return predictBatch(model, x, rows, proba);
+  return predictFromLeaves(model, await leafFinder(model, x, rows), rows, proba);
+}
+
 /** `batch`'s kept columns followed by the prediction columns. */
-export function appendPredictions(model: Model, batch: Batch, keep: string[] | null, outputName: string, proba: boolean): Batch {
+export async function appendPredictions(model: Model, batch: Batch, keep: string[] | null, outputName: string, proba: boolean): Promise<Batch> {
   const m = designMatrix(batch, model.featureNames, null);
-  const p = predictBatch(model, m.x, m.rows, proba);
+  const p = await predictRows(model, m.x, m.rows, proba);
   const fields = predictionFields(model, outputName, proba);
   const columns: Column[] = [];
   if (fields[0].type === 'int64') columns.push({ type: 'int64', values: BigInt64Array.from(p.prediction, (v) => BigInt(v)), valid: null });

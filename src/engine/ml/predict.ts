@@ -35,9 +35,14 @@ export function predictBatch(model: Model, x: Float64Array, rows: number, wantPr
 
 /** Averages the trees' leaf values (class probabilities, or means); the class is the first most probable. */
 function predictForest(model: ForestModel, x: Float64Array, rows: number, d: number, wantProba: boolean): Prediction {
-  const { treeOffsets, feature, threshold, left, right, value, valueWidth: w } = model.trees;
+  return predictFromLeaves(model, forestLeaves(model, x, rows, d), rows, wantProba);
+}
+
+/** The leaf each row reaches in each tree: leaves[r × trees + t], relative to the tree's first node. */
+export function forestLeaves(model: ForestModel, x: Float64Array, rows: number, d: number): Int32Array {
+  const { treeOffsets, feature, threshold, left, right } = model.trees;
   const nTrees = treeOffsets.length - 1;
-  const acc = new Float64Array(rows * w);
+  const leaves = new Int32Array(rows * nTrees);
   for (let r = 0; r < rows; r++) {
     for (let t = 0; t < nTrees; t++) {
       const base = treeOffsets[t];
@@ -46,7 +51,21 @@ function predictForest(model: ForestModel, x: Float64Array, rows: number, d: num
         const i = base + node;
         node = x[r * d + feature[i]] <= threshold[i] ? left[i] : right[i];
       }
-      for (let c = 0; c < w; c++) acc[r * w + c] += value[(base + node) * w + c];
+      leaves[r * nTrees + t] = node;
+    }
+  }
+  return leaves;
+}
+
+/** The forest's prediction from the leaves its rows reach (forestLeaves, or the GPU's traversal), summed in tree order. */
+export function predictFromLeaves(model: ForestModel, leaves: Int32Array, rows: number, wantProba: boolean): Prediction {
+  const { treeOffsets, value, valueWidth: w } = model.trees;
+  const nTrees = treeOffsets.length - 1;
+  const acc = new Float64Array(rows * w);
+  for (let r = 0; r < rows; r++) {
+    for (let t = 0; t < nTrees; t++) {
+      const node = treeOffsets[t] + leaves[r * nTrees + t];
+      for (let c = 0; c < w; c++) acc[r * w + c] += value[node * w + c];
     }
   }
   for (let i = 0; i < acc.length; i++) acc[i] /= nTrees;

@@ -1,0 +1,65 @@
+// Random-forest prediction on a GPU worker: the trees are uploaded once per model, and each batch's
+// rows walk every tree on the device (forest.ts: one thread per row and tree). Only the leaves come
+// back; the host sums their values in tree order, exactly as the CPU does (predict.ts), and the
+// comparisons are exact (order-preserving keys), so a chunk predicted here gives the same bytes as
+// on a CPU worker.
+
+import type { GpuContext } from '../gpu/device.js';
+import { freeBuffer, stagingRingOf, uploadNew } from '../gpu/buffers.js';
+import type { ForestModel } from '../ml/model.js';
+import { forestLeaves } from '../ml/predict.js';
+import type { ForestLeafFinder } from '../ml/predict-columns.js';
+import { recordForestLeaves, sortableKeys, type DeviceForest } from '../../kernels/forest.js';
+import { GpuWork } from '../../kernels/ml-matrix.js';
+
+/** Bytes of row keys or leaves one submission may take. */
+const BATCH_BYTES = 256 << 20;
+
+export function gpuForestLeafFinder(ctx: GpuContext): ForestLeafFinder {
+  let held: { model: ForestModel; forest: Promise<DeviceForest> } | null = null;
+  return async (model, x, rows) => {
+    if (held?.model !== model) {
+      void held?.forest.then((old) => freeForest(ctx, old), () => {});
+      held = { model, forest: uploadForest(ctx, model) };
+    }
+    const d = model.featureNames.length;
+    try {
+      return await leavesOnGpu(ctx, await held.forest, x, rows, d);
+    } catch (err) {
+      if (ctx.lostReason) throw err;
+      return forestLeaves(model, x, rows, d); // the same leaves, found on this CPU
+    }
+  };
+}
+
+async function leavesOnGpu(ctx: GpuContext, forest: DeviceForest, x: Float64Array, rows: number, d: number): Promise<Int32Array> {
+  const limit = Math.min(BATCH_BYTES, ctx.device.limits.maxStorageBufferBindingSize);
+  const perBatch = Math.max(1, Math.floor(limit / (Math.max(forest.trees, 2 * d) * 4)));
+  const leaves = new Int32Array(rows * forest.trees);
+  for (let start = 0; start < rows; start += perBatch) {
+    const n = Math.min(perBatch, rows - start);
+    const work = new GpuWork(ctx);
+    const xKey = work.input(sortableKeys(x.subarray(start * d, (start + n) * d)), 'forest predict rows');
+    const out = work.temp(n * forest.trees * 4, 'forest leaves');
+    recordForestLeaves(work, forest, xKey, n, d, out);
+    const [got] = await work.finish([{ buf: out, floats: n * forest.trees }]);
+    leaves.set(new Int32Array(got.buffer, got.byteOffset, n * forest.trees), start * forest.trees);
+  }
+  return leaves;
+}
+
+async function uploadForest(ctx: GpuContext, model: ForestModel): Promise<DeviceForest> {
+  const t = model.trees, ring = stagingRingOf(ctx);
+  return {
+    trees: t.treeOffsets.length - 1,
+    treeOffsets: await uploadNew(ctx, Uint32Array.from(t.treeOffsets), 'forest tree offsets', ring),
+    feature: await uploadNew(ctx, t.feature, 'forest features', ring),
+    thresholdKey: await uploadNew(ctx, sortableKeys(t.threshold), 'forest thresholds', ring),
+    left: await uploadNew(ctx, t.left, 'forest left children', ring),
+    right: await uploadNew(ctx, t.right, 'forest right children', ring),
+  };
+}
+
+function freeForest(ctx: GpuContext, f: DeviceForest): void {
+  for (const b of [f.treeOffsets, f.feature, f.thresholdKey, f.left, f.right]) freeBuffer(ctx, b);
+}
