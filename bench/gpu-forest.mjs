@@ -82,10 +82,18 @@ for (const c of configs) {
   const forest = spanOf(trace, 'ml grow trees');
   log(`  trace: ${breakdown(trace)}`);
   for (const line of r.stderr.split('\n').filter((l) => l.startsWith('forest batch'))) log(`  ${line}`);
-  const p = gpuframe(['predict', test, '--model', model, '-o', join(DIR, `pred-${tag}.csv`), '--device', 'cpu']);
+  const p = gpuframe(['predict', test, '--model', model, '--proba', '-o', join(DIR, `pred-${tag}.csv`), ...BLOCKSIZE, ...c.flags]);
   const acc = Number(/accuracy ([\d.e-]+)/.exec(p.stderr)?.[1]);
-  models[c.name] = { text: readFileSync(model, 'utf8'), seconds: r.seconds, forest, acc };
+  models[c.name] = { text: readFileSync(model, 'utf8'), seconds: r.seconds, forest, acc, predicted: join(DIR, `pred-${tag}.csv`) };
   add(`rf-train ${c.name}`, `${r.seconds.toFixed(2)} s total, trees ${forest.toFixed(2)} s`, `held-out accuracy ${acc.toFixed(4)}${r.stderr.match(/warning[^\n]*/i)?.[0] ? ` — ${r.stderr.match(/warning[^\n]*/i)[0]}` : ''}`);
+  add(`predict ${TEST} rows with --proba, ${c.name}`, p.code === 0 ? `${p.seconds.toFixed(2)} s` : `failed (exit ${p.code})`, p.code === 0 ? '' : p.stderr.slice(-300));
+}
+if (models['gpu 0,1']) {
+  // The same GPU-grown model predicted on CPU workers: the bytes must equal the GPU prediction.
+  const out = join(DIR, 'pred-gpu-model-on-cpu.csv');
+  const p = gpuframe(['predict', test, '--model', join(DIR, 'rf-gpu_0_1.json'), '--proba', '-o', out, ...BLOCKSIZE, '--device', 'cpu', '--workers', String(availableParallelism())]);
+  add(`predict ${TEST} rows, GPU-grown model on ${availableParallelism()} CPU workers`, p.code === 0 ? `${p.seconds.toFixed(2)} s` : `failed (exit ${p.code})`,
+    p.code === 0 ? (readFileSync(out, 'utf8') === readFileSync(models['gpu 0,1'].predicted, 'utf8') ? 'output identical to the GPUs\' prediction' : 'OUTPUT DIFFERS from the GPUs\' prediction') : p.stderr.slice(-300));
 }
 if (models['gpu 0'] && models['gpu 0,1']) {
   add('rf model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
@@ -111,7 +119,10 @@ xt, yt = ld('${train}', ${ROWS}); xs, ys = ld('${test}', ${TEST})
 t = time.perf_counter()
 rf = RandomForestClassifier(n_estimators=${TREES}, max_depth=${DEPTH}, max_features='sqrt', n_jobs=-1, random_state=1).fit(xt, yt)
 fit = time.perf_counter() - t
-print(f"{fit:.2f} s fit on {os.cpu_count()} cores, held-out accuracy {rf.score(xs, ys):.4f}")`;
+t = time.perf_counter()
+proba = rf.predict_proba(xs)
+pred = time.perf_counter() - t
+print(f"{fit:.2f} s fit on {os.cpu_count()} cores, held-out accuracy {rf.score(xs, ys):.4f}, predict_proba {pred:.2f} s")`;
   log('scikit-learn RandomForestClassifier ...');
   const t0 = performance.now();
   const r = spawnSync('python3', ['-c', script], { encoding: 'utf8', timeout: TIMEOUT_S * 1000 });
