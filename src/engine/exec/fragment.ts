@@ -11,6 +11,7 @@ import type { JoinSpec } from '../ops/join/index.js';
 import type { TextFormat } from '../io/output/index.js';
 import type { GenerateParams, GeneratorKind } from '../ml/generate.js';
 import type { GrownTree, TreeSpec } from '../ml/forest-tree.js';
+import type { ModelKind } from '../ml/model.js';
 import type { BinnedFile } from './forest-trees.js';
 
 export type SourceSpec =
@@ -34,8 +35,11 @@ export type OpSpec =
   | { kind: 'project'; columns: string[] }
   /** Probe a broadcast build table (the join's right side), cached per worker by id. */
   | { kind: 'probe'; broadcastId: string; spec: JoinSpec; leftSchema: Schema }
-  /** Append model predictions (the model travels as its file text). */
-  | { kind: 'predict'; modelText: string; modelPath: string; keep: string[] | null; proba: boolean; outputName: string };
+  /**
+   * Append model predictions. The model's text is written once to `modelFile` in the run's temp
+   * dir and read there by each worker (a forest's text can be hundreds of MB: not once per task).
+   */
+  | { kind: 'predict'; modelFile: string; modelPath: string; modelKind: ModelKind; keep: string[] | null; proba: boolean; outputName: string };
 
 export type Terminal =
   | { kind: 'collect' }

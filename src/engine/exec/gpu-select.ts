@@ -7,7 +7,6 @@ import type { GpuInfo } from '../gpu/device.js';
 import type { Task } from './fragment.js';
 import { HybridRunner } from './hybrid-pool.js';
 import { InProcessRunner, ProcessPool, type TaskRunner } from './pool.js';
-import { modelOf } from '../ml/predict-columns.js';
 import { traced, type Tracer } from './trace.js';
 
 export type DeviceMode = 'auto' | 'gpu' | 'cpu';
@@ -104,7 +103,7 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
     // CPU compute these in different precisions, so results never depend on scheduling.
     const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || task.terminal.kind === 'grow-trees';
     // GPU workers take group-bys the GPU parses and forest predictions first (the device walks the trees).
-    const gpuSpeedsUp = (task: Task) => gpuCsvPathApplies(task) || task.fragment.ops.some((op) => op.kind === 'predict' && modelOf(op).kind === 'random-forest');
+    const gpuSpeedsUp = (task: Task) => gpuCsvPathApplies(task) || task.fragment.ops.some((op) => op.kind === 'predict' && op.modelKind === 'random-forest');
     return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuSpeedsUp, gpuOnly);
   }
   return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);

@@ -3,11 +3,14 @@
 // by executing their inputs' streams; everything else stays a chain of per-fragment operators.
 
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { concatBatches, emptyBatch, type Batch, type Schema } from '../batch.js';
 import { DataError } from '../errors.js';
 import { planArrowChunks } from '../io/arrow.js';
 import { inferCsvLayout, materializeCsvInput, planCsvChunks } from '../io/csv/index.js';
 import { planParquetChunks } from '../io/parquet.js';
+import { modelOf } from '../ml/predict-columns.js';
 import { JoinBuildTable, unmatchedRightRows } from '../ops/join/index.js';
 import type { GenerateNode, JoinNode, PlanNode, ScanNode } from '../plan/nodes.js';
 import { aggregateStream } from './aggregate-stage.js';
@@ -33,8 +36,10 @@ export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream>
     case 'partial-aggregate':
       throw new Error(`${node.kind} must be rewritten by the optimiser before execution`);
     case 'predict': {
-      const { modelText, modelPath, keep, proba, outputName } = node;
-      return withOp(await physical(node.input, ctx), { kind: 'predict', modelText, modelPath, keep, proba, outputName }, schemaOf(node));
+      const { modelPath, keep, proba, outputName } = node;
+      const modelFile = join(ctx.tmpDir, `model-${randomUUID()}.json`);
+      writeFileSync(modelFile, node.modelText);
+      return withOp(await physical(node.input, ctx), { kind: 'predict', modelFile, modelPath, modelKind: modelOf(node).kind, keep, proba, outputName }, schemaOf(node));
     }
   }
 }

@@ -13,7 +13,7 @@ import { PartialAggregator } from '../ops/aggregate/index.js';
 import { JoinBuildTable, hashPartition, probeJoin, unmatchedRightRows } from '../ops/join/index.js';
 import { designMatrix } from '../ml/design-matrix.js';
 import { generateChunk } from '../ml/generate.js';
-import { appendPredictions, modelOf } from '../ml/predict-columns.js';
+import { appendPredictions, modelInFile } from '../ml/predict-columns.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import type { Broadcast, FragmentResult, OpSpec, SourceSpec, Task } from './fragment.js';
 import { growTreesTask } from './forest-trees.js';
@@ -142,7 +142,7 @@ async function applyOp(op: OpSpec, batch: Batch, cache: BroadcastCache, matched:
     case 'project':
       return selectColumns(batch, op.columns);
     case 'predict':
-      return appendPredictions(modelOf(op), batch, op.keep, op.outputName, op.proba);
+      return appendPredictions(modelInFile(op), batch, op.keep, op.outputName, op.proba);
     case 'probe': {
       const { table, rows } = cache.get(op.broadcastId);
       const flags = (matched[op.broadcastId] ??= new Uint8Array(rows));

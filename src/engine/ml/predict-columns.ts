@@ -1,6 +1,7 @@
 // Predictions as columns: what a predict step appends to each batch (`prediction`, and
 // `proba_<class>` per class with --proba), and the types of those columns.
 
+import { readFileSync } from 'node:fs';
 import { selectColumns, type Batch, type Column, type Field } from '../batch.js';
 import { designMatrix } from './design-matrix.js';
 import { parseModel } from './model-file.js';
@@ -20,17 +21,20 @@ export function predictionFields(model: Model, outputName: string, proba: boolea
   return fields;
 }
 
-const parsed = new Map<string, Model>();
+let parsed: { text: string; model: Model } | null = null;
 
-/** The model held in a plan node's text (parsed once per process). */
+/** The model held in a plan node's text (parsed once per process: one model per run keeps memory flat). */
 export function modelOf(node: { modelText: string; modelPath: string }): Model {
-  let model = parsed.get(node.modelText);
-  if (!model) {
-    model = parseModel(node.modelText, node.modelPath);
-    parsed.clear(); // one model per run: keep memory flat
-    parsed.set(node.modelText, model);
-  }
-  return model;
+  if (parsed?.text !== node.modelText) parsed = { text: node.modelText, model: parseModel(node.modelText, node.modelPath) };
+  return parsed.model;
+}
+
+let read: { file: string; model: Model } | null = null;
+
+/** The model a predict step's worker reads from the run's copy of it (once per process). */
+export function modelInFile(op: { modelFile: string; modelPath: string }): Model {
+  if (read?.file !== op.modelFile) read = { file: op.modelFile, model: parseModel(readFileSync(op.modelFile, 'utf8'), op.modelPath) };
+  return read.model;
 }
 
 /**
