@@ -82,18 +82,19 @@ for (const c of configs) {
   const forest = spanOf(trace, 'ml grow trees');
   log(`  trace: ${breakdown(trace)}`);
   for (const line of r.stderr.split('\n').filter((l) => l.startsWith('forest batch'))) log(`  ${line}`);
-  const p = gpuframe(['predict', test, '--model', model, '--proba', '-o', join(DIR, `pred-${tag}.csv`), ...BLOCKSIZE, ...c.flags]);
+  // Arrow output keeping only y: the time is the model's, not formatting 32 float columns as text.
+  const p = gpuframe(['predict', test, '--model', model, '--proba', '--keep', 'y', '-o', join(DIR, `pred-${tag}.arrow`), ...BLOCKSIZE, ...c.flags]);
   const acc = Number(/accuracy ([\d.e-]+)/.exec(p.stderr)?.[1]);
-  models[c.name] = { text: readFileSync(model, 'utf8'), seconds: r.seconds, forest, acc, predicted: join(DIR, `pred-${tag}.csv`) };
+  models[c.name] = { text: readFileSync(model, 'utf8'), seconds: r.seconds, forest, acc, predicted: join(DIR, `pred-${tag}.arrow`) };
   add(`rf-train ${c.name}`, `${r.seconds.toFixed(2)} s total, trees ${forest.toFixed(2)} s`, `held-out accuracy ${acc.toFixed(4)}${r.stderr.match(/warning[^\n]*/i)?.[0] ? ` — ${r.stderr.match(/warning[^\n]*/i)[0]}` : ''}`);
-  add(`predict ${TEST} rows with --proba, ${c.name}`, p.code === 0 ? `${p.seconds.toFixed(2)} s` : `failed (exit ${p.code})`, p.code === 0 ? '' : p.stderr.slice(-300));
+  add(`predict ${TEST} rows (--proba --keep y, Arrow out), ${c.name}`, p.code === 0 ? `${p.seconds.toFixed(2)} s` : `failed (exit ${p.code})`, p.code === 0 ? '' : p.stderr.slice(-300));
 }
 if (models['gpu 0,1']) {
   // The same GPU-grown model predicted on CPU workers: the bytes must equal the GPU prediction.
-  const out = join(DIR, 'pred-gpu-model-on-cpu.csv');
-  const p = gpuframe(['predict', test, '--model', join(DIR, 'rf-gpu_0_1.json'), '--proba', '-o', out, ...BLOCKSIZE, '--device', 'cpu', '--workers', String(availableParallelism())]);
+  const out = join(DIR, 'pred-gpu-model-on-cpu.arrow');
+  const p = gpuframe(['predict', test, '--model', join(DIR, 'rf-gpu_0_1.json'), '--proba', '--keep', 'y', '-o', out, ...BLOCKSIZE, '--device', 'cpu', '--workers', String(availableParallelism())]);
   add(`predict ${TEST} rows, GPU-grown model on ${availableParallelism()} CPU workers`, p.code === 0 ? `${p.seconds.toFixed(2)} s` : `failed (exit ${p.code})`,
-    p.code === 0 ? (readFileSync(out, 'utf8') === readFileSync(models['gpu 0,1'].predicted, 'utf8') ? 'output identical to the GPUs\' prediction' : 'OUTPUT DIFFERS from the GPUs\' prediction') : p.stderr.slice(-300));
+    p.code === 0 ? (readFileSync(out).equals(readFileSync(models['gpu 0,1'].predicted)) ? 'output identical to the GPUs\' prediction' : 'OUTPUT DIFFERS from the GPUs\' prediction') : p.stderr.slice(-300));
 }
 if (models['gpu 0'] && models['gpu 0,1']) {
   add('rf model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
