@@ -85,6 +85,18 @@ describe('random forest', () => {
     expect(header.slice(-3)).toEqual(['prediction', 'proba_0', 'proba_1']);
   });
 
+  // About 6 partitions over 2 workers: each worker loads, samples, bins, then grows trees; these
+  // kill points fall in loading, row sampling or binning, and tree growing, depending on the split.
+  for (const at of [2, 4, 6]) {
+    it(`a worker killed at its task ${at}: the forest is unchanged`, async () => {
+      const args = ['rf-train', path('bc-train.csv'), '--target', 'y', '--n-estimators', '50', '--max-depth', '10', '--seed', '7', '--workers', '2', '--blocksize', '16KB'];
+      const marker = path(`rf-fault-marker-${at}`);
+      await ok([...args, '--model-out', path(`rf-fault-${at}.json`)], { GPUFRAME_FAULT: `kill-worker@${at}`, GPUFRAME_FAULT_MARKER: marker });
+      expect(existsSync(marker)).toBe(true); // the fault really happened
+      expect(readFileSync(path(`rf-fault-${at}.json`), 'utf8')).toBe(readFileSync(path('rf2.json'), 'utf8'));
+    });
+  }
+
   it('a tampered model file is rejected with exit 3 naming the file', async () => {
     const model = JSON.parse(readFileSync(path('rf1.json'), 'utf8'));
     const left = new Int32Array(new Uint8Array(Buffer.from(model.trees.left.base64, 'base64')).buffer);
