@@ -12,6 +12,7 @@ import { freeBuffer, readBack, stagingRingOf, storageBuffer } from '../gpu/buffe
 import { designMatrix } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
+import type { PickTarget } from '../ml/kmeans-tasks.js';
 import { assignBufferBytes, assignEntries, assignResultOf, kmeansOnGpu, recordAssign, type AssignBuffers, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadMatrix, type DeviceMatrix } from '../../kernels/ml-matrix.js';
@@ -244,8 +245,8 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
       decode: (pairs) => pairsToDD(pairs, 1),
     };
   },
-  'kmeans.ppPick': (ctx, p, args: SeedingArgs & { partition: number; target: number }) => {
-    if (p.host.index !== args.partition) return { value: null };
+  'kmeans.ppPick': (ctx, p, args: SeedingArgs & { targets: PickTarget[] }) => {
+    if (!args.targets.some((t) => t.partition === p.host.index)) return { value: args.targets.map(() => null) };
     if (!kmeansOnGpu(p.device.cols)) return null;
     let minD2: GPUBuffer;
     return {
@@ -255,7 +256,11 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
         const partials = recordBlockSums(work, minD2, p.device.rows, 1);
         work.encoder.copyBufferToBuffer(partials, 0, out, offset * 8, blocksOf(p.device.rows) * 8);
       },
-      decode: (pairs) => pickRow(ctx, p, minD2, pairs, args.target),
+      decode: async (pairs) => {
+        const rows: (Float64Array | null)[] = [];
+        for (const t of args.targets) rows.push(t.partition === p.host.index ? await pickRow(ctx, p, minD2, pairs, t.target) : null);
+        return rows;
+      },
     };
   },
   'kmeans.ppPotential': (ctx, p, args: SeedingArgs & { candidates: Float64Array; trials: number }) => {

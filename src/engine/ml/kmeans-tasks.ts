@@ -112,10 +112,17 @@ function ppTotal(part: MatrixPartition, { run, centers, count }: SeedingArgs): D
   return total;
 }
 
-/** k-means++: the row of partition `partition` where the running weight passes `target`. */
-function ppPick(part: MatrixPartition, { run, centers, count, partition, target }: SeedingArgs & { partition: number; target: number }): Float64Array | null {
-  if (part.index !== partition) return null;
+/** Where one k-means++ draw lands: a partition, and the weight to pass inside it. */
+export interface PickTarget { partition: number; target: number }
+
+/** k-means++: for each draw that lands in this partition, the row where the running weight passes its target (null for the others). */
+function ppPick(part: MatrixPartition, { run, centers, count, targets }: SeedingArgs & { targets: PickTarget[] }): (Float64Array | null)[] {
+  if (!targets.some((t) => t.partition === part.index)) return targets.map(() => null);
   const minD2 = nearestSoFar(part, run, centers, count);
+  return targets.map((t) => (t.partition === part.index ? pickRow(part, minD2, t.target) : null));
+}
+
+function pickRow(part: MatrixPartition, minD2: Float64Array, target: number): Float64Array {
   const acc = ddZeros(1);
   let last = -1;
   for (let r = 0; r < part.rows; r++) {

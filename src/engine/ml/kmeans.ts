@@ -5,7 +5,7 @@
 
 import { UsageError } from '../errors.js';
 import { ddCombine, type DDArray } from './double-double.js';
-import type { AssignArgs, AssignResult, ScoredRow } from './kmeans-tasks.js';
+import type { AssignArgs, AssignResult, PickTarget, ScoredRow } from './kmeans-tasks.js';
 import { modelBase, type KMeansModel } from './model.js';
 import type { PartitionedMatrix } from './partitioned.js';
 import { Rng, rowKey } from './random.js';
@@ -121,12 +121,14 @@ export async function initialCenters(data: PartitionedMatrix, k: number, init: '
     for (let c = 1; c < k; c++) {
       const so = { run: scratchKey, centers: centers.slice(0, c * d), count: c };
       const totals = (await data.map<DDArray>('kmeans.ppTotal', so)).map((t) => t.hi[0] + t.lo[0]);
-      const candidates = new Float64Array(trials * d);
-      for (let t = 0; t < trials; t++) {
+      // All the draws in one round: each partition answers the draws that land in it.
+      const targets: PickTarget[] = Array.from({ length: trials }, () => {
         const [partition, target] = locateTarget(totals, rng.nextFloat());
-        const picked = await data.map<Float64Array | null>('kmeans.ppPick', { ...so, partition, target });
-        candidates.set(picked.find((p) => p !== null)!, t * d);
-      }
+        return { partition, target };
+      });
+      const picked = await data.map<(Float64Array | null)[]>('kmeans.ppPick', { ...so, targets });
+      const candidates = new Float64Array(trials * d);
+      for (let t = 0; t < trials; t++) candidates.set(picked.find((p) => p[t] !== null)![t]!, t * d);
       const potentials = ddCombine(await data.map<DDArray>('kmeans.ppPotential', { ...so, candidates, trials }), trials);
       let best = 0;
       for (let t = 1; t < trials; t++) if (potentials[t] < potentials[best]) best = t;
