@@ -44,7 +44,7 @@ describe('kmeans', () => {
   });
 
   // With 27 partitions over 2 workers (about 12-15 loads each), task 12 of a worker is a load, 20
-  // falls in k-means++ seeding (three rounds per centre), 30 at the end of seeding or in Lloyd.
+  // falls in k-means++ seeding (two rounds per centre), 30 at the end of seeding or in Lloyd.
   for (const at of [12, 20, 30]) {
     it(`a worker killed at its task ${at} is replaced, its partitions reloaded, and the model is unchanged`, async () => {
       const args = ['kmeans', path('blobs.csv'), '--k', '5', '--exclude', 'y', '--seed', '1', '--workers', '2', '--blocksize', '256KB'];

@@ -118,9 +118,10 @@ export async function initialCenters(data: PartitionedMatrix, k: number, init: '
     // Greedy k-means++ (as scikit-learn): draw several candidates by D² sampling and keep the one
     // that lowers the potential most; one draw alone often seeds two centres in one cluster.
     const trials = 2 + Math.floor(Math.log(k));
+    // Each partition's total weight (sum of nearest squared distances to the centres so far).
+    let totals = (await data.map<DDArray>('kmeans.ppTotal', { run: scratchKey, centers: centers.slice(0, d), count: 1 })).map((t) => t.hi[0] + t.lo[0]);
     for (let c = 1; c < k; c++) {
       const so = { run: scratchKey, centers: centers.slice(0, c * d), count: c };
-      const totals = (await data.map<DDArray>('kmeans.ppTotal', so)).map((t) => t.hi[0] + t.lo[0]);
       // All the draws in one round: each partition answers the draws that land in it.
       const targets: PickTarget[] = Array.from({ length: trials }, () => {
         const [partition, target] = locateTarget(totals, rng.nextFloat());
@@ -129,10 +130,14 @@ export async function initialCenters(data: PartitionedMatrix, k: number, init: '
       const picked = await data.map<(Float64Array | null)[]>('kmeans.ppPick', { ...so, targets });
       const candidates = new Float64Array(trials * d);
       for (let t = 0; t < trials; t++) candidates.set(picked.find((p) => p[t] !== null)![t]!, t * d);
-      const potentials = ddCombine(await data.map<DDArray>('kmeans.ppPotential', { ...so, candidates, trials }), trials);
+      const perPartition = await data.map<DDArray>('kmeans.ppPotential', { ...so, candidates, trials });
+      const potentials = ddCombine(perPartition, trials);
       let best = 0;
       for (let t = 1; t < trials; t++) if (potentials[t] < potentials[best]) best = t;
       centers.set(candidates.subarray(best * d, (best + 1) * d), c * d);
+      // A partition's potential with the chosen candidate is its total weight for the next centre:
+      // no round of its own.
+      totals = perPartition.map((p) => p.hi[best] + p.lo[best]);
     }
   } finally {
     await data.map('kmeans.ppDrop', { run: scratchKey });
