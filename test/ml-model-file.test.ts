@@ -1,4 +1,8 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { writeModelFile } from '../src/cli/train.js';
 import { DataError } from '../src/engine/errors.js';
 import { fitKMeans } from '../src/engine/ml/kmeans.js';
 import { fitLinReg } from '../src/engine/ml/linreg.js';
@@ -92,5 +96,18 @@ describe('model files', () => {
     rejects(bad((o) => { o.trees.feature.base64 = '!!!'; }), 'trees.feature.base64');
     rejects(bad((o) => { o.trees.value.base64 = Buffer.from(new Float64Array([NaN, 1, 1, 1, 1, 1, 1, 1]).buffer).toString('base64'); }), 'trees.value');
     rejects(bad((o) => { o.trees.right.base64 = Buffer.from(new Int32Array([2, -1, -1, 0]).buffer).toString('base64'); o.trees.left.base64 = Buffer.from(new Int32Array([0, -1, -1, -1]).buffer).toString('base64'); }), 'left/right');
+  });
+
+  it('writeModelFile writes exactly serializeModel\'s text (UTF-8 names, packed arrays written as ASCII)', () => {
+    const v1 = {
+      kind: 'random-forest', formatVersion: 1, featureNames: ['größe', '重さ'], featureTypes: ['float64', 'float64'], target: 'y', classes: [0, 1],
+      params: { note: 'é' }, metrics: {}, task: 'classification',
+      trees: { valueWidth: 2, treeOffsets: [0, 3], feature: [1, -1, -1], threshold: [0.25, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [0.5, 0.5, 0.9, 0.1, 0.2, 0.8] },
+    };
+    const model = parseModel(JSON.stringify(v1), 'f.json');
+    const file = join(mkdtempSync(join(tmpdir(), 'gpuframe-model-')), 'rf.json');
+    writeModelFile(file, model);
+    expect(readFileSync(file, 'utf8')).toBe(serializeModel(model));
+    expect(parseModel(readFileSync(file, 'utf8'), file).featureNames).toEqual(['größe', '重さ']);
   });
 });

@@ -1,7 +1,7 @@
 // What the training commands share: choosing feature columns, loading the rows into the workers
 // as a resident design matrix, and writing the model file atomically.
 
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { RuntimeFailure, UsageError, requireColumn } from '../engine/errors.js';
@@ -13,6 +13,8 @@ import type { PlanNode } from '../engine/plan/nodes.js';
 import { schemaOf } from '../engine/plan/schema.js';
 import { withRunContext } from '../engine/run.js';
 import { splitList } from './inputs.js';
+import { modelFileParts } from '../engine/ml/model-file.js';
+import type { Model } from '../engine/ml/model.js';
 import { runSettings, type RunFlagValues } from './stage.js';
 
 export const featureFlags = {
@@ -64,10 +66,15 @@ export async function withTrainingMatrix<T>(
 }
 
 /** Writes the model file whole or not at all (temp file, then rename). */
-export function writeModelFile(path: string, text: string): void {
+export function writeModelFile(path: string, model: Model): void {
   const tmp = join(dirname(path), `.${basename(path)}.gpuframe-${process.pid}.tmp`);
   try {
-    writeFileSync(tmp, text);
+    const fd = openSync(tmp, 'w');
+    try {
+      for (const part of modelFileParts(model)) writeSync(fd, part.text, null, part.ascii ? 'latin1' : 'utf8');
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, path);
   } catch (err) {
     rmSync(tmp, { force: true });

@@ -31,12 +31,11 @@ export default class KMeans extends GpuframeCommand {
     }));
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
-    const text = serializeModel(model);
-    writeModelFile(flags['model-out'], text);
+    writeModelFile(flags['model-out'], model);
     const { inertia, iterations } = model.metrics;
     report(flags, `k-means: k=${flags.k}, inertia ${inertia}, ${iterations} iterations; model written to ${flags['model-out']}`, { inertia, iterations, k: flags.k, model: flags['model-out'] });
     if (flags.output) {
-      await finishStage({ kind: 'predict', input: plan, modelPath: flags['model-out'], modelText: text, keep: null, proba: false, outputName: 'label' },
+      await finishStage({ kind: 'predict', input: plan, modelPath: flags['model-out'], modelText: serializeModel(model), keep: null, proba: false, outputName: 'label' },
         { ...flags, output: flags.output, explain: false, dot: false });
     }
   }

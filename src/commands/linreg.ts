@@ -4,7 +4,6 @@ import { csvFlags, runFlags } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
 import { fitLinReg } from '../engine/ml/linreg.js';
-import { serializeModel } from '../engine/ml/model-file.js';
 import { schemaOf } from '../engine/plan/schema.js';
 
 export default class LinReg extends GpuframeCommand {
@@ -26,7 +25,7 @@ export default class LinReg extends GpuframeCommand {
       fitLinReg(matrix, { fitIntercept: flags.intercept, alpha: Number(flags.alpha), target: flags.target }));
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
-    writeModelFile(flags['model-out'], serializeModel(model));
+    writeModelFile(flags['model-out'], model);
     const coefficients = Object.fromEntries(features.map((f, i) => [f, model.coefficients[i]]));
     const lines = features.map((f, i) => `  ${f}: ${model.coefficients[i]}`).join('\n');
     report(flags, `linreg on ${flags.target}: R² ${model.metrics.r2}, intercept ${model.intercept}\n${lines}\nmodel written to ${flags['model-out']}`,

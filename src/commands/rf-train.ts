@@ -6,7 +6,6 @@ import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFil
 import { UsageError } from '../engine/errors.js';
 import { workerTreeGrower } from '../engine/exec/forest-trees.js';
 import { fitRandomForest, type ForestParams } from '../engine/ml/forest.js';
-import { serializeModel } from '../engine/ml/model-file.js';
 import { schemaOf } from '../engine/plan/schema.js';
 
 export default class RfTrain extends GpuframeCommand {
@@ -40,7 +39,7 @@ export default class RfTrain extends GpuframeCommand {
     const model = await withTrainingMatrix(plan, features, flags.target, flags, false, (matrix, ctx) => fitRandomForest(matrix, params, workerTreeGrower(ctx)));
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
-    writeModelFile(flags['model-out'], serializeModel(model));
+    writeModelFile(flags['model-out'], model);
     const trees = model.trees.treeOffsets.length - 1;
     const nodes = model.trees.feature.length;
     report(flags, `random forest (${task}) on ${flags.target}: ${trees} trees, ${nodes} nodes${task === 'classification' ? `, classes ${model.classes.join(', ')}` : ''}; model written to ${flags['model-out']}`,

@@ -3,6 +3,7 @@
 // file as untrusted: unknown kinds or versions, prototype keys, absurd sizes,
 // inconsistent lengths and non-finite numbers are DataErrors naming the file and the field.
 
+import { randomUUID } from 'node:crypto';
 import { DTYPES, type DType } from '../batch.js';
 import { DataError } from '../errors.js';
 import { MODEL_FORMAT_VERSION, READABLE_FORMAT_VERSIONS, type FlatTrees, type Model, type ParamValue } from './model.js';
@@ -12,7 +13,23 @@ const MAX_NODES = 100_000_000;
 const MAX_FEATURES = 1_000_000;
 const MAX_CLUSTERS = 10_000_000;
 
+/** A piece of a model file's text; `ascii` pieces (packed arrays) can be written without re-encoding. */
+export interface ModelFilePart { text: string; ascii: boolean }
+
 export function serializeModel(model: Model): string {
+  return modelFileParts(model).map((p) => p.text).join('');
+}
+
+/**
+ * The model file's text in pieces: the JSON, with each packed forest array cut out as its own
+ * pure-ASCII piece, so a forest of millions of nodes is neither scanned by JSON.stringify nor
+ * re-encoded when written (writeModelFile).
+ */
+export function modelFileParts(model: Model): ModelFilePart[] {
+  const arrays: (Int32Array | Float64Array)[] = [];
+  const nonce = randomUUID();
+  /** Stands in for a packed array in the JSON; replaced by the array's own pieces below. */
+  const packed = (a: Int32Array | Float64Array): string => `${nonce}#${arrays.push(a) - 1}`;
   const common = {
     kind: model.kind,
     formatVersion: model.formatVersion,
@@ -40,7 +57,14 @@ export function serializeModel(model: Model): string {
       break;
     }
   }
-  return JSON.stringify({ ...common, ...body }) + '\n';
+  const pieces = (JSON.stringify({ ...common, ...body }) + '\n').split(new RegExp(`"${nonce}#(\\d+)"`));
+  return pieces.flatMap((piece, i): ModelFilePart[] => {
+    if (i % 2 === 0) return [{ text: piece, ascii: false }];
+    const a = arrays[Number(piece)];
+    const type = a instanceof Int32Array ? 'int32' : 'float64';
+    // Little-endian bytes: every platform Node runs on is little-endian.
+    return [{ text: `{"type":"${type}","base64":"`, ascii: false }, { text: Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64'), ascii: true }, { text: '"}', ascii: false }];
+  });
 }
 
 function sortedKeys<T>(o: Record<string, T>): Record<string, T> {
@@ -59,11 +83,6 @@ function numbers(a: ArrayLike<number>, field: string): number[] {
 function finiteArray(a: Float64Array, field: string): Float64Array {
   for (let i = 0; i < a.length; i++) finite(a[i], field);
   return a;
-}
-
-/** A typed array as { type, base64 } of its little-endian bytes (every platform Node runs on is little-endian). */
-function packed(a: Int32Array | Float64Array): { type: 'int32' | 'float64'; base64: string } {
-  return { type: a instanceof Int32Array ? 'int32' : 'float64', base64: Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64') };
 }
 
 export function parseModel(text: string, fileName: string): Model {
