@@ -108,8 +108,18 @@ function concatColumnMajor(parts: BinResult[], d: number, rows: number): Uint8Ar
 }
 
 function encodeClasses(y: Float64Array, classes: number[]): Int32Array {
-  const code = new Map(classes.map((c, i) => [c, i]));
-  return Int32Array.from(y, (v) => code.get(v)!);
+  const out = new Int32Array(y.length);
+  const small = classes.every((c) => Number.isInteger(c) && c >= 0 && c < 65536);
+  if (small) {
+    // The usual labels 0..k-1: an array lookup per row instead of a Map lookup.
+    const code = new Int32Array(classes[classes.length - 1] + 1);
+    classes.forEach((c, i) => { code[c] = i; });
+    for (let r = 0; r < y.length; r++) out[r] = code[y[r]];
+  } else {
+    const code = new Map(classes.map((c, i) => [c, i]));
+    for (let r = 0; r < y.length; r++) out[r] = code.get(y[r])!;
+  }
+  return out;
 }
 
 /** Trees as flat arrays, bin numbers turned into thresholds on raw values. */
