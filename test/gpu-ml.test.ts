@@ -82,4 +82,12 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(onGpu).toBe(await predictOn('rf-pred-cpu.csv', ['--device', 'cpu', '--workers', '2']));
     expect(onGpu.split('\n')[0]).toMatch(/prediction,proba_0,proba_1$/);
   }, 60_000);
+
+  it('rf-train regression (trees on the CPU finder everywhere): GPUs with CPU workers write the CPU run\'s model', async () => {
+    const rf = (name: string, device: string[]) =>
+      ok(['rf-train', path('reg.csv'), '--target', 'y', '--task', 'regression', '--n-estimators', '6', '--max-depth', '6', '--seed', '2', '--blocksize', '200KB', '--model-out', path(name), ...device]);
+    await rf('rfr-hybrid.json', ['--device', 'gpu', '--workers', '2']);
+    await rf('rfr-cpu.json', ['--device', 'cpu', '--workers', '3']);
+    expect(readFileSync(path('rfr-hybrid.json'), 'utf8')).toBe(readFileSync(path('rfr-cpu.json'), 'utf8'));
+  }, 60_000);
 });

@@ -14,22 +14,32 @@ import type { TreeGrower } from '../ml/forest.js';
 import type { RunContext } from './context.js';
 import type { Fragment, FragmentResult, Terminal } from './fragment.js';
 import { concurrencyOf } from './pool.js';
+import { MAX_GPU_CLASSES } from '../../kernels/forest.wgsl.js';
 
 /** Where the binned rows are, and their shape: bins (rows × cols bytes, column-major), then the target. */
 export interface BinnedFile { path: string; rows: number; cols: number; binsPerFeature: number[]; nClasses: number; target: 'int32' | 'float64' }
 
 const NO_SOURCE: Fragment = { index: -1, source: { kind: 'none' }, ops: [], bytes: 0 };
 
-/** Grows trees as tasks of `ctx`'s runner: as many tasks as its GPU workers (else all workers) run at once. */
+/** Whether GPU workers grow these trees on their device: classification with few enough classes (regression trees use the CPU finder). */
+export function forestOnGpu(data: BinnedData, spec: TreeSpec): boolean {
+  return spec.task === 'classification' && data.nClasses >= 1 && data.nClasses <= MAX_GPU_CLASSES && data.rows > 0;
+}
+
+/**
+ * Grows trees as tasks of `ctx`'s runner: as many tasks as its GPU workers run at once when the
+ * device grows them (then only GPU workers take them), else as many as all its workers run.
+ */
 export function workerTreeGrower(ctx: RunContext): TreeGrower {
   return {
     async grow(data: BinnedData, spec: TreeSpec, trees: readonly number[]): Promise<GrownTree[]> {
       const file = writeBinnedFile(ctx.tmpDir, data);
       try {
-        const lanes = Math.min(trees.length, ctx.runner.gpuConcurrency || concurrencyOf(ctx.runner));
+        const gpu = forestOnGpu(data, spec) && (ctx.runner.gpuConcurrency ?? 0) > 0;
+        const lanes = Math.min(trees.length, gpu ? ctx.runner.gpuConcurrency! : concurrencyOf(ctx.runner));
         const groups = Array.from({ length: lanes }, (_, g) => trees.filter((_, i) => i % lanes === g));
         const results = await Promise.all(groups.map((group) =>
-          ctx.runner.run({ fragment: NO_SOURCE, terminal: { kind: 'grow-trees', file, spec, trees: group } }, 'ml grow trees')));
+          ctx.runner.run({ fragment: NO_SOURCE, terminal: { kind: 'grow-trees', file, spec, trees: group, gpu } }, 'ml grow trees')));
         const byTree = new Map<number, GrownTree>();
         groups.forEach((group, g) => group.forEach((t, i) => byTree.set(t, results[g].grown![i])));
         return trees.map((t) => byTree.get(t)!);

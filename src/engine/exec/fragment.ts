@@ -50,8 +50,8 @@ export type Terminal =
    * `device`: the trainer runs GPU kernels over it, so GPU workers upload it and only they hold it.
    */
   | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null; device: boolean }
-  /** Grow these trees of a random forest on the binned rows in `file` (forest-trees.ts). */
-  | { kind: 'grow-trees'; file: BinnedFile; spec: TreeSpec; trees: number[] }
+  /** Grow these trees of a random forest on the binned rows in `file` (forest-trees.ts); `gpu`: on a GPU worker's device. */
+  | { kind: 'grow-trees'; file: BinnedFile; spec: TreeSpec; trees: number[]; gpu: boolean }
   /** Run a named ML partition task over every partition of a matrix this worker holds. */
   | { kind: 'map-matrix'; matrixId: string; task: string; args: unknown; firstRows: number[] }
   /** Forget a matrix. */

@@ -11,8 +11,8 @@ import { freeBuffer, stagingRingOf, storageBuffer, uploadNew } from '../gpu/buff
 import { bootstrapKey, ForestGrowth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { FragmentResult, Terminal } from './fragment.js';
-import { readBinnedFile } from './forest-trees.js';
-import { forestHistogramBytes, MAX_GPU_CLASSES, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
+import { forestOnGpu, readBinnedFile } from './forest-trees.js';
+import { forestHistogramBytes, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
 import { GpuWork } from '../../kernels/ml-matrix.js';
 
 /** Device bytes one histogram chunk may take (a level with more nodes is searched in chunks). */
@@ -20,15 +20,10 @@ const HISTOGRAM_BYTES = 256 << 20;
 /** Device bytes the per-(tree, row) weight and slot arrays of the two batches growing at once may take. */
 const ROW_STATE_BYTES = 1 << 30;
 
-/** Whether the GPU grows these trees: classification with few enough classes (regression targets stay on the CPU). */
-export function forestOnGpu(data: BinnedData, spec: TreeSpec): boolean {
-  return spec.task === 'classification' && data.nClasses >= 1 && data.nClasses <= MAX_GPU_CLASSES && data.rows > 0;
-}
-
 /** grow-trees on a GPU worker: the trees of a classification forest grow on the device, others on this worker's CPU. */
 export async function growTreesTaskOnGpu(ctx: GpuContext, terminal: Extract<Terminal, { kind: 'grow-trees' }>): Promise<FragmentResult> {
   const data = readBinnedFile(terminal.file);
-  const grown = forestOnGpu(data, terminal.spec)
+  const grown = terminal.gpu && forestOnGpu(data, terminal.spec)
     ? await growTreesOnGpu(ctx, data, terminal.spec, terminal.trees, await forestInputsOf(ctx, terminal.file.path, data))
     : terminal.trees.map((t) => growTreesOnCpu(data, terminal.spec, [t])[0]);
   return { grown, rows: 0, warnings: [] };

@@ -101,7 +101,7 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
     const { gpuCsvPathApplies } = await import('./gpu-csv-aggregate.js');
     // Training data GPU kernels read lives on the GPU workers only, and forests grow there: GPU and
     // CPU compute these in different precisions, so results never depend on scheduling.
-    const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || task.terminal.kind === 'grow-trees';
+    const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || (task.terminal.kind === 'grow-trees' && task.terminal.gpu);
     // GPU workers take group-bys the GPU parses and forest predictions first (the device walks the trees).
     const gpuSpeedsUp = (task: Task) => gpuCsvPathApplies(task) || task.fragment.ops.some((op) => op.kind === 'predict' && op.modelKind === 'random-forest');
     return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuSpeedsUp, gpuOnly);
