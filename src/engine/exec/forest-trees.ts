@@ -1,9 +1,9 @@
 // A random forest's trees grown as tasks on the workers. The parent writes the binned rows once to
 // a file in the run's temp dir; each task names the file and the trees it grows, so a worker reads
-// the file once (and a GPU worker uploads it once) however many of its tasks it runs. When there
-// are GPU workers, the tasks are theirs alone (the GPU finder compares splits in f32, the CPU one
-// in float64): the forest never depends on which worker took which task. Trees are seeded by their
-// index, so how they are grouped into tasks changes nothing either.
+// the file once (and a GPU worker uploads it once) however many of its tasks it runs. When GPU
+// workers grow the trees on their device, the tasks are theirs alone (the GPU finder compares
+// splits in f32, the CPU one in float64): the forest never depends on which worker took which
+// task. Trees are seeded by their index, so how they are grouped into tasks changes nothing either.
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,14 +12,12 @@ import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { BinnedData, GrownTree, TreeSpec } from '../ml/forest-tree.js';
 import type { TreeGrower } from '../ml/forest.js';
 import type { RunContext } from './context.js';
-import type { Fragment, FragmentResult, Terminal } from './fragment.js';
+import { NO_SOURCE, type FragmentResult, type Terminal } from './fragment.js';
 import { concurrencyOf } from './pool.js';
 import { MAX_GPU_CLASSES } from '../../kernels/forest.wgsl.js';
 
 /** Where the binned rows are, and their shape: bins (rows × cols bytes, column-major), then the target. */
 export interface BinnedFile { path: string; rows: number; cols: number; binsPerFeature: number[]; nClasses: number; target: 'int32' | 'float64' }
-
-const NO_SOURCE: Fragment = { index: -1, source: { kind: 'none' }, ops: [], bytes: 0 };
 
 /** Whether GPU workers grow these trees on their device: classification with few enough classes (regression trees use the CPU finder). */
 export function forestOnGpu(data: BinnedData, spec: TreeSpec): boolean {

@@ -91,3 +91,6 @@ export interface FragmentResult {
 
 /** A broadcast table sent once to every worker before tasks that probe it. */
 export interface Broadcast { id: string; batch: Batch; spec: JoinSpec }
+
+/** The fragment of a task that reads nothing (ML tasks over data already held by the workers). */
+export const NO_SOURCE: Fragment = { index: -1, source: { kind: 'none' }, ops: [], bytes: 0 };

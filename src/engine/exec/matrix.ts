@@ -9,12 +9,11 @@ import { randomUUID } from 'node:crypto';
 import { RuntimeFailure } from '../errors.js';
 import type { PartitionedMatrix } from '../ml/partitioned.js';
 import type { RunContext } from './context.js';
-import type { Fragment, Task } from './fragment.js';
+import { NO_SOURCE, type Task } from './fragment.js';
 import { WorkerLost } from './pool.js';
 import { runStream, type Stream } from './stream.js';
 
 const MAX_RELOADS = 3;
-const NO_SOURCE: Fragment = { index: -1, source: { kind: 'none' }, ops: [], bytes: 0 };
 
 export interface ResidentMatrix extends PartitionedMatrix {
   /** Frees the partitions in every worker. */
