@@ -6,7 +6,7 @@
 //   source .devkit/env.sh; node bench/gpu-forest.mjs   (env: ROWS=1e6 TREES=100 DEPTH=16 DIR=/tmp/gpuframe-rf
 //   TIMEOUT=300 CONFIGS=gpu_0,gpu_0_1,gpus_cpu_workers,cpu PEERS=0 BLOCKSIZE=16MB)
 // The time of the trees alone comes from the run's --trace ('ml grow trees' slices); the
-// command's total includes start-up, reading and binning.
+// command's total includes start-up, reading and binning. `--kernels` times the tree kernels alone.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -52,6 +52,80 @@ function breakdown(tracePath) {
     spans.set(name, s);
   }
   return [...spans].sort((a, b) => a[1].start - b[1].start).map(([n, s]) => `${n} ${((s.start - t0) / 1e6).toFixed(2)}-${((s.end - t0) / 1e6).toFixed(2)}`).join(', ');
+}
+
+if (process.argv[2] === '--kernels') {
+  await kernelTimings();
+  process.exit(0);
+}
+
+/**
+ * `node bench/gpu-forest.mjs --kernels`: the tree-growing kernels alone on one device, per level of
+ * ROWS rows × KERNEL_TREES trees (5 candidates of 20 features, 256 bins, 2 classes, bootstrap-like
+ * weights): the histogram in both variants, best splits and routing, each the marginal time of 3
+ * more in one submission, with the bytes each must move as a fraction of the H200's 4.2 TB/s.
+ */
+async function kernelTimings() {
+  const dist = (p) => import(join(ROOT, 'dist', p));
+  const { openGpu } = await dist('engine/gpu/device.js');
+  const { StagingRing, uploadNew, storageBuffer } = await dist('engine/gpu/buffers.js');
+  const { GpuWork } = await dist('kernels/ml-matrix.js');
+  const f = await dist('kernels/forest.js');
+  const ctx = await openGpu({ allowSoftware: true });
+  const trees = Number(process.env.KERNEL_TREES ?? 50), cols = 20, maxF = 5, nBins = 256, classes = 2, REPS = 3;
+  let seed = 1;
+  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 8);
+  const bins = new Uint8Array(ROWS * cols).map(() => rand() & 255);
+  const labels = Uint32Array.from({ length: ROWS }, () => rand() & 1);
+  // About 37% zeros, as bootstrap counts.
+  const weight = Uint32Array.from({ length: trees * ROWS }, () => { const u = rand() & 255; return u < 94 ? 0 : u < 188 ? 1 : u < 235 ? 2 : 3; });
+  const active = weight.reduce((n, w) => n + (w > 0 ? 1 : 0), 0);
+  const binsBuf = await f.uploadForestBins(ctx, new StagingRing(ctx), bins, ROWS, cols);
+  const weightBuf = await uploadNew(ctx, weight, 'weight'), labelsBuf = await uploadNew(ctx, labels, 'labels');
+  const binsPerFeature = new Uint32Array(cols).fill(nBins);
+  /** Marginal ms of REPS more `record`s in one submission. */
+  async function marginal(record) {
+    const wall = [];
+    for (const n of [1, 1, 1 + REPS]) {
+      const work = new GpuWork(ctx);
+      const t0 = performance.now();
+      let out = null;
+      for (let i = 0; i < n; i++) out = record(work);
+      await work.finish([{ buf: out, floats: 1 }]);
+      wall.push(performance.now() - t0);
+    }
+    return (wall[2] - wall[1]) / REPS;
+  }
+  const hbm = (bytes, ms) => `${(100 * bytes / 4.2e12 / (ms / 1e3)).toPrecision(3)}% of HBM`;
+  for (const level of [0, 2, 4, 8, 12]) {
+    const perTree = 2 ** level, slotCount = trees * perTree;
+    if (f.forestHistogramBytes(slotCount, maxF, nBins, classes) > ctx.device.limits.maxStorageBufferBindingSize) break;
+    const slot = Uint32Array.from({ length: trees * ROWS }, (_, i) => (weight[i] === 0 ? f.NONE : Math.floor(i / ROWS) * perTree + (rand() % perTree)));
+    const nodeFeatures = Uint32Array.from({ length: slotCount * maxF }, () => rand() % cols);
+    const slotBuf = await uploadNew(ctx, slot, 'slot'), nfBuf = await uploadNew(ctx, nodeFeatures, 'node features');
+    const hist = storageBuffer(ctx, f.forestHistogramBytes(slotCount, maxF, nBins, classes), 'hist'), totals = storageBuffer(ctx, slotCount * classes * 4, 'totals');
+    const args = { bins: binsBuf, rows: ROWS, trees, slotBase: 0, slotCount, maxF, nBins, classes, weight: weightBuf, slot: slotBuf, labels: labelsBuf, nodeFeatures: nfBuf, hist, totals };
+    // Weight and slot of every (tree, row); per active one its label and maxF bin bytes; the histogram cleared.
+    const histBytes = trees * ROWS * 8 + active * (4 + maxF) + f.forestHistogramBytes(slotCount, maxF, nBins, classes);
+    const line = { level, slots: slotCount, rows: ROWS, trees };
+    for (const variant of ['global', 'shared']) {
+      const ms = await marginal((work) => { f.recordForestHistogram(work, args, variant); return totals; });
+      line[`histogram ${variant}`] = `${ms.toFixed(2)} ms, ${hbm(histBytes, ms)}`;
+    }
+    const out = storageBuffer(ctx, slotCount * maxF * f.splitRecordWords(classes) * 4, 'out');
+    const bestMs = await marginal((work) => {
+      f.recordBestSplits(work, { hist, totals, slotCount, maxF, nBins, classes, nodeFeatures: nfBuf, slotBase: 0, binsPerFeature: work.input(binsPerFeature, 'bins per feature'), criterion: 'gini', minSamplesLeaf: 1, out });
+      return out;
+    });
+    line['best splits'] = `${bestMs.toFixed(2)} ms, ${hbm(f.forestHistogramBytes(slotCount, maxF, nBins, classes), bestMs)}`;
+    const decisions = Uint32Array.from({ length: 4 * slotCount }, (_, j) => (j % 4 === 0 ? nodeFeatures[Math.floor(j / 4) * maxF] : j % 4 === 1 ? 127 : j % 4 === 2 ? 2 * Math.floor(j / 4) : 2 * Math.floor(j / 4) + 1));
+    const routeMs = await marginal((work) => {
+      f.recordRoute(work, { bins: binsBuf, rows: ROWS, trees, slot: slotBuf, decisions: work.input(decisions, 'decisions') });
+      return slotBuf;
+    });
+    line.route = `${routeMs.toFixed(2)} ms, ${hbm(trees * ROWS * 8 + active, routeMs)}`;
+    console.log(JSON.stringify(line));
+  }
 }
 
 mkdirSync(DIR, { recursive: true });
