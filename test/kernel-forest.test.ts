@@ -1,7 +1,8 @@
 // Random-forest split-finding kernels on lavapipe against their CPU twins: class histograms and
 // totals (both the device-memory and the workgroup-memory variant, exactly), best bins per
 // candidate (equal to the float64 twin wherever the twin's winner is clear; left weights exact;
-// minSamplesLeaf respected), and routing (exactly). Awkward shapes throughout: rows not a
+// minSamplesLeaf respected), each node's best candidate, bootstrap row weights and root slots
+// (exactly the CPU's counts), and routing (exactly). Awkward shapes throughout: rows not a
 // multiple of 4 or 256, 1 and 3 trees, 2 and 10 classes, features of 1..256 bins, out-of-bag rows,
 // rows in no slot, slots without rows, nodes with fewer or no candidates, slot sub-ranges with
 // slotBase > 0, and more rows than threads. Last, two levels grown by hand (histogram -> best
