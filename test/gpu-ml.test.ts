@@ -80,6 +80,7 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     };
     const onGpu = await predictOn('rf-pred-gpu.csv', GPU);
     expect(onGpu).toBe(await predictOn('rf-pred-cpu.csv', ['--device', 'cpu', '--workers', '2']));
+    expect(onGpu).toBe(await predictOn('rf-pred-hybrid.csv', ['--device', 'gpu', '--workers', '2']));
     expect(onGpu.split('\n')[0]).toMatch(/prediction,proba_0,proba_1$/);
   }, 60_000);
 
