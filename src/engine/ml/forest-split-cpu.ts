@@ -127,11 +127,12 @@ export class CpuSplitFinder implements SplitFinder {
 
   /** Reorders the range so rows with bin <= `bin` come first; returns the boundary. */
   private partition({ tree, start, end }: Range, feature: number, bin: number): number {
-    const bins = this.rowBins, cols = this.data.cols;
+    // One feature per row: its column (rows bytes) is more compact than the row-major copy.
+    const col = this.data.bins.subarray(feature * this.data.rows, (feature + 1) * this.data.rows);
     const rows = this.rows[tree];
     let i = start, j = end - 1;
     while (i <= j) {
-      if (bins[rows[i] * cols + feature] <= bin) i++;
+      if (col[rows[i]] <= bin) i++;
       else { const t = rows[i]; rows[i] = rows[j]; rows[j] = t; j--; }
     }
     return i;
