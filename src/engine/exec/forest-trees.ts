@@ -77,6 +77,5 @@ export function readBinnedFile(file: BinnedFile): BinnedData {
 /** grow-trees on a CPU worker. */
 export function growTreesTask(terminal: Extract<Terminal, { kind: 'grow-trees' }>): FragmentResult {
   const data = readBinnedFile(terminal.file);
-  // One tree at a time: a tree's rows and weights take 8 bytes per row.
-  return { grown: terminal.trees.map((t) => growTreesOnCpu(data, terminal.spec, [t])[0]), rows: 0, warnings: [] };
+  return { grown: growTreesOnCpu(data, terminal.spec, terminal.trees), rows: 0, warnings: [] };
 }

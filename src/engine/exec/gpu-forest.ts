@@ -11,7 +11,7 @@ import { freeBuffer, stagingRingOf, storageBuffer, uploadNew } from '../gpu/buff
 import { bootstrapKey, ForestGrowth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { FragmentResult, Terminal } from './fragment.js';
-import { forestOnGpu, readBinnedFile } from './forest-trees.js';
+import { readBinnedFile } from './forest-trees.js';
 import { forestHistogramBytes, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
 import { GpuWork } from '../../kernels/ml-matrix.js';
 
@@ -20,12 +20,12 @@ const HISTOGRAM_BYTES = 256 << 20;
 /** Device bytes the per-(tree, row) weight and slot arrays of the two batches growing at once may take. */
 const ROW_STATE_BYTES = 1 << 30;
 
-/** grow-trees on a GPU worker: the trees of a classification forest grow on the device, others on this worker's CPU. */
+/** grow-trees on a GPU worker: on the device when the task says so (forestOnGpu), else on this worker's CPU. */
 export async function growTreesTaskOnGpu(ctx: GpuContext, terminal: Extract<Terminal, { kind: 'grow-trees' }>): Promise<FragmentResult> {
   const data = readBinnedFile(terminal.file);
-  const grown = terminal.gpu && forestOnGpu(data, terminal.spec)
+  const grown = terminal.gpu
     ? await growTreesOnGpu(ctx, data, terminal.spec, terminal.trees, await forestInputsOf(ctx, terminal.file.path, data))
-    : terminal.trees.map((t) => growTreesOnCpu(data, terminal.spec, [t])[0]);
+    : growTreesOnCpu(data, terminal.spec, terminal.trees);
   return { grown, rows: 0, warnings: [] };
 }
 

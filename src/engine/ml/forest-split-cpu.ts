@@ -5,8 +5,16 @@
 
 import { ForestGrowth, sideScore, totalWeight, treeWeights, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from './forest-tree.js';
 
-/** Grows the given trees (indices into the forest) with the CPU finder. */
+/**
+ * Grows the given trees (indices into the forest) with the CPU finder, one at a time: a tree's
+ * rows and weights take 8 bytes per row, and growing several together gains nothing on a CPU.
+ */
 export function growTreesOnCpu(data: BinnedData, spec: TreeSpec, treeIndices: readonly number[]): GrownTree[] {
+  return treeIndices.map((t) => growBatchOnCpu(data, spec, [t])[0]);
+}
+
+/** Grows the trees together, as one batch (the way a GPU finder grows them). */
+export function growBatchOnCpu(data: BinnedData, spec: TreeSpec, treeIndices: readonly number[]): GrownTree[] {
   const growth = new ForestGrowth(data, spec, treeIndices);
   const finder = new CpuSplitFinder(data, spec, treeIndices.map((t) => treeWeights(data.rows, spec, t)), growth.width);
   while (!growth.done) finder.route(growth.decide(finder.search(growth.frontier)));

@@ -35,7 +35,7 @@ export interface TreeGrower {
 
 /** Grows every tree here, on the CPU (tests, --workers 0). */
 export const growHere: TreeGrower = {
-  grow: async (data, spec, trees) => trees.map((t) => growTreesOnCpu(data, spec, [t])[0]),
+  grow: async (data, spec, trees) => growTreesOnCpu(data, spec, trees),
 };
 
 export async function fitRandomForest(data: PartitionedMatrix, params: ForestParams = {}, grower: TreeGrower = growHere): Promise<ForestModel> {
