@@ -27,6 +27,7 @@ import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js'
 import type { SourceSpec, Task } from './fragment.js';
 import type { CsvChunk } from '../io/csv/index.js';
 import { aggregatedColumns, gpuSupports, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
+import { PhaseTimes } from '../gpu/timing.js';
 import { ChunkText, uploadChunkFromFile } from './gpu-csv-bytes.js';
 
 export type CsvSource = Extract<SourceSpec, { kind: 'csv' }>;
@@ -95,7 +96,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
                                              options: GpuCsvOptions = {}): Promise<GpuCsvOutcome> {
   const plan = planOf(source, spec, input);
   if (typeof plan === 'string') return { fallback: plan };
-  const phases = new PhaseLog(`gpu csv ${source.chunk.displayName}@${source.chunk.start}`);
+  const phases = new PhaseTimes();
   // Key spans use the top two bits of a position as flags.
   if (source.chunk.end - source.chunk.start + 1 >= Math.min(gpu.device.limits.maxStorageBufferBindingSize, 2 ** 30)) return { fallback: 'chunk larger than a GPU binding' };
   let data: GPUBuffer | null = null;
@@ -133,7 +134,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     const keys = await keysOfGroups(gpu, rows, plan, source.chunk, pick, result);
     const partial = partialOfGroups(result, pick, keys, hashKeys(keys, pick.length), input, spec, inputSlot);
     phases.mark('keys');
-    phases.report(n);
+    phases.report(`gpu csv ${source.chunk.displayName}@${source.chunk.start}: ${n} rows`);
     return { rows: n, partial };
   } finally {
     rows?.free();
@@ -172,26 +173,6 @@ async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, chunk
     });
   } finally {
     text?.close();
-  }
-}
-
-/** Per-phase wall-clock times of one chunk, written to stderr when GPUFRAME_GPU_PHASES=1 (diagnosis). */
-class PhaseLog {
-  private readonly enabled = process.env.GPUFRAME_GPU_PHASES === '1';
-  private last = performance.now();
-  private readonly parts: string[] = [];
-
-  constructor(private readonly what: string) {}
-
-  mark(phase: string): void {
-    if (!this.enabled) return;
-    const now = performance.now();
-    this.parts.push(`${phase} ${(now - this.last).toFixed(1)}`);
-    this.last = now;
-  }
-
-  report(rows: number): void {
-    if (this.enabled) process.stderr.write(`${this.what}: ${rows} rows; ms: ${this.parts.join(', ')}\n`);
   }
 }
 

@@ -13,6 +13,7 @@ import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { FragmentResult, Terminal } from './fragment.js';
 import { readBinnedFile } from './forest-trees.js';
 import { forestHistogramBytes, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
+import { PhaseTimes } from '../gpu/timing.js';
 import { GpuWork } from '../../kernels/ml-matrix.js';
 
 /** Device bytes one histogram chunk may take (a level with more nodes is searched in chunks). */
@@ -185,22 +186,4 @@ class GpuSplitFinder implements SplitFinder {
 
 function asU32(a: Int32Array | Float32Array): Uint32Array {
   return new Uint32Array(a.buffer, a.byteOffset, a.length);
-}
-
-/** Wall-clock time per phase summed over a batch's levels, written to stderr when GPUFRAME_GPU_PHASES=1 (diagnosis). */
-class PhaseTimes {
-  private readonly enabled = process.env.GPUFRAME_GPU_PHASES === '1';
-  private last = performance.now();
-  private readonly ms = new Map<string, number>();
-
-  mark(phase: string): void {
-    if (!this.enabled) return;
-    const now = performance.now();
-    this.ms.set(phase, (this.ms.get(phase) ?? 0) + now - this.last);
-    this.last = now;
-  }
-
-  report(what: string): void {
-    if (this.enabled) process.stderr.write(`${what}; ms: ${[...this.ms].map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}\n`);
-  }
 }

@@ -153,3 +153,25 @@ export async function wallClockNs(ctx: GpuContext, encode: (encoder: GPUCommandE
   throwIfGpuFailed(ctx);
   return ns / repetitions;
 }
+
+/**
+ * Wall-clock time per phase on the host, summed when a phase repeats (levels of a forest), written
+ * to stderr with `report` when GPUFRAME_GPU_PHASES=1 (diagnosis of where a GPU task's time goes).
+ */
+export class PhaseTimes {
+  private readonly enabled = process.env.GPUFRAME_GPU_PHASES === '1';
+  private last = performance.now();
+  private readonly ms = new Map<string, number>();
+
+  /** Ends the current phase, named `phase`. */
+  mark(phase: string): void {
+    if (!this.enabled) return;
+    const now = performance.now();
+    this.ms.set(phase, (this.ms.get(phase) ?? 0) + now - this.last);
+    this.last = now;
+  }
+
+  report(what: string): void {
+    if (this.enabled) process.stderr.write(`${what}; ms: ${[...this.ms].map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}\n`);
+  }
+}
