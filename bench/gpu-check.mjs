@@ -9,11 +9,9 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { BIN, log, ROOT, runGpuframe } from './common.mjs';
 import { generateFlights } from './generate.mjs';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'bin/run.js');
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : fallback;
@@ -23,13 +21,7 @@ const bytes = Number(arg('bytes', '1e9'));
 const copies = Math.max(1, Number(arg('copies', '1')));
 const dir = arg('dir', '/tmp/gpuframe-check');
 const timeoutS = Number(arg('timeout', '240'));
-const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
-
-function gpuframe(args, extraEnv = {}) {
-  const t0 = performance.now();
-  const r = spawnSync(process.execPath, [BIN, ...args], { env: { ...process.env, ...extraEnv }, encoding: 'utf8', timeout: timeoutS * 1000, maxBuffer: 64 << 20 });
-  return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr: (r.stderr ?? '').trim(), seconds: (performance.now() - t0) / 1000 };
-}
+const gpuframe = (args, env = {}) => runGpuframe(args, { timeoutS, env });
 
 /** The 300 airport codes generate.mjs uses, with a made-up region each: the merge's right side. */
 function writeDimension(path) {

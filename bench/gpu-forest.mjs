@@ -12,33 +12,16 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { tableFromIPC, tableToIPC } from 'apache-arrow';
+import { log, marginalMs, resultTable, ROOT, runGpuframe, traceSpanSeconds } from './common.mjs';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'bin/run.js');
 const ROWS = Number(process.env.ROWS ?? 1e6), TEST = Math.round(ROWS / 3), D = 32;
 const TREES = Number(process.env.TREES ?? 100), DEPTH = Number(process.env.DEPTH ?? 16);
 const DIR = process.env.DIR ?? '/tmp/gpuframe-rf';
 const TIMEOUT_S = Number(process.env.TIMEOUT ?? 300);
 const BLOCKSIZE = ['--blocksize', process.env.BLOCKSIZE ?? '16MB'];
-const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
-const results = [];
-const add = (step, value, note = '') => { results.push({ step, value, note }); log(`${step}: ${value} ${note}`); };
-
-function gpuframe(args) {
-  const t0 = performance.now();
-  const r = spawnSync(process.execPath, [BIN, ...args, '--no-progress'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 64 << 20 });
-  const stderr = (r.stderr ?? '').split('\n').filter((l) => l && !/^Warning: maxDynamic/.test(l)).join('\n');
-  return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr, seconds: (performance.now() - t0) / 1000 };
-}
-
-/** Wall time from the first start to the last end of the trace's slices whose names start with `name`. */
-function spanOf(tracePath, name) {
-  const events = JSON.parse(readFileSync(tracePath, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name.startsWith(name));
-  if (events.length === 0) return NaN;
-  return (Math.max(...events.map((e) => e.ts + e.dur)) - Math.min(...events.map((e) => e.ts))) / 1e6;
-}
+const { add, print } = resultTable();
+const gpuframe = (args) => runGpuframe([...args, '--no-progress'], { timeoutS: TIMEOUT_S });
 
 /** When each kind of slice starts and ends (s from the first slice), e.g. 'load rows 0.00-0.61'. */
 function breakdown(tracePath) {
@@ -83,19 +66,7 @@ async function kernelTimings() {
   const binsBuf = await f.uploadForestBins(ctx, new StagingRing(ctx), bins, ROWS, cols);
   const weightBuf = await uploadNew(ctx, weight, 'weight'), labelsBuf = await uploadNew(ctx, labels, 'labels');
   const binsPerFeature = new Uint32Array(cols).fill(nBins);
-  /** Marginal ms of REPS more `record`s in one submission. */
-  async function marginal(record) {
-    const wall = [];
-    for (const n of [1, 1, 1 + REPS]) {
-      const work = new GpuWork(ctx);
-      const t0 = performance.now();
-      let out = null;
-      for (let i = 0; i < n; i++) out = record(work);
-      await work.finish([{ buf: out, floats: 1 }]);
-      wall.push(performance.now() - t0);
-    }
-    return (wall[2] - wall[1]) / REPS;
-  }
+  const marginal = (record) => marginalMs(ctx, GpuWork, record, REPS);
   const hbm = (bytes, ms) => `${(100 * bytes / 4.2e12 / (ms / 1e3)).toPrecision(3)}% of HBM`;
   for (const level of [0, 2, 4, 8, 12]) {
     const perTree = 2 ** level, slotCount = trees * perTree;
@@ -153,7 +124,7 @@ for (const c of configs) {
   log(`rf-train with ${c.flags.join(' ')} ...`);
   const r = gpuframe(['rf-train', train, '--target', 'y', '--n-estimators', String(TREES), '--max-depth', String(DEPTH), '--seed', '1', '--model-out', model, '--trace', trace, ...BLOCKSIZE, ...c.flags]);
   if (r.code !== 0) { add(`rf-train ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
-  const forest = spanOf(trace, 'ml grow trees');
+  const forest = traceSpanSeconds(trace, 'ml grow trees');
   log(`  trace: ${breakdown(trace)}`);
   for (const line of r.stderr.split('\n').filter((l) => l.startsWith('forest batch'))) log(`  ${line}`);
   // Arrow output keeping only y: the time is the model's, not formatting 32 float columns as text.
@@ -208,5 +179,5 @@ print(f"{fit:.2f} s fit on {os.cpu_count()} cores, held-out accuracy {rf.score(x
   }
 }
 
-console.log(`\n| step | result | note |\n| --- | --- | --- |\n${results.map((r) => `| ${r.step} | ${r.value} | ${r.note} |`).join('\n')}\n`);
+print();
 log('done');

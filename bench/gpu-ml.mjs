@@ -20,9 +20,8 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { log, marginalMs, resultTable, ROOT, runGpuframe, traceSpanSeconds } from './common.mjs';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = join(ROOT, 'bin/run.js');
 const ROWS = Number(process.env.ROWS ?? 1e7);
 const ROWS_LINREG = Number(process.env.ROWS_LINREG ?? ROWS);
 const DIR = process.env.DIR ?? '/tmp/gpuframe-ml';
@@ -30,15 +29,9 @@ const TIMEOUT_S = Number(process.env.TIMEOUT ?? 150);
 const K = 64, D = 32, D_LINREG = 16, ITERS = 20, BLOB_CENTERS = 8;
 const HBM_BYTES_PER_S = 4.2e12, F32_FLOPS_PER_S = 67e12; // H200 SXM: HBM3e, FP32 without tensor cores
 const BLOCKSIZE = ['--blocksize', process.env.BLOCKSIZE ?? '128MB'];
-const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 
 /** Runs the CLI; `progressFlag` false for commands without --progress (devices). */
-function gpuframe(args, progressFlag = true) {
-  const t0 = performance.now();
-  const r = spawnSync(process.execPath, [BIN, ...args, ...(progressFlag ? ['--no-progress'] : [])], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 64 << 20 });
-  const stderr = (r.stderr ?? '').split('\n').filter((l) => l && !/^Warning: maxDynamic/.test(l)).join('\n');
-  return { code: r.status ?? (r.signal ? `signal ${r.signal}` : 'no exit code'), stdout: r.stdout ?? '', stderr, seconds: (performance.now() - t0) / 1000 };
-}
+const gpuframe = (args, progressFlag = true) => runGpuframe([...args, ...(progressFlag ? ['--no-progress'] : [])], { timeoutS: TIMEOUT_S });
 
 /** Seconds per round of a map task: the starts of its successive rounds (one slice per worker per round); the first round, which compiles the kernels, is left out when there are 3 or more. */
 function perRound(tracePath, name) {
@@ -75,20 +68,7 @@ async function kernelTimings() {
   const ctx = await openGpu({ allowSoftware: true });
   const ring = new StagingRing(ctx);
   const limit = ctx.device.limits.maxStorageBufferBindingSize;
-  /** Marginal ms of one more `record` in a submission: (time of 1 + REPS) - (time of 1), over REPS. */
-  const REPS = 5;
-  async function marginal(record) {
-    const wall = [];
-    for (const n of [1, 1, 1 + REPS]) {
-      const work = new GpuWork(ctx);
-      const t0 = performance.now();
-      const out = work.temp(1 << 20, 'out');
-      for (let i = 0; i < n; i++) record(work, out);
-      await work.finish([{ buf: out, floats: 2 }]);
-      wall.push(performance.now() - t0);
-    }
-    return (wall[2] - wall[1]) / REPS;
-  }
+  const marginal = (record) => marginalMs(ctx, GpuWork, record, 5);
   const uniform = (n) => { const a = new Float64Array(n); for (let i = 0; i < n; i++) a[i] = Math.random() * 20 - 10; return a; };
 
   const kmRows = Math.min(ROWS, Math.floor(limit / (D * 4)));
@@ -118,8 +98,7 @@ async function kernelTimings() {
 }
 
 mkdirSync(DIR, { recursive: true });
-const results = [];
-const add = (step, value, note = '') => { results.push({ step, value, note }); log(`  ${step}: ${value}${note ? ` (${note})` : ''}`); };
+const { add, print } = resultTable();
 /** The roofline of a pass moving `bytes` and doing `flops` f32 operations, in seconds. */
 const roofline = (bytes, flops) => Math.max(bytes / HBM_BYTES_PER_S, flops / F32_FLOPS_PER_S);
 const ofRoofline = (seconds, bytes, flops) => `${(100 * roofline(bytes, flops) / seconds).toPrecision(3)}% of roofline`;
@@ -194,8 +173,7 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
     log(`linreg with ${c.flags.join(' ')} ...`);
     const r = gpuframe(['linreg', reg, '--target', 'y', '--json', '--model-out', model, '--trace', trace, ...BLOCKSIZE, ...c.flags]);
     if (r.code !== 0) { add(`linreg ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
-    const events = JSON.parse(readFileSync(trace, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name === 'ml linreg.gram');
-    const gramMs = events.length ? (Math.max(...events.map((e) => e.ts + e.dur)) - Math.min(...events.map((e) => e.ts))) / 1e3 : NaN;
+    const gramMs = traceSpanSeconds(trace, 'ml linreg.gram') * 1e3;
     models[c.name] = { text: readFileSync(model, 'utf8'), summary: JSON.parse(r.stdout), gramMs };
     const fraction = c.name === 'cpu' ? '' : `, ${ofRoofline(gramMs / 1e3, lrBytes, lrFlops)}`;
     add(`linreg ${c.name}`, `${r.seconds.toFixed(2)} s total, Gram pass ${gramMs.toFixed(2)} ms${fraction}`, `R² ${models[c.name].summary.r2}`);
@@ -277,5 +255,5 @@ for (const [name, module, script] of peers) {
   add(name, r.ok ? r.out : 'failed', r.ok ? `${r.seconds.toFixed(1)} s with data generation` : r.err);
 }
 
-console.log(`\n| step | result | note |\n| --- | --- | --- |\n${results.map((r) => `| ${r.step} | ${r.value} | ${r.note} |`).join('\n')}\n`);
+print();
 log('done');
