@@ -78,4 +78,49 @@ describe('HybridRunner', () => {
     expect(gpu.ran).toEqual([0, 2]);
     expect(cpu.ran).toEqual([1]); // idle CPU workers neither took the loads nor backed them up
   });
+
+  describe('while the GPU workers open', () => {
+    const load = (index: number): Task => ({
+      fragment: { index, source: { kind: 'none' }, ops: [], bytes: 0 },
+      terminal: { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, device: true },
+    });
+    const isLoad = (t: Task) => t.terminal.kind === 'load-matrix';
+    const later = <T>(ms: number, value: T) => new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
+
+    it('CPU workers start at once, GPU-only tasks wait for the GPUs, GPU-preferring tasks go to them once open', async () => {
+      const gpu = fake('gpu', 1, () => 1);
+      const cpu = fake('cpu', 1, () => 5);
+      const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: 2, runner: later(200, gpu) }, cpu, isGpuTask, isLoad);
+      expect(hybrid.gpuConcurrency).toBe(2); // expected before the GPU opens
+      expect(hybrid.size).toBe(2);
+      const started = performance.now();
+      const first = await hybrid.run(task(0, false), 'c0');
+      expect(first.warnings).toEqual(['cpu']);
+      expect(performance.now() - started).toBeLessThan(100); // did not wait for the GPU
+      expect((await hybrid.run(load(1), 'l1')).warnings).toEqual(['gpu']);
+      expect(cpu.ran).toEqual([0]); // the GPU-only load waited for the GPU
+      await later(1, null); // the load's slot is given back after its result
+      expect((await hybrid.run(task(2, true), 'g2')).warnings).toEqual(['gpu']);
+      expect(hybrid.gpuConcurrency).toBe(1);
+      await hybrid.close();
+    });
+
+    it('when no GPU opens (--device auto), GPU-only tasks run on the CPU workers', async () => {
+      const cpu = fake('cpu', 1, () => 1);
+      const hybrid = new HybridRunner({ workers: 2, tasksPerWorker: 2, runner: later(20, null) }, cpu, isGpuTask, isLoad);
+      expect((await hybrid.run(load(0), 'l0')).warnings).toEqual(['cpu']);
+      expect(hybrid.gpuConcurrency).toBe(0);
+      expect(await hybrid.runOnEach(task(1, false), 'each')).toEqual([]);
+    });
+
+    it('when the GPUs fail to open (--device gpu), waiting and later tasks fail with that error', async () => {
+      const cpu = fake('cpu', 1, () => 1);
+      const failure = new Error('--device gpu: no usable GPU: test');
+      const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: 2, runner: later(20, null).then(() => { throw failure; }) }, cpu, isGpuTask, isLoad);
+      await expect(hybrid.run(load(0), 'l0')).rejects.toThrow(/no usable GPU: test/);
+      await expect(hybrid.run(task(1, false), 'c1')).rejects.toThrow(/no usable GPU: test/);
+      await expect(hybrid.runOnEach(task(2, false), 'each')).rejects.toThrow(/no usable GPU: test/);
+      await hybrid.close();
+    });
+  });
 });

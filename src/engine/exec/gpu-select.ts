@@ -95,29 +95,34 @@ export function gpuCandidates(device: DeviceMode, indices: number[] | undefined,
  */
 export async function createRunner(settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner> {
   const device = settings.device ?? 'cpu';
-  const gpus = device === 'cpu' ? null : await traced(tracer, 'open GPU workers', () => openGpuWorkers(device, settings, tracer));
-  if (gpus) {
-    if (settings.workers === 0) return gpus;
-    const { gpuCsvPathApplies } = await import('./gpu-csv-aggregate.js');
-    // Training data GPU kernels read lives on the GPU workers only, and forests grow there: GPU and
-    // CPU compute these in different precisions, so results never depend on scheduling.
-    // Forest predictions too, for speed only (the bytes are the same anywhere): the device walks
-    // the trees while a CPU worker walks them row by row, so a chunk it took held up the end
-    // (2 H200s + 32 cores, 333k rows, 100 trees: 13.3 s with CPU workers taking chunks, 6.3 s on
-    // the GPUs alone).
-    const predictsForest = (task: Task) => task.fragment.ops.some((op) => op.kind === 'predict' && op.modelKind === 'random-forest');
-    const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || (task.terminal.kind === 'grow-trees' && task.terminal.gpu) || predictsForest(task);
-    return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuCsvPathApplies, gpuOnly);
-  }
-  return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
+  const candidates = device === 'cpu' ? [] : await gpuCandidatesHere(device, settings.gpus);
+  if (candidates.length === 0) return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
+  const openGpus = () => traced(tracer, 'open GPU workers', () => openGpuWorkers(device, candidates, settings, tracer));
+  if (settings.workers === 0) return (await openGpus()) ?? new InProcessRunner(tracer);
+  // Loaded only when GPUs may be used: they bring in dawn.node.
+  const [{ gpuCsvPathApplies }, { GPU_TASKS_PER_WORKER }] = await Promise.all([import('./gpu-csv-aggregate.js'), import('./gpu-pool.js')]);
+  // Training data GPU kernels read lives on the GPU workers only, and forests grow there: GPU and
+  // CPU compute these in different precisions, so results never depend on scheduling.
+  // Forest predictions too, for speed only (the bytes are the same anywhere): the device walks
+  // the trees while a CPU worker walks them row by row, so a chunk it took held up the end
+  // (2 H200s + 32 cores, 333k rows, 100 trees: 13.3 s with CPU workers taking chunks, 6.3 s on
+  // the GPUs alone).
+  const predictsForest = (task: Task) => task.fragment.ops.some((op) => op.kind === 'predict' && op.modelKind === 'random-forest');
+  const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || (task.terminal.kind === 'grow-trees' && task.terminal.gpu) || predictsForest(task);
+  // The CPU workers start on the first tasks while the GPU workers open (most of a second each).
+  const gpus = { workers: candidates.length, tasksPerWorker: GPU_TASKS_PER_WORKER, runner: openGpus() };
+  return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuCsvPathApplies, gpuOnly);
 }
 
-/** One worker per candidate GPU, or null (--device auto) when there is none to use. */
-async function openGpuWorkers(device: DeviceMode, settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner | null> {
+/** The GPUs this machine offers a run with these flags (from the PCI bus; nothing is opened). */
+async function gpuCandidatesHere(device: DeviceMode, indices: number[] | undefined): Promise<GpuInfo[]> {
   // Loaded only when GPUs may be used: it brings in dawn.node.
   const { driPrimeOf, gpuBusIds } = await import('../gpu/device.js');
-  const candidates = gpuCandidates(device, settings.gpus, gpuBusIds(), driPrimeOf);
-  if (candidates.length === 0) return null;
+  return gpuCandidates(device, indices, gpuBusIds(), driPrimeOf);
+}
+
+/** One worker per candidate GPU, or null (--device auto) when none opens. */
+async function openGpuWorkers(device: DeviceMode, candidates: GpuInfo[], settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner | null> {
   const { GpuProcessPool } = await import('./gpu-pool.js');
   try {
     return await GpuProcessPool.create({ gpus: candidates, allowSoftware: device === 'gpu', tracer, warn: settings.warn });

@@ -7,6 +7,9 @@
 // so which copy wins never changes the output. Tasks marked GPU-only (loading training data GPU
 // kernels read, growing a forest's trees: GPU and CPU compute these in different precisions) never
 // run on a CPU worker, not even as backups, unless no GPU worker is left.
+// The GPU workers may still be opening (a GPU driver takes most of a second to start) when the
+// first tasks arrive: CPU workers start on them at once, GPU-only tasks wait for the GPUs, and
+// GPU-preferring tasks go to the GPUs as they come up.
 
 import type { FragmentResult, Broadcast, Task } from './fragment.js';
 import { concurrencyOf, type TaskRunner } from './pool.js';
@@ -25,39 +28,67 @@ interface Job {
   failures: number;
 }
 
+/** GPU workers still opening: how many are expected, and the runner they become (null: none opened). */
+export interface OpeningGpus { workers: number; tasksPerWorker: number; runner: Promise<TaskRunner | null> }
+
 export class HybridRunner implements TaskRunner {
   private readonly queue: Job[] = [];
   /** GPU jobs without a backup copy yet, oldest first. */
   private readonly onGpuAlone: Job[] = [];
   private gpuBusy = 0;
   private cpuBusy = 0;
+  /** The GPU workers once open (an empty runner when none opened); null while they open. */
+  private gpu: TaskRunner | null = null;
+  private readonly opening: OpeningGpus | null;
+  /** Why the GPU workers failed to open (--device gpu): every task fails with it. */
+  private gpuFailure: Error | null = null;
+  private readonly gpuOpened: Promise<void>;
+  private readonly broadcasts: Broadcast[] = [];
 
   constructor(
-    private readonly gpu: TaskRunner,
+    gpu: TaskRunner | OpeningGpus,
     private readonly cpu: TaskRunner,
     private readonly gpuSpeedsUp: (task: Task) => boolean,
     private readonly gpuOnly: (task: Task) => boolean = () => false,
-  ) {}
+  ) {
+    if (!('runner' in gpu)) {
+      this.gpu = gpu;
+      this.opening = null;
+      this.gpuOpened = Promise.resolve();
+      return;
+    }
+    this.opening = gpu;
+    this.gpuOpened = gpu.runner.then(
+      (runner) => { this.gpu = runner ?? NO_GPUS; },
+      (err: Error) => { this.gpu = NO_GPUS; this.gpuFailure = err; },
+    ).then(() => {
+      for (const b of this.broadcasts) this.gpu!.broadcast(b);
+      if (this.gpuFailure) for (const job of this.queue.splice(0)) this.settle(job, this.gpuFailure);
+      this.pump();
+    });
+  }
 
   get size(): number {
-    return this.gpu.size + this.cpu.size;
+    return (this.gpu?.size ?? this.opening!.workers) + this.cpu.size;
   }
 
   get concurrency(): number {
-    return concurrencyOf(this.gpu) + concurrencyOf(this.cpu);
+    return this.gpuConcurrency + concurrencyOf(this.cpu);
   }
 
   get gpuConcurrency(): number {
-    return concurrencyOf(this.gpu);
+    return this.gpu ? concurrencyOf(this.gpu) : this.opening!.workers * this.opening!.tasksPerWorker;
   }
 
   broadcast(b: Broadcast): void {
-    this.gpu.broadcast(b);
+    if (this.gpu) this.gpu.broadcast(b);
+    else this.broadcasts.push(b);
     this.cpu.broadcast(b);
   }
 
   run(task: Task, label: string): Promise<FragmentResult> {
     return new Promise((resolve, reject) => {
+      if (this.gpuFailure) return reject(this.gpuFailure);
       const gpuOnly = this.gpuOnly(task);
       this.queue.push({ task, label, resolve, reject, settled: false, prefersGpu: gpuOnly || this.gpuSpeedsUp(task), gpuOnly, copies: 0, failures: 0 });
       this.pump();
@@ -65,17 +96,23 @@ export class HybridRunner implements TaskRunner {
   }
 
   async runOnEach(task: Task, label: string): Promise<FragmentResult[]> {
-    const [g, c] = await Promise.all([this.gpu.runOnEach(task, label), this.cpu.runOnEach(task, label)]);
+    await this.gpuOpened;
+    if (this.gpuFailure) throw this.gpuFailure;
+    const [g, c] = await Promise.all([this.gpu!.runOnEach(task, label), this.cpu.runOnEach(task, label)]);
     return [...g, ...c];
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.gpu.close(), this.cpu.close()]);
+    await Promise.all([this.gpuOpened.then(() => this.gpu!.close()), this.cpu.close()]);
+  }
+
+  private settle(job: Job, err: Error): void {
+    if (!job.settled) { job.settled = true; job.reject(err); }
   }
 
   private pump(): void {
     for (;;) {
-      if (this.gpuBusy < concurrencyOf(this.gpu)) {
+      if (this.gpu && this.gpuBusy < concurrencyOf(this.gpu)) {
         const at = this.queue.findIndex((j) => j.prefersGpu);
         if (at >= 0) { this.start(this.queue.splice(at, 1)[0], true); continue; }
       }
@@ -89,14 +126,15 @@ export class HybridRunner implements TaskRunner {
     }
   }
 
+  /** GPU-only jobs wait while the GPUs open; they fall to the CPU workers only when no GPU is left. */
   private cpuMayRun(job: Job): boolean {
-    return !job.gpuOnly || this.gpu.size === 0;
+    return !job.gpuOnly || this.gpu?.size === 0;
   }
 
   private start(job: Job, onGpu: boolean): void {
     job.copies++;
     if (onGpu) { this.gpuBusy++; this.onGpuAlone.push(job); } else this.cpuBusy++;
-    const runner = onGpu ? this.gpu : this.cpu;
+    const runner = onGpu ? this.gpu! : this.cpu;
     const label = `${job.label}${onGpu ? ' [gpu]' : job.copies > 1 ? ' [backup]' : ''}`;
     runner.run(job.task, label).then(
       (result) => {
@@ -105,7 +143,7 @@ export class HybridRunner implements TaskRunner {
       (err: Error) => {
         job.failures++;
         // A failed copy decides only when no other copy can still succeed.
-        if (!job.settled && job.failures === job.copies) { job.settled = true; job.reject(err); }
+        if (job.failures === job.copies) this.settle(job, err);
       },
     ).finally(() => {
       if (onGpu) {
@@ -117,3 +155,12 @@ export class HybridRunner implements TaskRunner {
     });
   }
 }
+
+/** The GPU side when no GPU worker opened (--device auto on a machine whose GPUs WebGPU cannot use). */
+const NO_GPUS: TaskRunner = {
+  size: 0,
+  broadcast() {},
+  run: () => Promise.reject(new Error('no GPU workers')),
+  runOnEach: async () => [],
+  close: async () => {},
+};
