@@ -9,6 +9,7 @@
 import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
 import { freeBuffer, readBack, stagingRingOf, storageBuffer } from '../gpu/buffers.js';
+import { PhaseTimes } from '../gpu/timing.js';
 import { designMatrix } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
@@ -121,6 +122,7 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
   const cpu = PARTITION_TASKS[name];
   if (!cpu) throw new Error(`unknown partition task '${name}'`);
   const gpu = GPU_TASKS[name] as GpuPartitionTask | undefined;
+  const phases = new PhaseTimes();
   const plans = parts.map((p) => (gpu && p.device ? gpu(ctx, p as DevicePartition, args) : null));
   const work = new GpuWork(ctx);
   try {
@@ -134,7 +136,9 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     if (total > 0) {
       const out = work.temp(total * 8, 'ml results');
       plans.forEach((plan, i) => { if (plan && 'pairs' in plan) plan.record(work, out, offsets[i]); });
+      phases.mark('record');
       [results] = await work.finish([{ buf: out, floats: total * 2 }]);
+      phases.mark('submit and read back');
     }
     const values: unknown[] = [];
     for (let i = 0; i < parts.length; i++) {
@@ -143,6 +147,8 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
       else if ('value' in plan) values.push(plan.value);
       else values.push(await plan.decode(results!.subarray(offsets[i] * 2, (offsets[i] + plan.pairs) * 2)));
     }
+    phases.mark('decode');
+    phases.report(`${name} over ${parts.length} partitions`);
     return values;
   } finally {
     work.release();
