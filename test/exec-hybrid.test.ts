@@ -24,7 +24,7 @@ function fake(who: string, size: number, delay: (t: Task) => number, fail = fals
       ran.push(t.fragment.index);
       return new Promise((resolve, reject) => setTimeout(() => (fail ? reject(new Error(`${who} failed`)) : resolve({ rows: t.fragment.index, warnings: [who] })), delay(t)));
     },
-    async runOnEach() { return []; },
+    async runOnEach() { return [{ rows: 0, warnings: [who] }]; },
     async close() {},
   };
 }
@@ -97,11 +97,15 @@ describe('HybridRunner', () => {
       const first = await hybrid.run(task(0, false), 'c0');
       expect(first.warnings).toEqual(['cpu']);
       expect(performance.now() - started).toBeLessThan(100); // did not wait for the GPU
+      // Asked while the GPU opens, only the CPU workers answer (the GPU worker holds nothing yet).
+      expect((await hybrid.runOnEach(task(9, false), 'each')).map((r) => r.warnings[0])).toEqual(['cpu']);
+      expect(performance.now() - started).toBeLessThan(100);
       expect((await hybrid.run(load(1), 'l1')).warnings).toEqual(['gpu']);
       expect(cpu.ran).toEqual([0]); // the GPU-only load waited for the GPU
       await later(1, null); // the load's slot is given back after its result
       expect((await hybrid.run(task(2, true), 'g2')).warnings).toEqual(['gpu']);
       expect(hybrid.gpuConcurrency).toBe(1);
+      expect((await hybrid.runOnEach(task(9, false), 'each')).map((r) => r.warnings[0])).toEqual(['gpu', 'cpu']);
       await hybrid.close();
     });
 
@@ -110,7 +114,7 @@ describe('HybridRunner', () => {
       const hybrid = new HybridRunner({ workers: 2, tasksPerWorker: 2, runner: later(20, null) }, cpu, isGpuTask, isLoad);
       expect((await hybrid.run(load(0), 'l0')).warnings).toEqual(['cpu']);
       expect(hybrid.gpuConcurrency).toBe(0);
-      expect(await hybrid.runOnEach(task(1, false), 'each')).toEqual([]);
+      expect((await hybrid.runOnEach(task(1, false), 'each')).map((r) => r.warnings[0])).toEqual(['cpu']);
     });
 
     it('when the GPUs fail to open (--device gpu), waiting and later tasks fail with that error', async () => {

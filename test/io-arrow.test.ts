@@ -4,7 +4,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { concatBatches } from '../src/engine/batch.js';
-import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable, planArrowChunks, readArrowChunk } from '../src/engine/io/arrow.js';
+import { planArrowChunks, readArrowChunk } from '../src/engine/io/arrow.js';
+import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable } from '../src/engine/io/arrow-batch.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
 import { batchRows, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
 

@@ -7,7 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { columnFromValues, type Batch } from '../src/engine/batch.js';
 import { formatFloat, formatTimestamp } from '../src/engine/io/format-value.js';
 import { cleanStaleTempFiles, formatFromPath, openFileWriter, openStreamWriter } from '../src/engine/io/output/index.js';
-import { arrowTableToBatch } from '../src/engine/io/arrow.js';
+import { arrowTableToBatch } from '../src/engine/io/arrow-batch.js';
 import { batchRows, duckdb, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('output');

@@ -1,13 +1,13 @@
 // k-means on a device matrix: Lloyd assignment with per-cluster counts, sums and inertia, and the
 // k-means++ seeding steps over each row's nearest squared distance kept on the device (minD2).
 // Functions record into a GpuWork, so every partition of a worker shares one submission and one
-// readback. WGSL: kmeans.wgsl.ts. CPU twins (f32 distances, float64 sums): kmeansAssignCpu,
-// ppUpdateCpu.
+// readback. WGSL: kmeans.wgsl.ts. CPU twins: kmeansAssignCpu (f32 distances, float64 sums),
+// kmeansSumsCpu (the kernels' double-float sums, bit for bit), ppUpdateCpu.
 
 import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
-import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { assignRowsPerThread, CENTRE_TILE, fusedAssignBytes, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
+import { blocksOf, dfAddCpu, dfAddFCpu, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
+import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
@@ -37,12 +37,10 @@ export function assignBufferBytes(rows: number, k: number, d: number): { labels:
 /**
  * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
  * out[outOffset …] as (hi, lo) pairs: sums, counts and inertia per block of sumBlockRows(k) rows,
- * then over blocks in order. `buffers` (at least assignBufferBytes) may be kept by the caller
- * across Lloyd iterations; by default they are temporaries of `work`. Returns them. With `fuse`
- * 'auto' the fused kernel serves small k × d (same labels and sums); it is not the default because
- * the H200 ran it slower: 37.1 ms against 14.9 ms for 10^7 × 32, k = 64 (bench/gpu-ml.mjs, 2026-11-30).
+ * each in row order, then over blocks in order. `buffers` (at least assignBufferBytes) may be kept
+ * by the caller across Lloyd iterations; by default they are temporaries of `work`. Returns them.
  */
-export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers, fuse: 'auto' | 'never' = 'never'): AssignBuffers {
+export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers): AssignBuffers {
   const d = m.cols, entries = assignEntries(k, d);
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
   const bytes = assignBufferBytes(m.rows, k, d);
@@ -51,14 +49,8 @@ export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer,
   };
   const params = work.params([m.rows, k, 0, 0]);
   const blocks = Math.ceil(m.rows / sumBlockRows(k));
-  const fusedBytes = fusedAssignBytes(d, k);
-  if (fuse === 'auto' && fusedBytes !== null && fusedBytes <= work.ctx.device.limits.maxComputeWorkgroupStorageSize) {
-    // Small k × d: one kernel assigns each sub-tile of rows and sums it (rows read once).
-    work.dispatch(`kmeans-fused-${d}-${k}`, kmeansSumsWgsl(d, k, true), 'sums', [params, m.xr, centres, labels, dist, partials], blocks);
-  } else {
-    work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
-    work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k, false), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
-  }
+  work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
+  work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
   return { labels, dist, partials };
 }
@@ -133,6 +125,30 @@ export function kmeansAssignCpu(x: Float32Array, rows: number, d: number, centre
     for (let j = 0; j < d; j++) sums[best * d + j] += x[j * rows + r];
   }
   return { labels, dist, counts, sums, inertia };
+}
+
+/**
+ * CPU twin of the sums recordAssign writes, given the rows' labels and distances: the (hi, lo)
+ * pairs of its out range, bit for bit (each entry summed in double-float over a block's rows of
+ * its cluster in row order, then over blocks in order).
+ */
+export function kmeansSumsCpu(x: Float32Array, rows: number, d: number, labels: Uint32Array, dist: Float32Array, k: number): Float32Array {
+  const entries = assignEntries(k, d), blockRows = sumBlockRows(k);
+  const total = new Float32Array(entries * 2);
+  const block = new Float32Array(entries * 2);
+  // Entry of column q (feature j < d, then the count, then the distance) of cluster c: q × k + c.
+  const add = (e: number, v: number) => { [block[2 * e], block[2 * e + 1]] = dfAddFCpu(block[2 * e], block[2 * e + 1], v); };
+  for (let r0 = 0; r0 < rows; r0 += blockRows) {
+    block.fill(0);
+    for (let r = r0; r < Math.min(rows, r0 + blockRows); r++) {
+      const c = labels[r];
+      for (let j = 0; j < d; j++) add(j * k + c, x[j * rows + r]);
+      add(d * k + c, 1);
+      add((d + 1) * k + c, dist[r]);
+    }
+    for (let e = 0; e < entries; e++) [total[2 * e], total[2 * e + 1]] = dfAddCpu(total[2 * e], total[2 * e + 1], block[2 * e], block[2 * e + 1]);
+  }
+  return total;
 }
 
 /** CPU twin of recordPpUpdate. */

@@ -5,9 +5,8 @@
 //                 memory as vec4s, several rows per thread)
 //   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
 //                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
-//                 each entry follows its cluster's rows through per-sub-tile lists (generated per
-//                 D and k); for small k × d the same kernel first assigns each staged sub-tile
-//                 itself (fused), so the rows are read once
+//                 each sub-tile of rows is put in (label, row) order in workgroup memory and each
+//                 entry's thread adds its cluster's run, so every entry is summed in row order
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
@@ -126,186 +125,114 @@ fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: 
 export function sumBlockRows(k: number): number {
   return Math.max(1024, 2 ** Math.ceil(Math.log2(16 * k)));
 }
-/** Feature values of a sub-tile of rows staged in workgroup memory by the sums kernel (8 KiB). */
-const SUM_TILE = 2048;
-/** Clusters the sums kernel takes (a list head per cluster in workgroup memory, 4 KiB); more run on the CPU. */
+/** Values of a sub-tile of rows (its features, a constant 1 and the distance) kept in workgroup memory (16 KiB). */
+const SUM_TILE = 4096;
+/** Clusters the sums kernel takes (start and count per cluster in workgroup memory, 8 KiB); more run on the CPU. */
 export const MAX_SUM_CLUSTERS = 1024;
-/** Centre values (padded to vec4s) the fused kernel keeps in workgroup memory (8 KiB). */
-const FUSED_CENTRES = 2048;
-
-function sumTileRows(d: number): number {
-  return Math.min(256, Math.floor(SUM_TILE / d)); // at most one row of a sub-tile per thread
-}
 
 /**
- * Workgroup memory of the fused kernel (assignment and sums in one), or null when its centres do
- * not fit: then the assignment runs first, on its own.
+ * Rows of a sub-tile of the sums: at most 64 (each of the sub-tile's threads compares its row's
+ * label with every other row's), and an even number, so that a column of T + 1 values is odd and
+ * the threads of one cluster, reading one row's features, read distinct banks.
  */
-export function fusedAssignBytes(d: number, k: number): number | null {
-  const centreFloats = k * Math.ceil(d / 4) * 4;
-  if (centreFloats > FUSED_CENTRES) return null;
-  const t = sumTileRows(d);
-  return 4 * (t * d + centreFloats + 3 * t + 2 * 256 + k);
+export function sumTileRows(d: number): number {
+  return Math.min(64, 2 * Math.floor((Math.floor(SUM_TILE / (d + 2)) - 1) / 2));
 }
 
-/** Accumulators per thread, and passes over a block, for k × d + 2k entries. */
+/** Accumulators per thread, and passes over a block, for k × (d + 2) entries. */
 export function sumsShape(k: number, d: number): { perThread: number; passes: number } {
-  const entries = k * d + 2 * k;
+  const entries = k * (d + 2);
   const perThread = Math.min(16, Math.ceil(entries / 256));
   return { perThread, passes: Math.ceil(entries / (256 * perThread)) };
 }
 
 /**
- * Per-cluster counts and feature sums per block of sumBlockRows(k) rows, without comparing every row
- * with every cluster: the block is walked in sub-tiles of T rows (features staged in workgroup
- * memory); in each, the rows of one cluster form a list in row order (head = the cluster's first
- * row, by workgroup atomicMin; next = its next row with the same label, the minimum of what
- * several threads each find in a segment of the sub-tile), and the thread of entry
- * (cluster c, feature j) follows c's list. Each entry is thus summed in row order, one thread per
- * entry, in double-float: no float atomics, the same bits on any device or run.
- * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
- * then k × d + k + c (Σ distance over cluster c, so the inertia is balanced over threads like the
- * rest); partial[b × entries + e] (block-major).
+ * Per-cluster counts and feature sums per block of sumBlockRows(k) rows. The block is walked in
+ * sub-tiles of T rows; in each, the rows are put in (label, row) order in workgroup memory (a
+ * row's place: the rows of lower label, plus the earlier rows of its label, counted by the row's
+ * own thread), so a cluster's rows are one run of the tile. Each entry (cluster c, column q) is
+ * one thread's, which adds c's run of column q to a double-float accumulator: rows in row order,
+ * so each entry is summed in row order over the block, as a CPU loop would (no float atomics; the
+ * same bits on any device or run). Threads of neighbouring slots s = c × (D + 2) + q share a
+ * cluster, so a warp's loop lengths agree. Columns q: the D features, a constant 1 (count), the
+ * row's distance (inertia). Entries: e = q × K + c (feature j of cluster c at j × K + c, then the
+ * K counts, then the K inertias); partial[b × entries + e] (block-major).
  */
-export function kmeansSumsWgsl(d: number, k: number, fused: boolean): string {
+export function kmeansSumsWgsl(d: number, k: number): string {
   const { perThread, passes } = sumsShape(k, d);
-  const t = sumTileRows(d), d4 = Math.ceil(d / 4);
-  if (fused && (fusedAssignBytes(d, k) === null || passes !== 1)) throw new Error(`no fused k-means kernel for k ${k}, d ${d}`);
-  const bindings = fused ? /* wgsl */ `
-@group(0) @binding(2) var<storage, read> centres: array<f32>;
-@group(0) @binding(3) var<storage, read_write> labels: array<u32>;
-@group(0) @binding(4) var<storage, read_write> dist: array<f32>;
-@group(0) @binding(5) var<storage, read_write> partials: array<vec2f>;
-const D4: u32 = ${d4}u;
-/** Centres [g × KG, (g + 1) × KG) go to thread group g of a row (G groups of T threads). */
-const G: u32 = WG / T;
-const KG: u32 = (K + G - 1u) / G;
-var<workgroup> cent: array<vec4f, K * D4>;
-var<workgroup> candD: array<f32, WG>;
-var<workgroup> candC: array<u32, WG>;
-` : /* wgsl */ `
+  return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
 @group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
-`;
-  // Fused: each row's nearest centre from the staged sub-tile, a group of threads per range of
-  // centres (ascending, strict <), then the groups' winners in group order: the lowest index
-  // among equal distances, as the assignment kernel.
-  const tileValue = (j: number) => (j < d ? `tile[${j}u * T + t]` : '0.0');
-  const assignInTile = fused ? /* wgsl */ `
-      {
-        let t = lid.x % T;
-        let g = lid.x / T;
-        var best = 0u;
-        var bestD = MAX_F32;
-        if (g < G && t < n) {
-          var row: array<vec4f, D4>;
-${Array.from({ length: d4 }, (_, q) => `          row[${q}] = vec4f(${[0, 1, 2, 3].map((i) => tileValue(4 * q + i)).join(', ')});`).join('\n')}
-          for (var c = g * KG; c < min(K, (g + 1u) * KG); c++) {
-            var s = 0.0;
-            for (var q = 0u; q < D4; q++) {
-              let u = row[q] - cent[c * D4 + q];
-              s = s + u.x * u.x;
-              s = s + u.y * u.y;
-              s = s + u.z * u.z;
-              s = s + u.w * u.w;
-            }
-            if (s < bestD) { bestD = s; best = c; }
-          }
-        }
-        candD[lid.x] = bestD;
-        candC[lid.x] = best;
-      }
-      workgroupBarrier();
-      if (lid.x < n) {
-        var bestD = candD[lid.x];
-        var best = candC[lid.x];
-        for (var g = 1u; g < G; g++) { if (candD[g * T + lid.x] < bestD) { bestD = candD[g * T + lid.x]; best = candC[g * T + lid.x]; } }
-        lab[lid.x] = best;
-        rowDist[lid.x] = bestD;
-        labels[s0 + lid.x] = best;
-        dist[s0 + lid.x] = bestD;
-      }
-      workgroupBarrier();` : '';
-  const stageCentres = fused ? /* wgsl */ `
-  for (var i = lid.x; i < K * D4; i += WG) {
-    let c = i / D4;
-    let j = (i % D4) * 4u;
-    var v = vec4f(0.0);
-    for (var u = 0u; u < 4u; u++) { if (j + u < D) { v[u] = centres[c * D + j + u]; } }
-    cent[i] = v;
-  }` : '';
-  return /* wgsl */ `${header(d)}
 const K: u32 = ${k}u;
-const T: u32 = ${t}u;
+const Q: u32 = D + 2u;
+const T: u32 = ${sumTileRows(d)}u;
+const TP: u32 = T + 1u;
 const E: u32 = ${perThread}u;
 const PASSES: u32 = ${passes}u;
 const SUM_ROWS: u32 = ${sumBlockRows(k)}u;
-const NONE: u32 = 0xffffffffu;
-/** The links are found by SEGS threads per row, each looking through SEG_LEN rows. */
-const SEGS: u32 = WG / T;
-const SEG_LEN: u32 = (T + SEGS - 1u) / SEGS;
-const FEATURE: u32 = 0u;
-const COUNT: u32 = 1u;
-const DISTANCE: u32 = 2u;
-var<workgroup> tile: array<f32, T * D>;
+/** Column q of the sub-tile's rows in (label, row) order at q × TP. */
+var<workgroup> tile: array<f32, Q * TP>;
 var<workgroup> lab: array<u32, T>;
-var<workgroup> rowDist: array<f32, T>;
-var<workgroup> next: array<atomic<u32>, T>;
-var<workgroup> head: array<atomic<u32>, K>;
-${bindings}
+/** Cluster c's run in the tile: [start[c], start[c] + count[c]); count is 0 for clusters absent from the sub-tile. */
+var<workgroup> start: array<u32, K>;
+var<workgroup> count: array<u32, K>;
+
 @compute @workgroup_size(256)
 fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
-  let entries = K * D + 2u * K;
-  for (var c = lid.x; c < K; c += WG) { atomicStore(&head[c], NONE); }
-  if (lid.x < T) { atomicStore(&next[lid.x], NONE); }${stageCentres}
+  let entries = K * Q;
+  for (var c = lid.x; c < K; c += WG) { count[c] = 0u; start[c] = 0u; }
+  for (var i = lid.x; i < T; i += WG) { tile[D * TP + i] = 1.0; } // the count column, never overwritten
   for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
     let b = w % blocks;
-    let e0 = (w / blocks) * WG * E;
+    let s0 = (w / blocks) * WG * E;
     let r0 = b * SUM_ROWS;
     let r1 = min(p.rows, r0 + SUM_ROWS);
     var acc: array<vec2f, E>;
-    for (var m = 0u; m < E; m++) { acc[m] = vec2f(0.0); } // explicitly, as s in assign
-    for (var s0 = r0; s0 < r1; s0 += T) {
-      let n = min(T, r1 - s0);
-      workgroupBarrier(); // the previous sub-tile's lists are cleared and no longer read
-      for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * T + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
-      ${fused ? '' : 'if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }'}
-      workgroupBarrier();${assignInTile}
-      // next[t] = the first later row of t's cluster: the minimum over segments of each one's first.
-      let t = lid.x % T;
-      let seg = lid.x / T;
-      if (seg < SEGS && t < n) {
-        let l = lab[t];
-        for (var u = max(t + 1u, seg * SEG_LEN); u < min(n, (seg + 1u) * SEG_LEN); u++) {
-          if (lab[u] == l) { atomicMin(&next[t], u); break; }
+    for (var m = 0u; m < E; m++) { acc[m] = vec2f(0.0); } // explicitly: Mesa keeps a loop-local array from the previous iteration
+    for (var t0 = r0; t0 < r1; t0 += T) {
+      let n = min(T, r1 - t0);
+      let t = lid.x;
+      if (t < n) { lab[t] = labels[t0 + t]; }
+      workgroupBarrier();
+      // Thread t places row t: after the rows of lower label and the earlier rows of its own.
+      var first = false;
+      var l = 0u;
+      if (t < n) {
+        l = lab[t];
+        var lower = 0u;
+        var before = 0u;
+        var same = 0u;
+        for (var u = 0u; u < n; u++) {
+          let lu = lab[u];
+          lower += select(0u, 1u, lu < l);
+          if (lu == l) { same++; if (u < t) { before++; } }
         }
-        if (seg == 0u) { atomicMin(&head[l], t); }
+        let at = lower + before;
+        for (var j = 0u; j < D; j++) { tile[j * TP + at] = x[j * p.rows + t0 + t]; }
+        tile[(D + 1u) * TP + at] = dist[t0 + t];
+        first = before == 0u;
+        if (first) { start[l] = lower; count[l] = same; }
       }
       workgroupBarrier();
       for (var m = 0u; m < E; m++) {
-        let e = e0 + m * WG + lid.x;
-        if (e < entries) {
-          let kind = select(select(FEATURE, COUNT, e >= K * D), DISTANCE, e >= K * D + K);
-          let c = select(e % K, (e - K * D) % K, kind != FEATURE);
-          let at = min(e / K, D - 1u) * T;
-          var r = atomicLoad(&head[c]);
-          while (r != NONE) {
-            var v = tile[at + r];
-            if (kind == COUNT) { v = 1.0; } else if (kind == DISTANCE) { v = rowDist[r]; }
-            acc[m] = dfAddF(acc[m], v);
-            r = atomicLoad(&next[r]);
-          }
+        let s = s0 + m * WG + lid.x;
+        if (s < entries) {
+          let c = s / Q;
+          let col = (s % Q) * TP;
+          let i0 = start[c];
+          let i1 = i0 + count[c];
+          for (var i = i0; i < i1; i++) { acc[m] = dfAddF(acc[m], tile[col + i]); }
         }
       }
       workgroupBarrier();
-      if (lid.x < n) { atomicStore(&head[lab[lid.x]], NONE); atomicStore(&next[lid.x], NONE); }
+      if (first) { count[l] = 0u; }
     }
     for (var m = 0u; m < E; m++) {
-      let e = e0 + m * WG + lid.x;
-      if (e < entries) { partials[b * entries + e] = acc[m]; }
+      let s = s0 + m * WG + lid.x;
+      if (s < entries) { partials[b * entries + (s % Q) * K + s / Q] = acc[m]; }
     }
   }
 }

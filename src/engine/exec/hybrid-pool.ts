@@ -95,10 +95,10 @@ export class HybridRunner implements TaskRunner {
     });
   }
 
+  /** GPU workers still opening have run nothing, so they hold nothing: only the CPU workers are asked then. */
   async runOnEach(task: Task, label: string): Promise<FragmentResult[]> {
-    await this.gpuOpened;
     if (this.gpuFailure) throw this.gpuFailure;
-    const [g, c] = await Promise.all([this.gpu!.runOnEach(task, label), this.cpu.runOnEach(task, label)]);
+    const [g, c] = await Promise.all([this.gpu ? this.gpu.runOnEach(task, label) : [], this.cpu.runOnEach(task, label)]);
     return [...g, ...c];
   }
 

@@ -4,7 +4,7 @@
 
 import * as arrow from 'apache-arrow';
 import type { Batch, Schema } from '../../batch.js';
-import { batchToArrowSchema, batchToRecordBatch } from '../arrow.js';
+import { batchToArrowSchema, batchToRecordBatch } from '../arrow-batch.js';
 import type { ByteSink } from './byte-sink.js';
 import type { BatchWriter } from './types.js';
 

@@ -1,12 +1,12 @@
 // Output writers: pick the encoder for a format and the sink for a destination.
 // Files are written atomically (temp name, fsync, rename), so `-o` never leaves a partial file.
+// The Arrow and Parquet encoders (with apache-arrow and parquet-wasm, ~170 ms to import) load on
+// their writer's first use, so a worker or a CSV run never loads them.
 
 import { dirname } from 'node:path';
 import type { Schema } from '../../batch.js';
 import { UsageError } from '../../errors.js';
-import { arrowWriter } from './arrow-writer.js';
 import { AtomicFileSink, type ByteSink, StreamSink, cleanStaleTempFiles } from './byte-sink.js';
-import { parquetWriter } from './parquet-writer.js';
 import { tableWriter } from './table-writer.js';
 import { csvWriter, jsonlWriter } from './text-writer.js';
 import type { BatchWriter, OutputFormat } from './types.js';
@@ -26,13 +26,28 @@ export function formatFromPath(path: string): OutputFormat {
   return hit[1];
 }
 
+const arrowWriterModule = () => import('./arrow-writer.js');
+const parquetWriterModule = () => import('./parquet-writer.js');
+
+/** A writer into `sink` that imports its encoder on the first write or close (an abort before
+ *  then only aborts the sink). */
+function importedOnFirstUse(sink: ByteSink, open: () => Promise<BatchWriter>): BatchWriter {
+  let opened: Promise<BatchWriter> | null = null;
+  const writer = () => (opened ??= open());
+  return {
+    write: async (batch) => (await writer()).write(batch),
+    close: async () => (await writer()).close(),
+    abort: async () => (opened === null ? sink.abort() : (await opened).abort()),
+  };
+}
+
 /** Stdout gets the Arrow IPC stream format (readable as it arrives); files get the file format. */
 function writerFor(sink: ByteSink, format: OutputFormat, schema: Schema, arrowIpc: 'file' | 'stream'): BatchWriter {
   switch (format) {
     case 'csv': return csvWriter(sink, schema);
     case 'jsonl': return jsonlWriter(sink);
-    case 'arrow': return arrowWriter(sink, schema, arrowIpc);
-    case 'parquet': return parquetWriter(sink, schema);
+    case 'arrow': return importedOnFirstUse(sink, async () => (await arrowWriterModule()).arrowWriter(sink, schema, arrowIpc));
+    case 'parquet': return importedOnFirstUse(sink, async () => (await parquetWriterModule()).parquetWriter(sink, schema));
     case 'table': return tableWriter(sink, schema);
   }
 }

@@ -6,7 +6,7 @@
 import * as arrow from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { type Batch, type Schema, batchBytes, emptyBatch } from '../../batch.js';
-import { batchToArrowTable } from '../arrow.js';
+import { batchToArrowTable } from '../arrow-batch.js';
 import type { ByteSink } from './byte-sink.js';
 import type { BatchWriter } from './types.js';
 

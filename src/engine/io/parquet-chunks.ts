@@ -1,7 +1,7 @@
-// Chunked Parquet reading through parquet-wasm. The footer lists row groups with their row
-// counts and uncompressed sizes, so planning reads nothing else; a chunk reads only its row
-// groups and only the needed columns, then crosses into JS as Arrow IPC (apache-arrow's
-// tableFromIPC) and from there into a column batch.
+// Chunked Parquet reading through parquet-wasm; loaded through parquet.ts. The footer lists row
+// groups with their row counts and uncompressed sizes, so planning reads nothing else; a chunk
+// reads only its row groups and only the needed columns, then crosses into JS as Arrow IPC
+// (apache-arrow's tableFromIPC) and from there into a column batch.
 // fs.openAsBlob gives parquet-wasm a lazily read file, so a chunk's read touches only its bytes.
 // Known gap: a file whose footer is intact but whose page data is damaged makes parquet-wasm
 // 0.8.0's async reader panic inside wasm (an uncaught RuntimeError, not a rejected promise);
@@ -13,9 +13,9 @@ import { stat } from 'node:fs/promises';
 import * as pw from 'parquet-wasm';
 import type { Batch, Schema } from '../batch.js';
 import { requireColumn } from '../errors.js';
-import { arrowSchemaToSchema, arrowTableToBatch, inputError } from './arrow.js';
-
-export interface ParquetChunk { path: string; rowGroups: number[]; rows: number }
+import type { ParquetChunk } from './parquet.js';
+import { arrowSchemaToSchema, arrowTableToBatch } from './arrow-batch.js';
+import { inputError } from './input-error.js';
 
 function asDataError(err: unknown, path: string): Error {
   return inputError(err, path, 'Parquet');
