@@ -1,0 +1,235 @@
+// Arrow <-> column batches. Arrow's layout is close to ours: numbers and UTF-8 offsets copy
+// straight across; only validity and bool bitmaps (Arrow packs bits, we keep one byte per row) and
+// narrower or differently-united types (ints, dates, timestamp units, decimals) are converted.
+// Imports apache-arrow (~110 ms): only modules that handle Arrow data import this one.
+
+import * as arrow from 'apache-arrow';
+import {
+  type Batch, type Column, type DType, type Schema, type StringColumn, type Validity,
+  concatBatches, emptyBatch, takeColumn,
+} from '../batch.js';
+import { DataError, requireColumn } from '../errors.js';
+
+// ---------------------------------------------------------------------------------------------
+// Schemas
+
+/** Our DType for an Arrow type, or null when we cannot represent it. */
+function dtypeOf(type: arrow.DataType): DType | null {
+  const T = arrow.DataType;
+  if (T.isInt(type)) return 'int64';
+  if (T.isFloat(type) || T.isDecimal(type)) return 'float64';
+  if (T.isUtf8(type) || T.isLargeUtf8(type)) return 'string';
+  if (T.isBool(type)) return 'bool';
+  if (T.isTimestamp(type) || T.isDate(type)) return 'timestamp';
+  if (T.isDictionary(type)) return dtypeOf(type.dictionary) === 'string' ? 'string' : null;
+  return null;
+}
+
+export function arrowSchemaToSchema(schema: arrow.Schema, file?: string): Schema {
+  return schema.fields.map((f) => {
+    const type = dtypeOf(f.type);
+    if (type === null) throw new DataError(`column '${f.name}' has Arrow type ${f.type}, which gpuframe cannot read`, { file, column: f.name });
+    return { name: f.name, type };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arrow -> Batch
+
+/** One byte per row (1 = set) from an Arrow bitmap starting at bit `offset`. */
+function unpackBits(bits: Uint8Array, offset: number, length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  for (let i = 0; i < length; i++) {
+    const b = offset + i;
+    out[i] = (bits[b >> 3] >> (b & 7)) & 1;
+  }
+  return out;
+}
+
+/** Arrow bitmap (LSB first) from one byte per row. */
+function packBits(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array((bytes.length + 7) >> 3);
+  for (let i = 0; i < bytes.length; i++) if (bytes[i]) out[i >> 3] |= 1 << (i & 7);
+  return out;
+}
+
+function validityOfData(data: arrow.Data): Validity {
+  if (data.nullCount === 0 || !data.nullBitmap || data.nullBitmap.length === 0) return null;
+  return unpackBits(data.nullBitmap, data.offset, data.length);
+}
+
+const MICROS_PER: Record<number, bigint> = {
+  [arrow.TimeUnit.SECOND]: 1_000_000n,
+  [arrow.TimeUnit.MILLISECOND]: 1_000n,
+  [arrow.TimeUnit.MICROSECOND]: 1n,
+};
+
+/** Floor division, so instants before 1970 round towards the past like every other tool. */
+function floorDiv(a: bigint, b: bigint): bigint {
+  const q = a / b;
+  return a % b !== 0n && (a < 0n) !== (b < 0n) ? q - 1n : q;
+}
+
+function timestampValues(data: arrow.Data, type: arrow.Timestamp | arrow.Date_): BigInt64Array {
+  const n = data.length;
+  const src = data.values as BigInt64Array | Int32Array;
+  const out = new BigInt64Array(n);
+  if (arrow.DataType.isDate(type)) {
+    const dayUnit = (type as arrow.Date_).unit === arrow.DateUnit.DAY;
+    for (let i = 0; i < n; i++) out[i] = dayUnit ? BigInt(src[i]) * 86_400_000_000n : BigInt(src[i]) * 1000n;
+    return out;
+  }
+  const unit = (type as arrow.Timestamp).unit;
+  if (unit === arrow.TimeUnit.NANOSECOND) {
+    for (let i = 0; i < n; i++) out[i] = floorDiv(BigInt(src[i]), 1000n);
+  } else if (unit === arrow.TimeUnit.MICROSECOND) {
+    out.set(src as BigInt64Array);
+  } else {
+    const k = MICROS_PER[unit];
+    for (let i = 0; i < n; i++) out[i] = BigInt(src[i]) * k;
+  }
+  return out;
+}
+
+function intValues(data: arrow.Data, name: string): BigInt64Array {
+  const src = data.values as ArrayLike<number | bigint>;
+  const n = data.length;
+  if (src instanceof BigInt64Array) return BigInt64Array.from(src.subarray(0, n));
+  if (src instanceof BigUint64Array) {
+    const out = new BigInt64Array(n);
+    const valid = validityOfData(data);
+    for (let i = 0; i < n; i++) {
+      if (src[i] > 0x7fff_ffff_ffff_ffffn && (valid === null || valid[i] === 1)) {
+        throw new DataError(`value ${src[i]} of unsigned 64-bit column '${name}' exceeds the int64 range`, { column: name });
+      }
+      out[i] = BigInt.asIntN(64, src[i]);
+    }
+    return out;
+  }
+  const out = new BigInt64Array(n);
+  for (let i = 0; i < n; i++) out[i] = BigInt(src[i] as number);
+  return out;
+}
+
+/** A 128/256-bit two's-complement decimal's unscaled value from its little-endian u32 words. */
+function decimalUnscaled(words: Uint32Array, at: number, count: number): bigint {
+  let v = 0n;
+  for (let w = count - 1; w >= 0; w--) v = (v << 32n) | BigInt(words[at + w]);
+  return BigInt.asIntN(32 * count, v);
+}
+
+function decimalValues(data: arrow.Data, type: arrow.Decimal): Float64Array {
+  const words = data.values as Uint32Array;
+  const perValue = type.bitWidth / 32;
+  const scale = 10 ** type.scale;
+  const out = new Float64Array(data.length);
+  for (let i = 0; i < data.length; i++) out[i] = Number(decimalUnscaled(words, i * perValue, perValue)) / scale;
+  return out;
+}
+
+function stringColumnOfData(data: arrow.Data, valid: Validity): StringColumn {
+  const n = data.length;
+  const src = data.valueOffsets as Int32Array | BigInt64Array;
+  const offsets = new Int32Array(n + 1);
+  const base = Number(src[0]);
+  const end = Number(src[n]);
+  if (end - base > 0x7fff_ffff) throw new DataError('string column holds more than 2 GiB in one batch; use a smaller --blocksize');
+  for (let i = 0; i <= n; i++) offsets[i] = Number(src[i]) - base;
+  return { type: 'string', offsets, data: (data.values as Uint8Array).slice(base, end), valid };
+}
+
+function dictionaryColumn(data: arrow.Data, valid: Validity): StringColumn {
+  const dict = data.dictionary!;
+  const words = concatBatches([{ name: 'd', type: 'string' }], dict.data.map((d) => ({
+    schema: [{ name: 'd', type: 'string' as const }], length: d.length, columns: [stringColumnOfData(d, validityOfData(d))],
+  }))).columns[0] as StringColumn;
+  const idx = data.values as ArrayLike<number | bigint>;
+  const take = new Int32Array(data.length);
+  for (let i = 0; i < data.length; i++) take[i] = valid && valid[i] === 0 ? -1 : Number(idx[i]);
+  return takeColumn(words, take) as StringColumn;
+}
+
+function columnOfData(data: arrow.Data, name: string): Column {
+  const type = data.type as arrow.DataType;
+  const T = arrow.DataType;
+  const valid = validityOfData(data);
+  const n = data.length;
+  if (T.isInt(type)) return { type: 'int64', values: intValues(data, name), valid };
+  if (T.isFloat(type)) {
+    if (type.precision === arrow.Precision.HALF) {
+      const vec = arrow.makeVector(data);
+      return { type: 'float64', values: Float64Array.from({ length: n }, (_, i) => Number(vec.get(i) ?? 0)), valid };
+    }
+    return { type: 'float64', values: Float64Array.from((data.values as Float64Array).subarray(0, n)), valid };
+  }
+  if (T.isDecimal(type)) return { type: 'float64', values: decimalValues(data, type), valid };
+  if (T.isUtf8(type) || T.isLargeUtf8(type)) return stringColumnOfData(data, valid);
+  if (T.isDictionary(type)) return dictionaryColumn(data, valid);
+  if (T.isBool(type)) return { type: 'bool', values: unpackBits(data.values as Uint8Array, data.offset, n), valid };
+  if (T.isTimestamp(type) || T.isDate(type)) return { type: 'timestamp', values: timestampValues(data, type), valid };
+  throw new DataError(`column '${name}' has Arrow type ${type}, which gpuframe cannot read`, { column: name });
+}
+
+function recordBatchToBatch(rb: arrow.RecordBatch, names: readonly string[], schema: Schema): Batch {
+  const columns = names.map((name) => columnOfData(rb.getChild(name)!.data[0], name));
+  return { schema, length: rb.numRows, columns };
+}
+
+/** Our batch of the named columns (default: all) of an Arrow table or record batch. */
+export function arrowTableToBatch(table: arrow.Table | arrow.RecordBatch, columns?: readonly string[]): Batch {
+  const all = table.schema.fields.map((f) => f.name);
+  const names = columns ?? all;
+  for (const n of names) requireColumn(n, all);
+  const fullSchema = arrowSchemaToSchema(table.schema);
+  const schema = names.map((n) => fullSchema[all.indexOf(n)]);
+  const rbs = table instanceof arrow.Table ? table.batches : [table];
+  if (rbs.length === 0) return emptyBatch(schema);
+  return concatBatches(schema, rbs.map((rb) => recordBatchToBatch(rb, names, schema)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch -> Arrow
+
+/** Arrow type written for each DType. Timestamps carry no time zone: values are UTC wall time. */
+export function arrowTypeOf(type: DType): arrow.DataType {
+  switch (type) {
+    case 'int64': return new arrow.Int64();
+    case 'float64': return new arrow.Float64();
+    case 'string': return new arrow.Utf8();
+    case 'bool': return new arrow.Bool();
+    case 'timestamp': return new arrow.TimestampMicrosecond();
+  }
+}
+
+function columnToData(col: Column, length: number): arrow.Data {
+  const nullBitmap = col.valid ? packBits(col.valid) : undefined;
+  const nullCount = col.valid ? col.valid.reduce((s, v) => s + (v ? 0 : 1), 0) : 0;
+  const type = arrowTypeOf(col.type);
+  switch (col.type) {
+    case 'string': {
+      const base = col.offsets[0];
+      const valueOffsets = base === 0 ? col.offsets : col.offsets.map((o) => o - base);
+      const data = col.data.subarray(base, col.offsets[length]);
+      return arrow.makeData({ type: type as arrow.Utf8, length, nullCount, nullBitmap, valueOffsets, data });
+    }
+    case 'bool':
+      return arrow.makeData({ type: type as arrow.Bool, length, nullCount, nullBitmap, data: packBits(col.values) });
+    default:
+      return arrow.makeData({ type: type as arrow.Int64, length, nullCount, nullBitmap, data: col.values as BigInt64Array });
+  }
+}
+
+export function batchToArrowSchema(schema: Schema): arrow.Schema {
+  return new arrow.Schema(schema.map((f) => new arrow.Field(f.name, arrowTypeOf(f.type), true)));
+}
+
+export function batchToRecordBatch(batch: Batch): arrow.RecordBatch {
+  const schema = batchToArrowSchema(batch.schema);
+  const children = batch.columns.map((c) => columnToData(c, batch.length));
+  const struct = arrow.makeData({ type: new arrow.Struct(schema.fields), length: batch.length, nullCount: 0, children });
+  return new arrow.RecordBatch(schema, struct);
+}
+
+export function batchToArrowTable(batch: Batch): arrow.Table {
+  return new arrow.Table([batchToRecordBatch(batch)]);
+}

@@ -1,0 +1,19 @@
+// Parquet inputs, read in chunks of row groups. The reader (parquet-chunks.ts) with parquet-wasm
+// and apache-arrow (~170 ms to import together) loads on the first call, so processes that never
+// touch Parquet never pay for them.
+
+import type { Batch, Schema } from '../batch.js';
+
+export interface ParquetChunk { path: string; rowGroups: number[]; rows: number }
+
+const parquetChunks = () => import('./parquet-chunks.js');
+
+/** The file's schema and its row groups grouped into chunks of about `blocksize` bytes. */
+export async function planParquetChunks(path: string, blocksize: number): Promise<{ schema: Schema; chunks: ParquetChunk[] }> {
+  return (await parquetChunks()).planParquetChunks(path, blocksize);
+}
+
+/** The named columns (in that order) of the chunk's row groups, as one batch. */
+export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[]): Promise<Batch> {
+  return (await parquetChunks()).readParquetChunk(chunk, columns);
+}
