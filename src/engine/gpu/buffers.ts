@@ -81,8 +81,12 @@ function sizeClass(bytes: number, max: number): number {
   return Math.min(max, Math.ceil(size / step) * step);
 }
 
-/** A device storage buffer of at least `bytes` (rounded up), zero-filled, counted against the budget. */
-export function storageBuffer(ctx: GpuContext, bytes: number, label: string): GPUBuffer {
+/**
+ * A device storage buffer of at least `bytes` (rounded up), zero-filled, counted against the budget.
+ * A recycled buffer is cleared in `clearIn` when given (work recorded there sees zeros; saves a
+ * submission per buffer), else at once.
+ */
+export function storageBuffer(ctx: GpuContext, bytes: number, label: string, clearIn?: GPUCommandEncoder): GPUBuffer {
   const limit = ctx.device.limits.maxStorageBufferBindingSize;
   if (bytes > limit) {
     throw new RuntimeFailure(`${label}: ${bytes} bytes exceed the GPU's storage binding limit ${limit}; use smaller chunks`);
@@ -91,9 +95,9 @@ export function storageBuffer(ctx: GpuContext, bytes: number, label: string): GP
   memoryBudget(ctx).reserve(size, label);
   const reused = poolOf(ctx).take(size);
   if (!reused) return ctx.device.createBuffer({ size, usage: STORAGE(), label });
-  const enc = ctx.device.createCommandEncoder();
+  const enc = clearIn ?? ctx.device.createCommandEncoder();
   enc.clearBuffer(reused);
-  ctx.device.queue.submit([enc.finish()]);
+  if (!clearIn) ctx.device.queue.submit([enc.finish()]);
   return reused;
 }
 
@@ -103,6 +107,31 @@ export function freeBuffer(ctx: GpuContext, buf: GPUBuffer): void {
   if (buf.usage === STORAGE()) poolOf(ctx).give(buf);
   else buf.destroy();
 }
+
+/**
+ * A uniform buffer of these u32 parameters, shared and kept for the device's life (never destroy
+ * it): iterative work passes the same parameters every round, and then its bind groups repeat too
+ * (GpuKernel caches them). A bounded number are kept; the oldest are destroyed first — only
+ * after the work submitted with them has finished (onSubmittedWorkDone), so a slot may be reused.
+ */
+export function sharedUniform(ctx: GpuContext, words: readonly number[]): GPUBuffer {
+  let cache = sharedUniforms.get(ctx.device);
+  if (!cache) { cache = new Map(); sharedUniforms.set(ctx.device, cache); }
+  const key = words.map((w) => w >>> 0).join(',');
+  let buf = cache.get(key);
+  if (buf) { cache.delete(key); cache.set(key, buf); return buf; }
+  buf = uniformWords(ctx, words);
+  cache.set(key, buf);
+  if (cache.size > MAX_SHARED_UNIFORMS) {
+    const oldest = [...cache.keys()].slice(0, cache.size - MAX_SHARED_UNIFORMS / 2);
+    const retired = oldest.map((k) => { const b = cache!.get(k)!; cache!.delete(k); return b; });
+    void ctx.device.queue.onSubmittedWorkDone().then(() => { for (const b of retired) b.destroy(); }, () => {});
+  }
+  return buf;
+}
+
+const MAX_SHARED_UNIFORMS = 4096;
+const sharedUniforms = new WeakMap<GPUDevice, Map<string, GPUBuffer>>();
 
 /** A small uniform buffer of u32 parameters (padded to 16 bytes). */
 export function uniformWords(ctx: GpuContext, words: readonly number[]): GPUBuffer {
@@ -242,6 +271,7 @@ export function workgroupsFor(n: number, perThread = 1): number {
 export class GpuKernel {
   private readonly module: GPUShaderModule;
   private readonly pipelines = new Map<string, GPUComputePipeline>();
+  private readonly bindGroups = new Map<string, GPUBindGroup>(); // Map order = least recently used first
 
   constructor(private readonly ctx: GpuContext, readonly code: string, readonly label: string) {
     this.module = ctx.device.createShaderModule({ code, label });
@@ -261,13 +291,28 @@ export class GpuKernel {
     return p;
   }
 
-  /** Records a dispatch into `encoder`, or submits it at once when none is given. */
-  dispatch(entry: string, buffers: readonly (GPUBuffer | null)[], workgroups: number, encoder?: GPUCommandEncoder, timestampWrites?: GPUComputePassTimestampWrites): void {
-    const pipeline = this.pipeline(entry);
-    const bindGroup = this.ctx.device.createBindGroup({
+  /**
+   * The bind group of these buffers for an entry point. Kept (a bounded number, most recent): a
+   * Lloyd round or a chunk binds the same buffers as the last one (kept or pooled buffers, shared
+   * uniforms), and making a bind group costs more than recording the dispatch.
+   */
+  private bindGroup(entry: string, pipeline: GPUComputePipeline, buffers: readonly (GPUBuffer | null)[]): GPUBindGroup {
+    const key = `${entry}:${buffers.map((b) => (b ? idOf(b) : '-')).join(',')}`;
+    let group = this.bindGroups.get(key);
+    if (group) { this.bindGroups.delete(key); this.bindGroups.set(key, group); return group; }
+    group = this.ctx.device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
       entries: buffers.flatMap((buffer, binding) => (buffer ? [{ binding, resource: { buffer } }] : [])),
     });
+    this.bindGroups.set(key, group);
+    if (this.bindGroups.size > MAX_BIND_GROUPS) this.bindGroups.delete(this.bindGroups.keys().next().value!);
+    return group;
+  }
+
+  /** Records a dispatch into `encoder`, or submits it at once when none is given. */
+  dispatch(entry: string, buffers: readonly (GPUBuffer | null)[], workgroups: number, encoder?: GPUCommandEncoder, timestampWrites?: GPUComputePassTimestampWrites): void {
+    const pipeline = this.pipeline(entry);
+    const bindGroup = this.bindGroup(entry, pipeline, buffers);
     const enc = encoder ?? this.ctx.device.createCommandEncoder();
     const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : {});
     pass.setPipeline(pipeline);
@@ -276,6 +321,17 @@ export class GpuKernel {
     pass.end();
     if (!encoder) this.ctx.device.queue.submit([enc.finish()]);
   }
+}
+
+const MAX_BIND_GROUPS = 1024;
+
+/** A number per buffer object, for bind-group keys (a destroyed buffer's number is never reused). */
+const bufferIds = new WeakMap<GPUBuffer, number>();
+let nextBufferId = 0;
+function idOf(buf: GPUBuffer): number {
+  let id = bufferIds.get(buf);
+  if (id === undefined) { id = nextBufferId++; bufferIds.set(buf, id); }
+  return id;
 }
 
 const kernelCache = new WeakMap<GPUDevice, Map<string, GpuKernel>>();
