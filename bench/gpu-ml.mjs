@@ -61,9 +61,9 @@ async function kernelTimings() {
   const dist = (p) => import(join(ROOT, 'dist', p));
   const { openGpu } = await dist('engine/gpu/device.js');
   const { StagingRing } = await dist('engine/gpu/buffers.js');
-  const { GpuWork, uploadMatrix, freeMatrix } = await dist('kernels/ml-matrix.js');
-  const { recordAssign, assignEntries } = await dist('kernels/kmeans.js');
-  const { kmeansAssignWgsl, kmeansSumsWgsl, assignRowsPerThread, sumBlockRows, sumsShape } = await dist('kernels/kmeans.wgsl.js');
+  const { GpuWork, uploadMatrix, freeMatrix, decodeCpu } = await dist('kernels/ml-matrix.js');
+  const { recordAssign, assignEntries, deviceFmaIsFused, kmeansAssignCpu } = await dist('kernels/kmeans.js');
+  const { kmeansAssignWgsl, kmeansSumsWgsl, assignShape, assignWorkgroups, sumBlockRows, sumsShape } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
   const ctx = await openGpu({ allowSoftware: true });
   const ring = new StagingRing(ctx);
@@ -79,13 +79,27 @@ async function kernelTimings() {
   const params = [kmRows, K, 0, 0];
   const assignMs = await marginal((work) => {
     const c = work.input(centres, 'centres');
-    work.dispatch(`kmeans-assign-${D}`, kmeansAssignWgsl(D), 'assign',
-      [work.params(params), m.xr, c, work.temp(kmRows * 4, 'labels'), work.temp(kmRows * 4, 'dist')], Math.ceil(kmRows / (256 * assignRowsPerThread(D))));
+    work.dispatch(`kmeans-assign-${D}-${assignShape(K).groups}`, kmeansAssignWgsl(D, K), 'assign',
+      [work.params(params), m.xr, c, work.temp(kmRows * 4, 'labels'), work.temp(kmRows * 4, 'dist')], assignWorkgroups(kmRows, K));
   });
-  console.log(JSON.stringify({ kernel: 'kmeans assignment kernel (of the unfused step)', rows: kmRows, ms: assignMs }));
-  // The sums kernel alone, over the labels and distances of one real assignment.
+  console.log(JSON.stringify({ kernel: 'kmeans assignment kernel (of the step)', rows: kmRows, ms: assignMs }));
+  // The sums kernel alone, over the labels and distances of one real assignment; the first rows'
+  // labels and distances checked against the CPU twin (bit for bit, with the device's fma).
   const kept = { labels: storageBufferOf(kmRows * 4), dist: storageBufferOf(kmRows * 4) };
-  { const work = new GpuWork(ctx); recordAssign(work, m, work.input(centres, 'centres'), K, work.temp(assignEntries(K, D) * 8, 'out'), 0, { ...kept, partials: work.temp(Math.ceil(kmRows / sumBlockRows(K)) * assignEntries(K, D) * 8, 'partials') }); await work.finish([]); }
+  {
+    const work = new GpuWork(ctx);
+    recordAssign(work, m, work.input(centres, 'centres'), K, work.temp(assignEntries(K, D) * 8, 'out'), 0, { ...kept, partials: work.temp(Math.ceil(kmRows / sumBlockRows(K)) * assignEntries(K, D) * 8, 'partials') });
+    const n = Math.min(kmRows, 20000);
+    const [labelWords, dists] = await work.finish([{ buf: kept.labels, floats: n }, { buf: kept.dist, floats: n }]);
+    const cols = new Float32Array(n * D);
+    for (let r = 0; r < n; r++) for (let j = 0; j < D; j++) cols[j * n + r] = decodeCpu(x[r * D + j])[0];
+    const fused = await deviceFmaIsFused(new GpuWork(ctx));
+    const want = kmeansAssignCpu(cols, n, D, centres, K, fused);
+    const labels = new Uint32Array(labelWords.buffer);
+    let differ = 0;
+    for (let r = 0; r < n; r++) if (labels[r] !== want.labels[r] || !Object.is(dists[r], want.dist[r])) differ++;
+    console.log(JSON.stringify({ check: `kmeans assignment vs CPU twin (fma ${fused ? 'fused' : 'rounded twice'}), first ${n} rows`, rowsDiffering: differ }));
+  }
   const sumsMs = await marginal((work) => {
     const blocks = Math.ceil(kmRows / sumBlockRows(K));
     work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums',
@@ -206,7 +220,9 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--kernels'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 16 << 20 });
   const lines = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
   for (const k of lines) {
-    const [bytes, flops] = k.kernel.startsWith('kmeans') ? [k.rows * (D * 4 + 8), 3 * k.rows * K * D]
+    if (k.check) { add(k.check, k.rowsDiffering === 0 ? 'identical' : `${k.rowsDiffering} rows DIFFER`); continue; }
+    const [bytes, flops] = k.kernel.startsWith('kmeans sums') ? [k.rows * (D * 4 + 8), 0]
+        : k.kernel.startsWith('kmeans') ? [k.rows * (D * 4 + 8), 3 * k.rows * K * D]
         : [k.rows * (D_LINREG + 1) * 8, 40 * k.rows * (D_LINREG * (D_LINREG + 1) / 2 + D_LINREG)];
     add(`${k.kernel} alone, ${k.rows} rows, one partition`, `${k.ms.toFixed(2)} ms`, ofRoofline(k.ms / 1e3, bytes, flops));
   }

@@ -5,13 +5,15 @@
 // multiple of anything (nor of a sums sub-tile), the largest k the sums kernel takes, one cluster
 // holding every row of many blocks while others stay empty, and the same bits when run again. The
 // per-cluster sums equal their double-float CPU twin (row order within a block, then blocks in
-// order) bit for bit, given the kernel's own labels and distances.
+// order) bit for bit, given the kernel's own labels and distances; labels, distances and the
+// k-means++ nearest distances equal the f32 twin's bit for bit, with the device's kind of fma
+// (deviceFmaIsFused: lavapipe rounds the product first, NVIDIA does not).
 
 import { describe, expect, it } from 'vitest';
-import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, kmeansSumsCpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
+import { assignEntries, assignResultOf, deviceFmaIsFused, fmaF32, kmeansAssignCpu, kmeansOnGpu, kmeansSumsCpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
 import { MAX_SUM_CLUSTERS, sumBlockRows, sumTileRows } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
@@ -79,6 +81,22 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
   });
 });
 
+describe('fmaF32 (the twins\' distances on devices whose fma rounds once)', () => {
+  it('rounds a × b + c once, ties to even, breaking ties the double sum made', () => {
+    const a = 1 + 2 ** -12;
+    expect(fmaF32(a, a, -(1 + 2 ** -11))).toBe(2 ** -24); // rounding a × a first gives 0
+    expect(Math.fround(Math.fround(a * a) - (1 + 2 ** -11))).toBe(0);
+    // a × b = 2^-24 - 2^-60: 1 + 2^-23 + a × b is just below the midpoint 1 + 2^-23 + 2^-24, but the
+    // double sum is the midpoint itself, which ties to the even 1 + 2^-22.
+    const [p, q, c] = [2 ** -12 * (1 + 2 ** -18), 2 ** -12 * (1 - 2 ** -18), 1 + 2 ** -23];
+    expect(Math.fround(p * q + c)).toBe(1 + 2 ** -22);
+    expect(fmaF32(p, q, c)).toBe(1 + 2 ** -23);
+    expect(fmaF32(-p, q, -c)).toBe(-(1 + 2 ** -23));
+    expect(fmaF32(3, 5, 7)).toBe(22);
+    expect(fmaF32(1e30, 1e30, 1)).toBe(Infinity);
+  });
+});
+
 describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
   const cases: [string, number, number, number, boolean][] = [
     // name, rows, d, k, integer data (exact ties)
@@ -105,12 +123,11 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
       freeMatrix(ctx, m);
       const cols = columnsCpu(x, rows, d);
       expectSumsAsTwin(got, cols, rows, d, k);
-      const want = kmeansAssignCpu(cols, rows, d, new Float32Array(centres), k);
-      // Labels: equal, except where two centres are within f32 rounding (FMA contraction may differ).
-      let differ = 0;
-      for (let r = 0; r < rows; r++) if (got.labels[r] !== want.labels[r]) differ++;
-      expect(differ).toBeLessThanOrEqual(round ? 0 : 2);
-      if (differ === 0) {
+      const want = kmeansAssignCpu(cols, rows, d, new Float32Array(centres), k, await deviceFmaIsFused(new GpuWork(ctx)));
+      // Labels and distances: the twin's, bit for bit (the same fma arithmetic in the same order).
+      expect(firstDifference(got.labels, want.labels), 'first row with another label').toBe(-1);
+      expect(firstDifference(got.dist, want.dist), 'first row with another distance').toBe(-1);
+      {
         expect(Array.from(got.result.counts)).toEqual(Array.from(want.counts));
         // Within 1e-6 of the float64 sums (one expect: thousands of them are slow); integer data: exact.
         const far = Array.from(want.sums.keys()).filter((i) => {
@@ -138,7 +155,7 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
     expect(Array.from(got.result.counts)).toEqual(Array.from({ length: k }, (_, c) => (c === 6 ? rows : 0)));
     const cols = columnsCpu(x, rows, d);
     expectSumsAsTwin(got, cols, rows, d, k);
-    const want = kmeansAssignCpu(cols, rows, d, new Float32Array(centres), k);
+    const want = kmeansAssignCpu(cols, rows, d, new Float32Array(centres), k, await deviceFmaIsFused(new GpuWork(ctx)));
     for (let i = 0; i < k * d; i++) {
       const v = got.result.sums.hi[i] + got.result.sums.lo[i];
       if (Math.floor(i / d) === 6) expect(v, `sum ${i}`).toBeCloseTo(want.sums[i], 8);
@@ -204,9 +221,9 @@ describe.skipIf(skipGpuTests)('k-means++ kernels', () => {
       recordTotal(work, m, minD2, out, 0);
       recordPotential(work, m, minD2, work.input(new Float32Array(candidates), 'candidates'), trials, out, 1);
       const [pairs, got] = await work.finish([{ buf: out, floats: (1 + trials) * 2 }, { buf: minD2, floats: rows }]);
-      ppUpdateCpu(cols, rows, d, want, new Float32Array(centres), from, to);
+      ppUpdateCpu(cols, rows, d, want, new Float32Array(centres), from, to, await deviceFmaIsFused(new GpuWork(ctx)));
       let far = 0;
-      for (let r = 0; r < rows; r++) if (!relClose(got[r], want[r], 1e-5)) far++;
+      for (let r = 0; r < rows; r++) if (got[r] !== want[r]) far++; // the same f32 arithmetic: the same bits
       expect(far, `after centres ${from}..${to}`).toBe(0);
       const total = want.reduce((s, v) => s + v, 0);
       expect(relClose(pairs[0] + pairs[1], total, 1e-6)).toBe(true);

@@ -7,14 +7,14 @@
 import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
 import { blocksOf, dfAddCpu, dfAddFCpu, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
+import { assignShape, assignWorkgroups, FMA_PROBE_WGSL, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
 
-/** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
+/** Feature counts the kernels take (the k-means++ kernels keep a row in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
 
 /** Whether the kernels take `cols` features (and, for the assignment, `k` clusters). */
 export function kmeansOnGpu(cols: number, k = 1): boolean {
-  return cols >= 1 && cols <= MAX_GPU_FEATURES && cols <= CENTRE_TILE && k >= 1 && k <= MAX_SUM_CLUSTERS;
+  return cols >= 1 && cols <= MAX_GPU_FEATURES && k >= 1 && k <= MAX_SUM_CLUSTERS;
 }
 
 /** Entries of the assignment result of one partition: k × d sums (feature-major), k counts, k per-cluster inertias. */
@@ -49,7 +49,7 @@ export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer,
   };
   const params = work.params([m.rows, k, 0, 0]);
   const blocks = Math.ceil(m.rows / sumBlockRows(k));
-  work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
+  work.dispatch(`kmeans-assign-${d}-${assignShape(k).groups}`, kmeansAssignWgsl(d, k), 'assign', [params, m.xr, centres, labels, dist], assignWorkgroups(m.rows, k));
   work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
   return { labels, dist, partials };
@@ -97,25 +97,50 @@ export function recordPotential(work: GpuWork, m: DeviceMatrix, minD2: GPUBuffer
   recordReduceBlocks(work, partials, blocksOf(m.rows), trials, out, outOffset);
 }
 
-/** f32 squared distance of row r (column-major `x`) to centre c, summed over features in order. */
-function distF32(x: Float32Array, rows: number, r: number, centres: Float32Array, c: number, d: number): number {
+/** fma(a, b, c) in f32, rounded once (ties to even), for f32 a, b, c: the kernels' Math.fma. */
+export function fmaF32(a: number, b: number, c: number): number {
+  const p = a * b; // exact: two 24-bit significands
+  const hi = p + c;
+  const bb = hi - p;
+  const err = (p - (hi - bb)) + (c - bb); // p + c = hi + err exactly
+  const r = Math.fround(hi);
+  // hi rounds to f32 as p + c does, unless hi lies halfway between two f32s and err breaks the tie.
+  const mirror = 2 * hi - r;
+  if (err === 0 || hi === r || Math.fround(mirror) !== mirror) return r;
+  return (err > 0) === (hi > r) ? mirror : r;
+}
+
+/**
+ * Whether the device's WGSL fma rounds once (NVIDIA) or rounds the product first (lavapipe; Vulkan
+ * allows both): the distances' arithmetic, which the CPU twins take as their `fused` argument.
+ */
+export async function deviceFmaIsFused(work: GpuWork): Promise<boolean> {
+  const out = work.temp(4, 'fma probe');
+  const a = 1 + 2 ** -12; // a × a = 1 + 2^-11 + 2^-24: fused, a × a - (1 + 2^-11) = 2^-24; rounded first, 0
+  work.dispatch('kmeans-fma-probe', FMA_PROBE_WGSL, 'probe', [work.input(new Float32Array([a, -(1 + 2 ** -11)]), 'fma probe in'), out], 1);
+  const [got] = await work.finish([{ buf: out, floats: 1 }]);
+  return got[0] !== 0;
+}
+
+/** f32 squared distance of row r (column-major `x`) to centre c: s = fma(t, t, s) over features in order. */
+function distF32(x: Float32Array, rows: number, r: number, centres: Float32Array, c: number, d: number, fused: boolean): number {
   let s = 0;
   for (let j = 0; j < d; j++) {
     const t = Math.fround(x[j * rows + r] - centres[c * d + j]);
-    s = Math.fround(s + Math.fround(t * t));
+    s = fused ? fmaF32(t, t, s) : Math.fround(s + Math.fround(t * t));
   }
   return s;
 }
 
-/** CPU twin of recordAssign: labels and distances in f32, counts, float64 sums and inertia. */
-export function kmeansAssignCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number) {
+/** CPU twin of recordAssign: labels and distances in f32 (the same bits, given deviceFmaIsFused), counts, float64 sums and inertia. */
+export function kmeansAssignCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number, fused: boolean) {
   const labels = new Uint32Array(rows), dist = new Float32Array(rows);
   const counts = new Float64Array(k), sums = new Float64Array(k * d);
   let inertia = 0;
   for (let r = 0; r < rows; r++) {
     let best = 0, bestD = 3.4028234663852886e38;
     for (let c = 0; c < k; c++) {
-      const s = distF32(x, rows, r, centres, c, d);
+      const s = distF32(x, rows, r, centres, c, d, fused);
       if (s < bestD) { bestD = s; best = c; }
     }
     labels[r] = best;
@@ -152,10 +177,10 @@ export function kmeansSumsCpu(x: Float32Array, rows: number, d: number, labels: 
 }
 
 /** CPU twin of recordPpUpdate. */
-export function ppUpdateCpu(x: Float32Array, rows: number, d: number, minD2: Float32Array, centres: Float32Array, from: number, to: number): void {
+export function ppUpdateCpu(x: Float32Array, rows: number, d: number, minD2: Float32Array, centres: Float32Array, from: number, to: number, fused: boolean): void {
   for (let r = 0; r < rows; r++) {
     let m = from === 0 ? 3.4028234663852886e38 : minD2[r];
-    for (let c = from; c < to; c++) m = Math.min(m, distF32(x, rows, r, centres, c, d));
+    for (let c = from; c < to; c++) m = Math.min(m, distF32(x, rows, r, centres, c, d, fused));
     minD2[r] = m;
   }
 }

@@ -1,8 +1,8 @@
-// WGSL of k-means on a device matrix (ml-matrix.wgsl.ts layout), generated per feature count D so
-// that a row lives in registers. Distances are f32, summed over features in order; the nearest
-// centre is the lowest index among equal distances (strict <), as the CPU code.
-//   assign:       nearest centre and its squared distance per row (centres staged in workgroup
-//                 memory as vec4s, several rows per thread)
+// WGSL of k-means on a device matrix (ml-matrix.wgsl.ts layout), generated per feature count D.
+// Distances are f32, s = fma(t, t, s) over features in order (t = row - centre); the nearest
+// centre is the lowest index among equal distances (strict <), as the CPU twin.
+//   assign:       nearest centre and its squared distance per row (tiles of rows and centres in
+//                 workgroup memory, 4 rows × 4 centres per thread)
 //   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
 //                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
 //                 each sub-tile of rows is put in (label, row) order in workgroup memory and each
@@ -12,9 +12,6 @@
 
 import { WGSL_GRID } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
-
-/** Centre values staged per workgroup (16 KiB). */
-export const CENTRE_TILE = 4096;
 
 function header(d: number): string {
   return /* wgsl */ `
@@ -33,85 +30,120 @@ fn loadRow(r: u32) -> array<f32, D> {
 `;
 }
 
-/** Rows per thread in the assignment: each centre value read from workgroup memory serves them all. */
-export function assignRowsPerThread(d: number): number {
-  return d <= 16 ? 4 : d <= 64 ? 2 : 1;
+/** Row and centre values of one feature chunk of the assignment, in workgroup memory (8 KiB). */
+const ASSIGN_TILE = 2048;
+
+/**
+ * Shape of the assignment for k centres: TC groups of threads each take 4 centres of a tile of
+ * 4 × TC centres, and 256 / TC row lanes each take 4 rows of a tile of 4 × 256 / TC rows (so each
+ * thread keeps 4 × 4 distances); features are staged JC at a time. Fewer centre groups for small k,
+ * so that few padded centres are computed.
+ */
+export function assignShape(k: number): { groups: number; tileRows: number; tileCentres: number; chunk: number } {
+  const groups = k <= 16 ? 4 : k <= 32 ? 8 : 16;
+  const tileRows = 4 * (256 / groups), tileCentres = 4 * groups;
+  return { groups, tileRows, tileCentres, chunk: Math.floor(ASSIGN_TILE / (tileRows + tileCentres)) };
+}
+
+/** Workgroups of the assignment of `rows` rows to k centres. */
+export function assignWorkgroups(rows: number, k: number): number {
+  return Math.ceil(rows / assignShape(k).tileRows);
 }
 
 /**
- * Nearest centre per row. Centres are staged in workgroup memory as vec4s (each centre padded
- * with zeros to a multiple of 4 features; the padding adds (0 - 0)² = +0, which changes no sum),
- * each thread keeps R rows in registers (rows base + lane + i × WG, so loads stay coalesced).
+ * Nearest centre per row, tiled as a matrix product: a tile of rows and a tile of centres are
+ * staged in workgroup memory a chunk of features at a time (feature-major, so a thread reads its
+ * 4 rows and its 4 centres of a feature as two vec4s), and each thread accumulates the 4 × 4
+ * squared distances of its rows and centres in registers, feature by feature in order
+ * (s = fma(t, t, s), t = row - centre: the CPU twin's arithmetic). Then each row's best over the
+ * thread groups of the centre tile, in centre order, and over centre tiles in order: the lowest
+ * index among equal distances. Padded centres (past k) are never chosen; padded rows never written.
  */
-export function kmeansAssignWgsl(d: number): string {
-  const d4 = Math.ceil(d / 4), rowsPerThread = assignRowsPerThread(d);
-  const load = (q: number) => [0, 1, 2, 3].map((i) => (4 * q + i < d ? `x[${4 * q + i}u * p.rows + r]` : '0.0')).join(', ');
+export function kmeansAssignWgsl(d: number, k: number): string {
+  const { groups, tileRows, tileCentres, chunk } = assignShape(k);
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> centres: array<f32>;
 @group(0) @binding(3) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dist: array<f32>;
-const D4: u32 = ${d4}u;
-const R: u32 = ${rowsPerThread}u;
-const PER_TILE: u32 = ${CENTRE_TILE}u / (D4 * 4u);
-var<workgroup> tile: array<vec4f, PER_TILE * D4>;
+const TC: u32 = ${groups}u;
+const TR: u32 = WG / TC;
+const RT: u32 = ${tileRows}u;
+const CT: u32 = ${tileCentres}u;
+const JC: u32 = ${chunk}u;
+/** Feature jj of the chunk: rows [4 × lane, 4 × lane + 4) at rowTile[jj × TR + lane], centres of group g at centreTile[jj × TC + g]. */
+var<workgroup> rowTile: array<vec4f, JC * TR>;
+var<workgroup> centreTile: array<vec4f, JC * TC>;
+/** Each centre group's best (distance, centre) per row of the tile. */
+var<workgroup> candD: array<f32, TC * RT>;
+var<workgroup> candC: array<u32, TC * RT>;
 
-fn stage(c0: u32, lane: u32) {
-  let n = min(PER_TILE, p.k - c0) * D4;
-  workgroupBarrier();
-  for (var i = lane; i < n; i += WG) {
-    let c = c0 + i / D4;
-    let j = (i % D4) * 4u;
-    var v = vec4f(0.0);
-    for (var t = 0u; t < 4u; t++) { if (j + t < D) { v[t] = centres[c * D + j + t]; } }
-    tile[i] = v;
-  }
-  workgroupBarrier();
-}
-
-fn loadRow4(r: u32) -> array<vec4f, D4> {
-  var row: array<vec4f, D4>;
-${Array.from({ length: d4 }, (_, q) => `  row[${q}] = vec4f(${load(q)});`).join('\n')}
-  return row;
+/** Best of 4 distances to centres c0 .. c0 + 3 (ascending, strict <; centres past k skipped). */
+fn bestOf4(s: vec4f, c0: u32, row: u32, g: u32) {
+  var bd = MAX_F32;
+  var bc = 0u;
+  for (var u = 0u; u < 4u; u++) { if (c0 + u < p.k && s[u] < bd) { bd = s[u]; bc = c0 + u; } }
+  candD[g * RT + row] = bd;
+  candC[g * RT + row] = bc;
 }
 
 @compute @workgroup_size(256)
 fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
-  let oneTile = p.k <= PER_TILE;
-  if (oneTile) { stage(0u, lid.x); }
-  for (var base = wid.x * WG * R; base < p.rows; base += nwg.x * WG * R) {
-    var rows: array<array<vec4f, D4>, R>;
-    var best: array<u32, R>;
-    var bestD: array<f32, R>;
-    for (var i = 0u; i < R; i++) {
-      let r = base + i * WG + lid.x;
-      best[i] = 0u;
-      bestD[i] = MAX_F32;
-      if (r < p.rows) { rows[i] = loadRow4(r); }
-    }
-    for (var c0 = 0u; c0 < p.k; c0 += PER_TILE) {
-      if (!oneTile) { stage(c0, lid.x); }
-      let n = min(PER_TILE, p.k - c0);
-      for (var c = 0u; c < n; c++) {
-        var s: array<f32, R>;
-        for (var i = 0u; i < R; i++) { s[i] = 0.0; } // explicitly: Mesa keeps a loop-local array from the previous iteration
-        for (var q = 0u; q < D4; q++) {
-          let cv = tile[c * D4 + q];
-          for (var i = 0u; i < R; i++) {
-            let t = rows[i][q] - cv;
-            s[i] = s[i] + t.x * t.x;
-            s[i] = s[i] + t.y * t.y;
-            s[i] = s[i] + t.z * t.z;
-            s[i] = s[i] + t.w * t.w;
-          }
+  let lane = lid.x % TR;
+  let g = lid.x / TR;
+  for (var base = wid.x * RT; base < p.rows; base += nwg.x * RT) {
+    var best = 0u;
+    var bestD = MAX_F32;
+    for (var c0 = 0u; c0 < p.k; c0 += CT) {
+      var s0 = vec4f(0.0);
+      var s1 = vec4f(0.0);
+      var s2 = vec4f(0.0);
+      var s3 = vec4f(0.0);
+      for (var j0 = 0u; j0 < D; j0 += JC) {
+        let jn = min(JC, D - j0);
+        workgroupBarrier(); // the previous chunk (and candidates) are no longer read
+        for (var i = lid.x; i < jn * RT; i += WG) {
+          let r = base + i % RT;
+          var v = 0.0;
+          if (r < p.rows) { v = x[(j0 + i / RT) * p.rows + r]; }
+          rowTile[(i / RT) * TR + (i % RT) / 4u][i % 4u] = v;
         }
-        for (var i = 0u; i < R; i++) { if (s[i] < bestD[i]) { bestD[i] = s[i]; best[i] = c0 + c; } }
+        for (var i = lid.x; i < jn * CT; i += WG) {
+          let c = c0 + i % CT;
+          var v = 0.0;
+          if (c < p.k) { v = centres[c * D + j0 + i / CT]; }
+          centreTile[(i / CT) * TC + (i % CT) / 4u][i % 4u] = v;
+        }
+        workgroupBarrier();
+        for (var jj = 0u; jj < jn; jj++) {
+          let cv = centreTile[jj * TC + g];
+          let rv = rowTile[jj * TR + lane];
+          let t0 = vec4f(rv.x) - cv;
+          s0 = fma(t0, t0, s0);
+          let t1 = vec4f(rv.y) - cv;
+          s1 = fma(t1, t1, s1);
+          let t2 = vec4f(rv.z) - cv;
+          s2 = fma(t2, t2, s2);
+          let t3 = vec4f(rv.w) - cv;
+          s3 = fma(t3, t3, s3);
+        }
+      }
+      let cg = c0 + 4u * g;
+      bestOf4(s0, cg, 4u * lane, g);
+      bestOf4(s1, cg, 4u * lane + 1u, g);
+      bestOf4(s2, cg, 4u * lane + 2u, g);
+      bestOf4(s3, cg, 4u * lane + 3u, g);
+      workgroupBarrier();
+      // Thread r of the tile keeps row r's best: earlier tiles first, then the groups in centre order.
+      if (lid.x < RT) {
+        for (var h = 0u; h < TC; h++) {
+          let dh = candD[h * RT + lid.x];
+          if (dh < bestD) { bestD = dh; best = candC[h * RT + lid.x]; }
+        }
       }
     }
-    for (var i = 0u; i < R; i++) {
-      let r = base + i * WG + lid.x;
-      if (r < p.rows) { labels[r] = best[i]; dist[r] = bestD[i]; }
-    }
+    let r = base + lid.x;
+    if (lid.x < RT && r < p.rows) { labels[r] = best; dist[r] = bestD; }
   }
 }
 `;
@@ -252,7 +284,7 @@ fn pp_update(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
     var m = select(minD2[r], MAX_F32, p.first == 0u);
     for (var c = p.first; c < p.end; c++) {
       var s = 0.0;
-      for (var j = 0u; j < D; j++) { let t = row[j] - centres[c * D + j]; s = s + t * t; }
+      for (var j = 0u; j < D; j++) { let t = row[j] - centres[c * D + j]; s = fma(t, t, s); }
       if (s < m) { m = s; }
     }
     minD2[r] = m;
@@ -276,10 +308,18 @@ fn pp_potential(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
     let m = minD2[r];
     for (var t = 0u; t < p.k; t++) {
       var s = 0.0;
-      for (var j = 0u; j < D; j++) { let u = row[j] - candidates[t * D + j]; s = s + u * u; }
+      for (var j = 0u; j < D; j++) { let u = row[j] - candidates[t * D + j]; s = fma(u, u, s); }
       potential[t * p.rows + r] = min(m, s);
     }
   }
 }
 `;
 }
+
+/** fma(v[0], v[0], v[1]) into out[0], for deviceFmaIsFused. */
+export const FMA_PROBE_WGSL = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> v: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(1)
+fn probe() { out[0] = fma(v[0], v[0], v[1]); }
+`;
