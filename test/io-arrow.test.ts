@@ -1,4 +1,4 @@
-import * as arrow from 'apache-arrow';
+import type * as Arrow from 'apache-arrow';
 import * as pw from 'parquet-wasm';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -6,13 +6,15 @@ import { describe, expect, test } from 'vitest';
 import { concatBatches } from '../src/engine/batch.js';
 import { planArrowChunks, readArrowChunk } from '../src/engine/io/arrow.js';
 import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable } from '../src/engine/io/arrow-batch.js';
+// The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
+import { arrow } from '../src/engine/io/apache-arrow.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
 import { batchRows, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('arrow');
 
 /** Input types that need conversion, built by apache-arrow with known values. */
-function variedTable(): arrow.Table {
+function variedTable(): Arrow.Table {
   const n = 6;
   const days = [-1, 0, 1, 18262, null, 36524];
   return new arrow.Table({

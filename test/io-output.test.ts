@@ -2,12 +2,12 @@ import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 
 import { spawnSync } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
-import { tableFromIPC } from 'apache-arrow';
 import { describe, expect, test } from 'vitest';
 import { columnFromValues, type Batch } from '../src/engine/batch.js';
 import { formatFloat, formatTimestamp } from '../src/engine/io/format-value.js';
 import { cleanStaleTempFiles, formatFromPath, openFileWriter, openStreamWriter } from '../src/engine/io/output/index.js';
 import { arrowTableToBatch } from '../src/engine/io/arrow-batch.js';
+import { arrow } from '../src/engine/io/apache-arrow.js';
 import { batchRows, duckdb, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('output');
@@ -92,7 +92,7 @@ describe('round trips read back by DuckDB', () => {
   test('arrow file reads back through apache-arrow', async () => {
     const path = join(dir, 'rt.arrow');
     await writeFile(path, 'arrow', batches);
-    expect(batchRows(arrowTableToBatch(tableFromIPC(readFileSync(path))))).toEqual(all);
+    expect(batchRows(arrowTableToBatch(arrow.tableFromIPC(readFileSync(path))))).toEqual(all);
   });
 
   test('empty results still carry the schema', async () => {
@@ -121,7 +121,7 @@ describe('stream writers', () => {
 
   test('arrow on a stream is the IPC stream format', async () => {
     const bytes = await streamText('arrow', [sampleBatch(50), sampleBatch(50, 50)]);
-    expect(batchRows(arrowTableToBatch(tableFromIPC(bytes)))).toEqual([...batchRows(sampleBatch(50)), ...batchRows(sampleBatch(50, 50))]);
+    expect(batchRows(arrowTableToBatch(arrow.tableFromIPC(bytes)))).toEqual([...batchRows(sampleBatch(50)), ...batchRows(sampleBatch(50, 50))]);
   });
 });
 

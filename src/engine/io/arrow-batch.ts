@@ -1,9 +1,10 @@
 // Arrow <-> column batches. Arrow's layout is close to ours: numbers and UTF-8 offsets copy
 // straight across; only validity and bool bitmaps (Arrow packs bits, we keep one byte per row) and
 // narrower or differently-united types (ints, dates, timestamp units, decimals) are converted.
-// Imports apache-arrow (~110 ms): only modules that handle Arrow data import this one.
+// Loads apache-arrow: only modules that handle Arrow data import this one.
 
-import * as arrow from 'apache-arrow';
+import type * as Arrow from 'apache-arrow';
+import { arrow } from './apache-arrow.js';
 import {
   type Batch, type Column, type DType, type Schema, type StringColumn, type Validity,
   concatBatches, emptyBatch, takeColumn,
@@ -14,7 +15,7 @@ import { DataError, requireColumn } from '../errors.js';
 // Schemas
 
 /** Our DType for an Arrow type, or null when we cannot represent it. */
-function dtypeOf(type: arrow.DataType): DType | null {
+function dtypeOf(type: Arrow.DataType): DType | null {
   const T = arrow.DataType;
   if (T.isInt(type)) return 'int64';
   if (T.isFloat(type) || T.isDecimal(type)) return 'float64';
@@ -25,7 +26,7 @@ function dtypeOf(type: arrow.DataType): DType | null {
   return null;
 }
 
-export function arrowSchemaToSchema(schema: arrow.Schema, file?: string): Schema {
+export function arrowSchemaToSchema(schema: Arrow.Schema, file?: string): Schema {
   return schema.fields.map((f) => {
     const type = dtypeOf(f.type);
     if (type === null) throw new DataError(`column '${f.name}' has Arrow type ${f.type}, which gpuframe cannot read`, { file, column: f.name });
@@ -53,7 +54,7 @@ function packBits(bytes: Uint8Array): Uint8Array {
   return out;
 }
 
-function validityOfData(data: arrow.Data): Validity {
+function validityOfData(data: Arrow.Data): Validity {
   if (data.nullCount === 0 || !data.nullBitmap || data.nullBitmap.length === 0) return null;
   return unpackBits(data.nullBitmap, data.offset, data.length);
 }
@@ -70,16 +71,16 @@ function floorDiv(a: bigint, b: bigint): bigint {
   return a % b !== 0n && (a < 0n) !== (b < 0n) ? q - 1n : q;
 }
 
-function timestampValues(data: arrow.Data, type: arrow.Timestamp | arrow.Date_): BigInt64Array {
+function timestampValues(data: Arrow.Data, type: Arrow.Timestamp | Arrow.Date_): BigInt64Array {
   const n = data.length;
   const src = data.values as BigInt64Array | Int32Array;
   const out = new BigInt64Array(n);
   if (arrow.DataType.isDate(type)) {
-    const dayUnit = (type as arrow.Date_).unit === arrow.DateUnit.DAY;
+    const dayUnit = (type as Arrow.Date_).unit === arrow.DateUnit.DAY;
     for (let i = 0; i < n; i++) out[i] = dayUnit ? BigInt(src[i]) * 86_400_000_000n : BigInt(src[i]) * 1000n;
     return out;
   }
-  const unit = (type as arrow.Timestamp).unit;
+  const unit = (type as Arrow.Timestamp).unit;
   if (unit === arrow.TimeUnit.NANOSECOND) {
     for (let i = 0; i < n; i++) out[i] = floorDiv(BigInt(src[i]), 1000n);
   } else if (unit === arrow.TimeUnit.MICROSECOND) {
@@ -91,7 +92,7 @@ function timestampValues(data: arrow.Data, type: arrow.Timestamp | arrow.Date_):
   return out;
 }
 
-function intValues(data: arrow.Data, name: string): BigInt64Array {
+function intValues(data: Arrow.Data, name: string): BigInt64Array {
   const src = data.values as ArrayLike<number | bigint>;
   const n = data.length;
   if (src instanceof BigInt64Array) return BigInt64Array.from(src.subarray(0, n));
@@ -118,7 +119,7 @@ function decimalUnscaled(words: Uint32Array, at: number, count: number): bigint 
   return BigInt.asIntN(32 * count, v);
 }
 
-function decimalValues(data: arrow.Data, type: arrow.Decimal): Float64Array {
+function decimalValues(data: Arrow.Data, type: Arrow.Decimal): Float64Array {
   const words = data.values as Uint32Array;
   const perValue = type.bitWidth / 32;
   const scale = 10 ** type.scale;
@@ -127,7 +128,7 @@ function decimalValues(data: arrow.Data, type: arrow.Decimal): Float64Array {
   return out;
 }
 
-function stringColumnOfData(data: arrow.Data, valid: Validity): StringColumn {
+function stringColumnOfData(data: Arrow.Data, valid: Validity): StringColumn {
   const n = data.length;
   const src = data.valueOffsets as Int32Array | BigInt64Array;
   const offsets = new Int32Array(n + 1);
@@ -138,7 +139,7 @@ function stringColumnOfData(data: arrow.Data, valid: Validity): StringColumn {
   return { type: 'string', offsets, data: (data.values as Uint8Array).slice(base, end), valid };
 }
 
-function dictionaryColumn(data: arrow.Data, valid: Validity): StringColumn {
+function dictionaryColumn(data: Arrow.Data, valid: Validity): StringColumn {
   const dict = data.dictionary!;
   const words = concatBatches([{ name: 'd', type: 'string' }], dict.data.map((d) => ({
     schema: [{ name: 'd', type: 'string' as const }], length: d.length, columns: [stringColumnOfData(d, validityOfData(d))],
@@ -149,8 +150,8 @@ function dictionaryColumn(data: arrow.Data, valid: Validity): StringColumn {
   return takeColumn(words, take) as StringColumn;
 }
 
-function columnOfData(data: arrow.Data, name: string): Column {
-  const type = data.type as arrow.DataType;
+function columnOfData(data: Arrow.Data, name: string): Column {
+  const type = data.type as Arrow.DataType;
   const T = arrow.DataType;
   const valid = validityOfData(data);
   const n = data.length;
@@ -170,13 +171,13 @@ function columnOfData(data: arrow.Data, name: string): Column {
   throw new DataError(`column '${name}' has Arrow type ${type}, which gpuframe cannot read`, { column: name });
 }
 
-function recordBatchToBatch(rb: arrow.RecordBatch, names: readonly string[], schema: Schema): Batch {
+function recordBatchToBatch(rb: Arrow.RecordBatch, names: readonly string[], schema: Schema): Batch {
   const columns = names.map((name) => columnOfData(rb.getChild(name)!.data[0], name));
   return { schema, length: rb.numRows, columns };
 }
 
 /** Our batch of the named columns (default: all) of an Arrow table or record batch. */
-export function arrowTableToBatch(table: arrow.Table | arrow.RecordBatch, columns?: readonly string[]): Batch {
+export function arrowTableToBatch(table: Arrow.Table | Arrow.RecordBatch, columns?: readonly string[]): Batch {
   const all = table.schema.fields.map((f) => f.name);
   const names = columns ?? all;
   for (const n of names) requireColumn(n, all);
@@ -191,7 +192,7 @@ export function arrowTableToBatch(table: arrow.Table | arrow.RecordBatch, column
 // Batch -> Arrow
 
 /** Arrow type written for each DType. Timestamps carry no time zone: values are UTC wall time. */
-export function arrowTypeOf(type: DType): arrow.DataType {
+export function arrowTypeOf(type: DType): Arrow.DataType {
   switch (type) {
     case 'int64': return new arrow.Int64();
     case 'float64': return new arrow.Float64();
@@ -201,7 +202,7 @@ export function arrowTypeOf(type: DType): arrow.DataType {
   }
 }
 
-function columnToData(col: Column, length: number): arrow.Data {
+function columnToData(col: Column, length: number): Arrow.Data {
   const nullBitmap = col.valid ? packBits(col.valid) : undefined;
   const nullCount = col.valid ? col.valid.reduce((s, v) => s + (v ? 0 : 1), 0) : 0;
   const type = arrowTypeOf(col.type);
@@ -210,26 +211,26 @@ function columnToData(col: Column, length: number): arrow.Data {
       const base = col.offsets[0];
       const valueOffsets = base === 0 ? col.offsets : col.offsets.map((o) => o - base);
       const data = col.data.subarray(base, col.offsets[length]);
-      return arrow.makeData({ type: type as arrow.Utf8, length, nullCount, nullBitmap, valueOffsets, data });
+      return arrow.makeData({ type: type as Arrow.Utf8, length, nullCount, nullBitmap, valueOffsets, data });
     }
     case 'bool':
-      return arrow.makeData({ type: type as arrow.Bool, length, nullCount, nullBitmap, data: packBits(col.values) });
+      return arrow.makeData({ type: type as Arrow.Bool, length, nullCount, nullBitmap, data: packBits(col.values) });
     default:
-      return arrow.makeData({ type: type as arrow.Int64, length, nullCount, nullBitmap, data: col.values as BigInt64Array });
+      return arrow.makeData({ type: type as Arrow.Int64, length, nullCount, nullBitmap, data: col.values as BigInt64Array });
   }
 }
 
-export function batchToArrowSchema(schema: Schema): arrow.Schema {
+export function batchToArrowSchema(schema: Schema): Arrow.Schema {
   return new arrow.Schema(schema.map((f) => new arrow.Field(f.name, arrowTypeOf(f.type), true)));
 }
 
-export function batchToRecordBatch(batch: Batch): arrow.RecordBatch {
+export function batchToRecordBatch(batch: Batch): Arrow.RecordBatch {
   const schema = batchToArrowSchema(batch.schema);
   const children = batch.columns.map((c) => columnToData(c, batch.length));
   const struct = arrow.makeData({ type: new arrow.Struct(schema.fields), length: batch.length, nullCount: 0, children });
   return new arrow.RecordBatch(schema, struct);
 }
 
-export function batchToArrowTable(batch: Batch): arrow.Table {
+export function batchToArrowTable(batch: Batch): Arrow.Table {
   return new arrow.Table([batchToRecordBatch(batch)]);
 }

@@ -1,7 +1,8 @@
 // Chunked reading of Arrow IPC files (.arrow/.feather) and streams (.arrows): planning reads the
 // footer and batch headers only; a chunk reads its own record batches. Loaded through arrow.ts.
 
-import * as arrow from 'apache-arrow';
+import type * as Arrow from 'apache-arrow';
+import { arrow } from './apache-arrow.js';
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import type { Batch, Schema } from '../batch.js';
@@ -35,7 +36,7 @@ function groupIntoChunks(path: string, kind: 'file' | 'stream', infos: BatchInfo
 }
 
 /** Row count and body size of each record batch, read from the file footer and batch headers only. */
-async function fileBatchInfos(path: string): Promise<{ schema: arrow.Schema; infos: BatchInfo[] }> {
+async function fileBatchInfos(path: string): Promise<{ schema: Arrow.Schema; infos: BatchInfo[] }> {
   const handle = await open(path, 'r');
   try {
     const reader = await arrow.RecordBatchReader.from(handle);
@@ -59,7 +60,7 @@ async function fileBatchInfos(path: string): Promise<{ schema: arrow.Schema; inf
   }
 }
 
-async function streamBatchInfos(path: string): Promise<{ schema: arrow.Schema; infos: BatchInfo[] }> {
+async function streamBatchInfos(path: string): Promise<{ schema: Arrow.Schema; infos: BatchInfo[] }> {
   const reader = await arrow.RecordBatchReader.from(createReadStream(path));
   await reader.open();
   const schema = reader.schema; // read before iterating: the reader resets itself at the end
@@ -69,7 +70,7 @@ async function streamBatchInfos(path: string): Promise<{ schema: arrow.Schema; i
 }
 
 export async function planArrowChunks(path: string, kind: 'file' | 'stream', blocksize: number): Promise<{ schema: Schema; chunks: ArrowChunk[] }> {
-  let got: { schema: arrow.Schema; infos: BatchInfo[] };
+  let got: { schema: Arrow.Schema; infos: BatchInfo[] };
   try {
     got = kind === 'file' ? await fileBatchInfos(path) : await streamBatchInfos(path);
   } catch (err) {
@@ -79,14 +80,14 @@ export async function planArrowChunks(path: string, kind: 'file' | 'stream', blo
   return { schema: arrowSchemaToSchema(got.schema, path), chunks: groupIntoChunks(path, kind, got.infos, blocksize) };
 }
 
-async function readFileBatches(chunk: ArrowChunk): Promise<arrow.RecordBatch[]> {
+async function readFileBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> {
   const handle = await open(chunk.path, 'r');
   try {
     const reader = await arrow.RecordBatchReader.from(handle);
     await reader.open();
-    const out: arrow.RecordBatch[] = [];
+    const out: Arrow.RecordBatch[] = [];
     for (const i of chunk.batchIndices) {
-      const rb = await (reader as arrow.AsyncRecordBatchFileReader).readRecordBatch(i);
+      const rb = await (reader as Arrow.AsyncRecordBatchFileReader).readRecordBatch(i);
       if (!rb) throw new DataError(`record batch ${i} is missing or truncated`, { file: chunk.path });
       out.push(rb);
     }
@@ -97,13 +98,13 @@ async function readFileBatches(chunk: ArrowChunk): Promise<arrow.RecordBatch[]> 
 }
 
 /** IPC streams have no index: read through, keeping the wanted batches, and stop after the last. */
-async function readStreamBatches(chunk: ArrowChunk): Promise<arrow.RecordBatch[]> {
+async function readStreamBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> {
   const wanted = new Set(chunk.batchIndices);
   const last = Math.max(...chunk.batchIndices);
   const stream = createReadStream(chunk.path);
   try {
     const reader = await arrow.RecordBatchReader.from(stream);
-    const out: arrow.RecordBatch[] = [];
+    const out: Arrow.RecordBatch[] = [];
     let i = 0;
     for await (const rb of reader) {
       if (wanted.has(i)) out.push(rb);
@@ -117,7 +118,7 @@ async function readStreamBatches(chunk: ArrowChunk): Promise<arrow.RecordBatch[]
 
 /** The named columns (in that order) of the chunk's record batches, as one batch. */
 export async function readArrowChunk(chunk: ArrowChunk, columns: readonly string[]): Promise<Batch> {
-  let rbs: arrow.RecordBatch[];
+  let rbs: Arrow.RecordBatch[];
   try {
     rbs = chunk.kind === 'file' ? await readFileBatches(chunk) : await readStreamBatches(chunk);
   } catch (err) {

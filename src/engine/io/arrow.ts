@@ -1,6 +1,6 @@
 // Arrow IPC inputs: files (.arrow/.feather) and streams (.arrows), read in chunks of record
-// batches. The reader (arrow-ipc.ts) and apache-arrow (~110 ms to import) load on the first call,
-// so processes that never touch Arrow data never pay for them.
+// batches. The reader (arrow-ipc.ts) and apache-arrow (tens of ms to import) load on the first
+// call, so processes that never touch Arrow data never pay for them.
 
 import type { Batch, Schema } from '../batch.js';
 

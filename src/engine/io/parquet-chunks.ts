@@ -7,10 +7,10 @@
 // 0.8.0's async reader panic inside wasm (an uncaught RuntimeError, not a rejected promise);
 // its sync readParquet reports such damage cleanly but needs the whole file in wasm memory.
 
-import { tableFromIPC } from 'apache-arrow';
 import { openAsBlob } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import * as pw from 'parquet-wasm';
+import { arrow } from './apache-arrow.js';
 import type { Batch, Schema } from '../batch.js';
 import { requireColumn } from '../errors.js';
 import type { ParquetChunk } from './parquet.js';
@@ -33,7 +33,7 @@ async function openParquet(path: string): Promise<pw.ParquetFile> {
 export async function planParquetChunks(path: string, blocksize: number): Promise<{ schema: Schema; chunks: ParquetChunk[] }> {
   const file = await openParquet(path);
   try {
-    const ipcSchema = tableFromIPC(file.schema().intoIPCStream()).schema;
+    const ipcSchema = arrow.tableFromIPC(file.schema().intoIPCStream()).schema;
     const schema = arrowSchemaToSchema(ipcSchema, path);
     const meta = file.metadata();
     const chunks: ParquetChunk[] = [];
@@ -63,12 +63,12 @@ export async function planParquetChunks(path: string, blocksize: number): Promis
 export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[]): Promise<Batch> {
   const file = await openParquet(chunk.path);
   try {
-    const fileColumns = tableFromIPC(file.schema().intoIPCStream()).schema.fields.map((f) => f.name);
+    const fileColumns = arrow.tableFromIPC(file.schema().intoIPCStream()).schema.fields.map((f) => f.name);
     for (const c of columns) requireColumn(c, fileColumns);
     // No columns asked (e.g. count()): read the first one for the row count, then drop it.
     const read = columns.length > 0 ? [...columns] : fileColumns.slice(0, 1);
     const wasmTable = await file.read({ rowGroups: chunk.rowGroups, columns: read });
-    return arrowTableToBatch(tableFromIPC(wasmTable.intoIPCStream()), columns);
+    return arrowTableToBatch(arrow.tableFromIPC(wasmTable.intoIPCStream()), columns);
   } catch (err) {
     throw asDataError(err, chunk.path);
   } finally {

@@ -1,5 +1,5 @@
 // Parquet inputs, read in chunks of row groups. The reader (parquet-chunks.ts) with parquet-wasm
-// and apache-arrow (~170 ms to import together) loads on the first call, so processes that never
+// and apache-arrow (~100 ms to import together) loads on the first call, so processes that never
 // touch Parquet never pay for them.
 
 import type { Batch, Schema } from '../batch.js';

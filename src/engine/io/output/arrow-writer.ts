@@ -2,13 +2,14 @@
 // writers queue their bytes internally until read; this one hands each piece to our sink as
 // soon as a record batch is encoded, so memory stays bounded by one batch.
 
-import * as arrow from 'apache-arrow';
+import type * as Arrow from 'apache-arrow';
+import { arrow } from '../apache-arrow.js';
 import type { Batch, Schema } from '../../batch.js';
 import { batchToArrowSchema, batchToRecordBatch } from '../arrow-batch.js';
 import type { ByteSink } from './byte-sink.js';
 import type { BatchWriter } from './types.js';
 
-type IpcWriter = arrow.RecordBatchWriter & { takePending(): Uint8Array[] };
+type IpcWriter = Arrow.RecordBatchWriter & { takePending(): Uint8Array[] };
 
 /** An apache-arrow IPC writer whose encoded bytes are collected for us to take. */
 function collectingWriter(ipcFormat: 'file' | 'stream'): IpcWriter {

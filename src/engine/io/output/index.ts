@@ -1,7 +1,7 @@
 // Output writers: pick the encoder for a format and the sink for a destination.
 // Files are written atomically (temp name, fsync, rename), so `-o` never leaves a partial file.
-// The Arrow and Parquet encoders (with apache-arrow and parquet-wasm, ~170 ms to import) load on
-// their writer's first use, so a worker or a CSV run never loads them.
+// The Arrow and Parquet encoders (with apache-arrow and parquet-wasm, up to ~100 ms to import)
+// load on their writer's first use, so a worker or a CSV run never loads them.
 
 import { dirname } from 'node:path';
 import type { Schema } from '../../batch.js';

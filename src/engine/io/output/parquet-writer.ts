@@ -3,7 +3,7 @@
 // about ROW_GROUP_BYTES of uncompressed data (estimated from the first batch), so memory is
 // bounded by one row group plus one batch.
 
-import * as arrow from 'apache-arrow';
+import { arrow } from '../apache-arrow.js';
 import * as pw from 'parquet-wasm';
 import { type Batch, type Schema, batchBytes, emptyBatch } from '../../batch.js';
 import { batchToArrowTable } from '../arrow-batch.js';
