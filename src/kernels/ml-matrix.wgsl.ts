@@ -12,7 +12,8 @@ export const BLOCK_ROWS = 4096;
 
 /**
  * Double-float helpers. Every step is an f32 add, subtract or a product of two values with at most
- * 12 significant bits each (exact), so contraction into FMA cannot change a result. Shader compilers
+ * 12 significant bits each (exact), so contraction into FMA cannot change a result (save in the
+ * low-order cross terms of dfMulAdd). Shader compilers
  * reassociate float math (Mesa folds twoSum's error term to 0, even through a multiplication by an
  * unknown 1), so results of the error-free steps pass through opaque(): an XOR with a zero the
  * compiler cannot know. Every entry point calls dfInit(num_workgroups) first.
@@ -42,15 +43,16 @@ fn dfAdd(a: vec2f, b: vec2f) -> vec2f {
 fn dfSub(a: vec2f, b: vec2f) -> vec2f { return dfAdd(a, -b); }
 /** The top 12 significant bits of a (the rest, a - split12(a), has at most 12 too). */
 fn split12(a: f32) -> f32 { return bitcast<f32>(bitcast<u32>(a) & 0xfffff000u); }
-/** acc + a × b for double-floats a, b: hi × hi exactly (four exact partial products), plus the cross terms. */
+/**
+ * acc + a × b for double-floats a, b: hi × hi as p + e exactly (Dekker: p rounded, e from the four
+ * exact partial products of the 12-bit halves), plus the cross terms, added to acc in one dfAdd.
+ */
 fn dfMulAdd(acc: vec2f, a: vec2f, b: vec2f) -> vec2f {
   let a1 = split12(a.x); let a2 = a.x - a1;
   let b1 = split12(b.x); let b2 = b.x - b1;
-  var s = dfAddF(acc, a1 * b1);
-  s = dfAddF(s, a1 * b2);
-  s = dfAddF(s, a2 * b1);
-  s = dfAddF(s, a2 * b2);
-  return dfAddF(s, a.x * b.y + a.y * b.x);
+  let p = opaque(a.x * b.x);
+  let e = opaque(opaque(opaque(a1 * b1 - p) + a1 * b2) + a2 * b1) + a2 * b2;
+  return dfAdd(acc, vec2f(p, e + (a.x * b.y + a.y * b.x)));
 }
 `;
 
