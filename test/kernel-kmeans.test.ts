@@ -108,8 +108,8 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
     ['d 32, k 64 (the benchmark shape: two rows per thread)', 3000, 32, 64, false],
     ['d 70, k 5 (one row per thread, padded to vec4s)', 1500, 70, 5, false],
     ['k 37, d 7 (no multiple of 4 or 256), integer ties, several sum blocks', 3 * sumBlockRows(37) + 77, 7, 37, true],
-    [`d 30, k 3: few clusters, each many rows of every sub-tile; rows ${sumTileRows(30) * 40 + 13} not a multiple of a sub-tile or block`, sumTileRows(30) * 40 + 13, 30, 3, false],
-    [`d 200 (sub-tiles of ${sumTileRows(200)} rows), k 21, several passes over each block`, 2 * sumBlockRows(21) + 5, 200, 21, false],
+    [`d 30, k 3: few clusters, each many rows of every sub-tile; rows ${sumTileRows(30, 3) * 40 + 13} not a multiple of a sub-tile or block`, sumTileRows(30, 3) * 40 + 13, 30, 3, false],
+    [`d 200 (sub-tiles of ${sumTileRows(200, 21)} rows), k 21, several passes over each block`, 2 * sumBlockRows(21) + 5, 200, 21, false],
     [`k ${MAX_SUM_CLUSTERS} (the most the sums kernel takes), d 3, integer ties, two sum blocks`, sumBlockRows(MAX_SUM_CLUSTERS) + 999, 3, MAX_SUM_CLUSTERS, true],
   ];
   for (const [name, rows, d, k, round] of cases) {
@@ -168,7 +168,7 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
   it('values over 12 orders of magnitude (double-float sums round, so their order shows): sums equal the twin bit for bit', async () => {
     const ctx = await testGpu();
     const rng = new Rng(12, 'wide');
-    const rows = 2 * sumBlockRows(5) + sumTileRows(6) + 3, d = 6, k = 5;
+    const rows = 2 * sumBlockRows(5) + sumTileRows(6, 5) + 3, d = 6, k = 5;
     const x = new Float64Array(rows * d).map(() => (rng.nextFloat() - 0.5) * 10 ** Math.floor(rng.nextFloat() * 12 - 6));
     const centres = new Float64Array(k * d).map(() => (rng.nextFloat() - 0.5) * 1e-3);
     const m = await upload(ctx, x, null, rows, d);

@@ -157,18 +157,18 @@ fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: 
 export function sumBlockRows(k: number): number {
   return Math.max(1024, 2 ** Math.ceil(Math.log2(16 * k)));
 }
-/** Values of a sub-tile of rows (its features, a constant 1 and the distance) kept in workgroup memory (16 KiB). */
-const SUM_TILE = 4096;
 /** Clusters the sums kernel takes (start and count per cluster in workgroup memory, 8 KiB); more run on the CPU. */
 export const MAX_SUM_CLUSTERS = 1024;
 
 /**
- * Rows of a sub-tile of the sums: at most 64 (each of the sub-tile's threads compares its row's
- * label with every other row's), and an even number, so that a column of T + 1 values is odd and
- * the threads of one cluster, reading one row's features, read distinct banks.
+ * Rows of a sub-tile of the sums: as many as fit 16 KiB of workgroup memory with k clusters' start
+ * and count, but at most 64 (each of the sub-tile's threads compares its row's label with every
+ * other row's), and an even number, so that a column of T + 1 values is odd and the threads of
+ * one cluster, reading one row's features, read distinct banks.
  */
-export function sumTileRows(d: number): number {
-  return Math.min(64, 2 * Math.floor((Math.floor(SUM_TILE / (d + 2)) - 1) / 2));
+export function sumTileRows(d: number, k: number): number {
+  const floats = Math.floor((16384 - 8 * k - 4 * 64) / 4);
+  return Math.max(2, Math.min(64, 2 * Math.floor((Math.floor(floats / (d + 2)) - 1) / 2)));
 }
 
 /** Accumulators per thread, and passes over a block, for k × (d + 2) entries. */
@@ -198,7 +198,7 @@ export function kmeansSumsWgsl(d: number, k: number): string {
 @group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
 const K: u32 = ${k}u;
 const Q: u32 = D + 2u;
-const T: u32 = ${sumTileRows(d)}u;
+const T: u32 = ${sumTileRows(d, k)}u;
 const TP: u32 = T + 1u;
 const E: u32 = ${perThread}u;
 const PASSES: u32 = ${passes}u;
