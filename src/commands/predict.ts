@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, outputFlags, runFlags } from '../cli/flags.js';
@@ -6,6 +5,7 @@ import { inputPlan, splitList } from '../cli/inputs.js';
 import { finishStage } from '../cli/stage.js';
 import { DataError, UsageError, requireColumn } from '../engine/errors.js';
 import { MetricAccumulator } from '../engine/ml/streaming-metrics.js';
+import { readModelText } from '../engine/ml/model-file.js';
 import { modelOf } from '../engine/ml/predict-columns.js';
 import type { PlanNode } from '../engine/plan/nodes.js';
 import { schemaOf } from '../engine/plan/schema.js';
@@ -26,7 +26,7 @@ export default class Predict extends GpuframeCommand {
     const { argv, flags } = await this.parse(Predict);
     let modelText: string;
     try {
-      modelText = readFileSync(flags.model, 'utf8');
+      modelText = readModelText(flags.model);
     } catch {
       throw new DataError('cannot read the model file', { file: flags.model });
     }

@@ -11,6 +11,7 @@ import { forestLeaves } from '../ml/predict.js';
 import type { ForestLeafFinder } from '../ml/predict-columns.js';
 import { recordForestLeaves, sortableKeys, type DeviceForest } from '../../kernels/forest.js';
 import { GpuWork } from '../../kernels/ml-matrix.js';
+import { PhaseTimes } from '../gpu/timing.js';
 
 /** Bytes of row keys or leaves one submission may take. */
 const BATCH_BYTES = 256 << 20;
@@ -18,13 +19,19 @@ const BATCH_BYTES = 256 << 20;
 export function gpuForestLeafFinder(ctx: GpuContext): ForestLeafFinder {
   let held: { model: ForestModel; forest: Promise<DeviceForest> } | null = null;
   return async (model, x, rows) => {
+    const phases = new PhaseTimes();
     if (held?.model !== model) {
       void held?.forest.then((old) => freeForest(ctx, old), () => {});
       held = { model, forest: uploadForest(ctx, model) };
     }
     const d = model.featureNames.length;
     try {
-      return await leavesOnGpu(ctx, await held.forest, x, rows, d);
+      const forest = await held.forest;
+      phases.mark('model on the device');
+      const leaves = await leavesOnGpu(ctx, forest, x, rows, d);
+      phases.mark('leaves');
+      phases.report(`forest predict of ${rows} rows, ${forest.trees} trees`);
+      return leaves;
     } catch (err) {
       if (ctx.lostReason) throw err;
       return forestLeaves(model, x, rows, d); // the same leaves, found on this CPU

@@ -3,7 +3,9 @@
 // file as untrusted: unknown kinds or versions, prototype keys, absurd sizes,
 // inconsistent lengths and non-finite numbers are DataErrors naming the file and the field.
 
+import { isAscii } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { DTYPES, type DType } from '../batch.js';
 import { DataError } from '../errors.js';
 import { MODEL_FORMAT_VERSION, READABLE_FORMAT_VERSIONS, type FlatTrees, type Model, type ParamValue } from './model.js';
@@ -83,6 +85,15 @@ function numbers(a: ArrayLike<number>, field: string): number[] {
 function finiteArray(a: Float64Array, field: string): Float64Array {
   for (let i = 0; i < a.length; i++) finite(a[i], field);
   return a;
+}
+
+/**
+ * A model file's text. Model files are nearly all base64, so the common ASCII file is read as
+ * Latin-1, which is the same text without UTF-8 decoding (2.4x faster for a 148 MB forest here).
+ */
+export function readModelText(path: string): string {
+  const bytes = readFileSync(path);
+  return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
 }
 
 export function parseModel(text: string, fileName: string): Model {

@@ -1,10 +1,9 @@
 // Predictions as columns: what a predict step appends to each batch (`prediction`, and
 // `proba_<class>` per class with --proba), and the types of those columns.
 
-import { readFileSync } from 'node:fs';
 import { selectColumns, type Batch, type Column, type Field } from '../batch.js';
 import { designMatrix } from './design-matrix.js';
-import { parseModel } from './model-file.js';
+import { parseModel, readModelText } from './model-file.js';
 import type { ForestModel, Model } from './model.js';
 import { predictBatch, predictFromLeaves, type Prediction } from './predict.js';
 
@@ -33,7 +32,7 @@ let read: { file: string; model: Model } | null = null;
 
 /** The model a predict step's worker reads from the run's copy of it (once per process). */
 export function modelInFile(op: { modelFile: string; modelPath: string }): Model {
-  if (read?.file !== op.modelFile) read = { file: op.modelFile, model: parseModel(readFileSync(op.modelFile, 'utf8'), op.modelPath) };
+  if (read?.file !== op.modelFile) read = { file: op.modelFile, model: parseModel(readModelText(op.modelFile), op.modelPath) };
   return read.model;
 }
 
