@@ -6,7 +6,7 @@
 // any run, whichever worker holds it.
 
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, storageBuffer, throwIfGpuFailed, uniformWords, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, sharedUniform, storageBuffer, throwIfGpuFailed, uniformWords, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import type { DDArray } from '../engine/ml/double-double.js';
 import { BLOCK_ROWS, BLOCK_SUMS_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL } from './ml-matrix.wgsl.js';
 
@@ -70,27 +70,28 @@ export function freeMatrix(ctx: GpuContext, m: DeviceMatrix): void {
 export class GpuWork {
   readonly encoder: GPUCommandEncoder;
   private readonly temps: GPUBuffer[] = [];
-  private readonly uniforms: GPUBuffer[] = [];
 
   constructor(readonly ctx: GpuContext) {
     this.encoder = ctx.device.createCommandEncoder();
   }
 
+  /** Kernel parameters: a shared uniform buffer, so rounds that repeat them repeat their bind groups too. */
   params(words: readonly number[]): GPUBuffer {
-    const b = uniformWords(this.ctx, words);
-    this.uniforms.push(b);
-    return b;
+    return sharedUniform(this.ctx, words);
   }
 
+  /** A zeroed temporary (a recycled one is cleared by this work's own commands, before the rest). */
   temp(bytes: number, label: string): GPUBuffer {
-    const b = storageBuffer(this.ctx, bytes, label);
+    const b = storageBuffer(this.ctx, bytes, label, this.encoder);
     this.temps.push(b);
     return b;
   }
 
   /** A temporary buffer holding `data` (small inputs: centres, shifts), written before the commands run. */
   input(data: Float32Array | Uint32Array, label: string): GPUBuffer {
-    const b = this.temp(data.byteLength, label);
+    // Cleared at once, not in the encoder: the write below goes to the queue before the encoder's commands.
+    const b = storageBuffer(this.ctx, data.byteLength, label);
+    this.temps.push(b);
     if (data.byteLength > 0) this.ctx.device.queue.writeBuffer(b, 0, data);
     return b;
   }
@@ -121,7 +122,6 @@ export class GpuWork {
   /** Frees the temporaries (after a failure before finish, too). */
   release(): void {
     for (const b of this.temps.splice(0)) freeBuffer(this.ctx, b);
-    for (const b of this.uniforms.splice(0)) b.destroy();
   }
 }
 
