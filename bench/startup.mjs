@@ -37,7 +37,7 @@ const CASES = [
   ['groupby csv -> csv, --workers 2', ['bin/run.js', 'groupby', flights, '--by', 'origin', '--agg', 'count(),mean(delay)', '-o', out('g2.csv'), '--workers', '2', ...cpuRun]],
   ['read-csv csv -> parquet, --workers 0', ['bin/run.js', 'read-csv', flights, '-o', out('r.parquet'), '--workers', '0', ...cpuRun]],
   ['read-csv csv -> arrow, --workers 0', ['bin/run.js', 'read-csv', flights, '-o', out('r.arrow'), '--workers', '0', ...cpuRun]],
-  ['read-csv csv | plan (pipe stage)', ['bin/run.js', 'read-csv', flights, '--format', 'plan']],
+  ['read-csv csv, plan to a pipe', ['bin/run.js', 'read-csv', flights, '--format', 'plan']],
   ['rf-train 10 trees, --workers 0', ['bin/run.js', 'rf-train', ml, '--target', 'y', '--n-estimators', '10', '--model-out', out('rf.json'), '--workers', '0', ...cpuRun]],
   ['CPU worker entry (worker-main.js)', ['dist/engine/exec/worker-main.js']],
   ['import run-fragment.js', ['--input-type=module', '-e', "await import('./dist/engine/exec/run-fragment.js')"]],
