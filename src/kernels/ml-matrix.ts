@@ -6,7 +6,7 @@
 // any run, whichever worker holds it.
 
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, sharedUniform, storageBuffer, throwIfGpuFailed, uniformWords, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, sharedUniform, storageBuffer, throwIfGpuFailed, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import type { DDArray } from '../engine/ml/double-double.js';
 import { BLOCK_ROWS, BLOCK_SUMS_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL } from './ml-matrix.wgsl.js';
 
@@ -33,29 +33,42 @@ export function deviceMatrixFits(ctx: GpuContext, rows: number, columns: number)
 }
 
 /** Uploads row-major float64 `x` (rows × cols) and `y` through `ring` and splits them on the device. */
-export async function uploadMatrix(ctx: GpuContext, ring: StagingRing, x: Float64Array, y: Float64Array | null, rows: number, cols: number): Promise<DeviceMatrix> {
-  const columns = cols + (y ? 1 : 0);
+export function uploadMatrix(ctx: GpuContext, ring: StagingRing, x: Float64Array, y: Float64Array | null, rows: number, cols: number): Promise<DeviceMatrix> {
+  const sources = [...(cols > 0 ? [{ data: x, srcCols: cols, colStart: 0 }] : []), ...(y ? [{ data: y, srcCols: 1, colStart: cols }] : [])];
+  return uploadSources(ctx, ring, sources, rows, cols, y !== null);
+}
+
+/**
+ * Uploads float64 columns (the features, then the target when `hasY`) as they come from a batch,
+ * each straight from its own array: no row-major copy is made on the host.
+ */
+export function uploadColumns(ctx: GpuContext, ring: StagingRing, columns: readonly Float64Array[], rows: number, hasY: boolean): Promise<DeviceMatrix> {
+  return uploadSources(ctx, ring, columns.map((data, j) => ({ data, srcCols: 1, colStart: j })), rows, columns.length - (hasY ? 1 : 0), hasY);
+}
+
+/** Each source holds `srcCols` row-major columns of the matrix from column `colStart`; decoded on the device slice by slice. */
+async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readonly { data: Float64Array; srcCols: number; colStart: number }[],
+                             rows: number, cols: number, hasY: boolean): Promise<DeviceMatrix> {
+  const columns = cols + (hasY ? 1 : 0);
   const xr = storageBuffer(ctx, rows * columns * 4, 'matrix xr');
   const xl = storageBuffer(ctx, rows * columns * 4, 'matrix xl');
   const kernel = kernelFor(ctx, 'ml-matrix', ML_MATRIX_WGSL);
-  const sliceRows = Math.max(1, Math.floor(Math.min(ctx.device.limits.maxStorageBufferBindingSize, 64 << 20) / (columns * 8)));
-  const src = storageBuffer(ctx, Math.min(rows, sliceRows) * columns * 8, 'matrix f64 slice');
+  const widest = Math.max(1, ...sources.map((s) => s.srcCols));
+  const sliceRows = Math.max(1, Math.floor(Math.min(ctx.device.limits.maxStorageBufferBindingSize, 64 << 20) / (widest * 8)));
+  const src = storageBuffer(ctx, Math.min(rows, sliceRows) * widest * 8, 'matrix f64 slice');
   try {
-    const decode = async (data: Float64Array, srcCols: number, colStart: number) => {
-      for (let start = 0; start < rows; start += sliceRows) {
-        const n = Math.min(sliceRows, rows - start);
+    for (const { data, srcCols, colStart } of sources) {
+      const sourceSliceRows = Math.max(1, Math.floor(sliceRows * widest / srcCols));
+      for (let start = 0; start < rows; start += sourceSliceRows) {
+        const n = Math.min(sourceSliceRows, rows - start);
         await ring.upload(data.subarray(start * srcCols, (start + n) * srcCols), src);
-        const params = uniformWords(ctx, [n, srcCols, start, rows, colStart]);
-        kernel.dispatch('decode', [params, src, xr, xl], workgroupsFor(n * srcCols));
-        params.destroy();
+        kernel.dispatch('decode', [sharedUniform(ctx, [n, srcCols, start, rows, colStart]), src, xr, xl], workgroupsFor(n * srcCols));
       }
-    };
-    if (cols > 0) await decode(x, cols, 0);
-    if (y) await decode(y, 1, cols);
+    }
   } finally {
     freeBuffer(ctx, src);
   }
-  return { rows, cols, hasY: y !== null, xr, xl };
+  return { rows, cols, hasY, xr, xl };
 }
 
 export function freeMatrix(ctx: GpuContext, m: DeviceMatrix): void {

@@ -10,21 +10,24 @@ import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
 import { freeBuffer, readBack, stagingRingOf, storageBuffer } from '../gpu/buffers.js';
 import { PhaseTimes } from '../gpu/timing.js';
-import { designMatrix } from '../ml/design-matrix.js';
+import { designColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
 import type { PickTarget } from '../ml/kmeans-tasks.js';
 import { assignBufferBytes, assignEntries, assignResultOf, kmeansOnGpu, recordAssign, type AssignBuffers, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
-import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadMatrix, type DeviceMatrix } from '../../kernels/ml-matrix.js';
+import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadColumns, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
 
 /** Seeding state of one k-means++ run: each row's nearest squared distance among the first `count` centres. */
 interface Seeding { minD2: GPUBuffer; count: number }
 
+/** A partition's rows on the host; `row` reads one row without making the whole row-major copy. */
+type HostPartition = MatrixPartition & { row(r: number): Float64Array };
+
 interface GpuPartition {
-  host: MatrixPartition;
+  host: HostPartition;
   /** Null when the partition does not fit a device binding or the budget: its tasks run on the host copy. */
   device: DeviceMatrix | null;
   seeding: Map<string, Seeding>;
@@ -77,13 +80,14 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   if (terminal.kind !== 'load-matrix') throw new Error('expected load-matrix');
   const read = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
   const batches = read.batches!;
-  const m = designMatrix(concatBatches(batches[0]?.schema ?? [], batches), terminal.features, terminal.target);
-  const host: MatrixPartition = { index: fragment.index, firstRow: -1, rows: m.rows, cols: m.cols, x: m.x, y: m.y };
+  const m = designColumns(concatBatches(batches[0]?.schema ?? [], batches), terminal.features, terminal.target);
+  const host = columnPartition(fragment.index, m);
   const warnings = read.warnings;
   let device: DeviceMatrix | null = null;
-  if (terminal.device && deviceMatrixFits(ctx, m.rows, m.cols + (m.y ? 1 : 0))) {
+  if (terminal.device && deviceMatrixFits(ctx, m.rows, host.cols + (m.y ? 1 : 0))) {
     try {
-      device = await uploadMatrix(ctx, stagingRingOf(ctx), m.x, m.y, m.rows, m.cols);
+      // Straight from the batch's columns: the device matrix is column-major, so no row-major copy is needed.
+      device = await uploadColumns(ctx, stagingRingOf(ctx), m.y ? [...m.columns, m.y] : m.columns, m.rows, m.y !== null);
     } catch (err) {
       if (ctx.lostReason) throw err;
       warnings.push(`partition ${fragment.index} stays on the CPU of its GPU worker (${err instanceof Error ? err.message : String(err)})`);
@@ -97,6 +101,19 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   if (old) freePartition(ctx, old);
   held.set(fragment.index, { host, device, seeding: new Map(), assign: null, assignBusy: false });
   return { holder: process.pid, matched: read.matched, rows: read.rows, warnings };
+}
+
+/**
+ * A partition kept as the batch's columns: its row-major form (what the CPU code of a task reads)
+ * is made only if such a task runs here, and single rows come from the columns.
+ */
+function columnPartition(index: number, m: DesignColumns): HostPartition {
+  let x: Float64Array | null = null;
+  return {
+    index, firstRow: -1, rows: m.rows, cols: m.columns.length, y: m.y,
+    get x() { return (x ??= rowMajor(m.columns, m.rows)); },
+    row: (r) => Float64Array.from(m.columns, (c) => c[r]),
+  };
 }
 
 function freePartition(ctx: GpuContext, p: GpuPartition): void {
@@ -188,14 +205,10 @@ async function pickRow(ctx: GpuContext, p: DevicePartition, minD2: GPUBuffer, bl
       if (!(values[i] > 0)) continue;
       last = r0 + i;
       acc += values[i];
-      if (acc > target) return rowOf(p.host, last);
+      if (acc > target) return p.host.row(last);
     }
   }
-  return rowOf(p.host, Math.max(0, last)); // every row coincides with a centre: any row will do
-}
-
-function rowOf(part: MatrixPartition, r: number): Float64Array {
-  return part.x.slice(r * part.cols, (r + 1) * part.cols);
+  return p.host.row(Math.max(0, last)); // every row coincides with a centre: any row will do
 }
 
 function freeAssignBuffers(ctx: GpuContext, p: GpuPartition): void {

@@ -5,26 +5,43 @@ import { DataError, requireColumn } from '../errors.js';
 
 export interface DesignMatrix { rows: number; cols: number; x: Float64Array; y: Float64Array | null }
 
+/** The same values column by column, as the batch holds them (float64 columns are not copied). */
+export interface DesignColumns { rows: number; columns: Float64Array[]; y: Float64Array | null }
+
 /** Numeric (float64, int64, bool, timestamp) columns `features` and optional `target` of a batch; nulls are data errors. */
-export function designMatrix(batch: Batch, features: readonly string[], target: string | null, file?: string): DesignMatrix {
+export function designColumns(batch: Batch, features: readonly string[], target: string | null, file?: string): DesignColumns {
   const names = batch.schema.map((f) => f.name);
   const column = (name: string): Column => {
     requireColumn(name, names);
     return batch.columns[names.indexOf(name)];
   };
-  const rows = batch.length, cols = features.length;
+  return {
+    rows: batch.length,
+    columns: features.map((name) => numericValues(column(name), name, file)),
+    y: target === null ? null : numericValues(column(target), target, file),
+  };
+}
+
+/** The design matrix of a batch: its feature columns as rows × features, row-major. */
+export function designMatrix(batch: Batch, features: readonly string[], target: string | null, file?: string): DesignMatrix {
+  const { rows, columns, y } = designColumns(batch, features, target, file);
+  return { rows, cols: columns.length, x: rowMajor(columns, rows), y };
+}
+
+/** Columns side by side as one row-major matrix. */
+export function rowMajor(columns: readonly Float64Array[], rows: number): Float64Array {
+  const cols = columns.length;
   const x = new Float64Array(rows * cols);
-  const values = features.map((name) => numericValues(column(name), name, file));
   // Blocks of rows, all columns each: the block's part of x stays in cache (a whole column at a
   // time strided through x and missed the cache on every write).
   for (let r0 = 0; r0 < rows; r0 += TRANSPOSE_BLOCK_ROWS) {
     const r1 = Math.min(rows, r0 + TRANSPOSE_BLOCK_ROWS);
     for (let j = 0; j < cols; j++) {
-      const v = values[j];
+      const v = columns[j];
       for (let r = r0; r < r1; r++) x[r * cols + j] = v[r];
     }
   }
-  return { rows, cols, x, y: target === null ? null : numericValues(column(target), target, file) };
+  return x;
 }
 
 const TRANSPOSE_BLOCK_ROWS = 256;
