@@ -10,8 +10,8 @@
 // iterations (well-separated blobs with one centre each converge after 2). Times are also given as
 // a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Last, the kernels
 // alone on one device matrix of all rows (a child process, `node bench/gpu-ml.mjs --kernels`): the
-// assignment kernel, the per-cluster sums kernel, the whole k-means step (assignment, sums,
-// reduction), and the Gram pass,
+// unfused assignment kernel, the whole k-means step fused (assignment and per-cluster sums in one
+// kernel, then the reduction) and unfused, and the Gram pass,
 // each the marginal time of 5 more in one submission, so the CLI's per-partition and per-round
 // costs can be told apart from the kernels'. Progress lines go to stdout as they happen.
 
@@ -61,15 +61,14 @@ async function kernelTimings() {
   const dist = (p) => import(join(ROOT, 'dist', p));
   const { openGpu } = await dist('engine/gpu/device.js');
   const { StagingRing } = await dist('engine/gpu/buffers.js');
-  const { GpuWork, uploadMatrix, freeMatrix, decodeCpu } = await dist('kernels/ml-matrix.js');
-  const { recordAssign, assignEntries, deviceFmaIsFused, kmeansAssignCpu } = await dist('kernels/kmeans.js');
-  const { kmeansAssignWgsl, kmeansSumsWgsl, assignShape, assignWorkgroups, sumBlockRows, sumsShape } = await dist('kernels/kmeans.wgsl.js');
+  const { GpuWork, uploadMatrix, freeMatrix } = await dist('kernels/ml-matrix.js');
+  const { recordAssign, assignEntries } = await dist('kernels/kmeans.js');
+  const { kmeansAssignWgsl, assignRowsPerThread } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
   const ctx = await openGpu({ allowSoftware: true });
   const ring = new StagingRing(ctx);
   const limit = ctx.device.limits.maxStorageBufferBindingSize;
   const marginal = (record) => marginalMs(ctx, GpuWork, record, 5);
-  const storageBufferOf = (bytes) => ctx.device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
   const uniform = (n) => { const a = new Float64Array(n); for (let i = 0; i < n; i++) a[i] = Math.random() * 20 - 10; return a; };
 
   const kmRows = Math.min(ROWS, Math.floor(limit / (D * 4)));
@@ -79,36 +78,15 @@ async function kernelTimings() {
   const params = [kmRows, K, 0, 0];
   const assignMs = await marginal((work) => {
     const c = work.input(centres, 'centres');
-    work.dispatch(`kmeans-assign-${D}-${assignShape(K).groups}`, kmeansAssignWgsl(D, K), 'assign',
-      [work.params(params), m.xr, c, work.temp(kmRows * 4, 'labels'), work.temp(kmRows * 4, 'dist')], assignWorkgroups(kmRows, K));
+    work.dispatch(`kmeans-assign-${D}`, kmeansAssignWgsl(D), 'assign',
+      [work.params(params), m.xr, c, work.temp(kmRows * 4, 'labels'), work.temp(kmRows * 4, 'dist')], Math.ceil(kmRows / (256 * assignRowsPerThread(D))));
   });
-  console.log(JSON.stringify({ kernel: 'kmeans assignment kernel (of the step)', rows: kmRows, ms: assignMs }));
-  // The sums kernel alone, over the labels and distances of one real assignment; the first rows'
-  // labels and distances checked against the CPU twin (bit for bit, with the device's fma).
-  const kept = { labels: storageBufferOf(kmRows * 4), dist: storageBufferOf(kmRows * 4) };
-  {
-    const work = new GpuWork(ctx);
-    recordAssign(work, m, work.input(centres, 'centres'), K, work.temp(assignEntries(K, D) * 8, 'out'), 0, { ...kept, partials: work.temp(Math.ceil(kmRows / sumBlockRows(K)) * assignEntries(K, D) * 8, 'partials') });
-    const n = Math.min(kmRows, 20000);
-    const [labelWords, dists] = await work.finish([{ buf: kept.labels, floats: n }, { buf: kept.dist, floats: n }]);
-    const cols = new Float32Array(n * D);
-    for (let r = 0; r < n; r++) for (let j = 0; j < D; j++) cols[j * n + r] = decodeCpu(x[r * D + j])[0];
-    const fused = await deviceFmaIsFused(new GpuWork(ctx));
-    const want = kmeansAssignCpu(cols, n, D, centres, K, fused);
-    const labels = new Uint32Array(labelWords.buffer);
-    let differ = 0;
-    for (let r = 0; r < n; r++) if (labels[r] !== want.labels[r] || !Object.is(dists[r], want.dist[r])) differ++;
-    console.log(JSON.stringify({ check: `kmeans assignment vs CPU twin (fma ${fused ? 'fused' : 'rounded twice'}), first ${n} rows`, rowsDiffering: differ }));
+  console.log(JSON.stringify({ kernel: 'kmeans assignment kernel (of the unfused step)', rows: kmRows, ms: assignMs }));
+  for (const fuse of ['auto', 'never']) {
+    const stepMs = await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, undefined, fuse); });
+    const kernel = fuse === 'auto' ? 'kmeans step fused (small k × d; not the default), reduction included' : 'kmeans step as the CLI runs it (assignment, then sums), reduction included';
+    console.log(JSON.stringify({ kernel, rows: kmRows, ms: stepMs, entries: assignEntries(K, D) }));
   }
-  const sumsMs = await marginal((work) => {
-    const blocks = Math.ceil(kmRows / sumBlockRows(K));
-    work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums',
-      [work.params(params), m.xr, kept.labels, kept.dist, work.temp(blocks * assignEntries(K, D) * 8, 'partials')], blocks * sumsShape(K, D).passes);
-  });
-  console.log(JSON.stringify({ kernel: 'kmeans sums kernel (of the step)', rows: kmRows, ms: sumsMs }));
-  kept.labels.destroy(); kept.dist.destroy();
-  const stepMs = await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0); });
-  console.log(JSON.stringify({ kernel: 'kmeans step as the CLI runs it (assignment, then sums), reduction included', rows: kmRows, ms: stepMs, entries: assignEntries(K, D) }));
   freeMatrix(ctx, m);
 
   const lrRows = Math.min(ROWS_LINREG, Math.floor(limit / ((D_LINREG + 1) * 4)));
@@ -154,7 +132,7 @@ function generate(kind, rows, d, path, extra) {
 // ---- k-means ----
 const blobs = join(DIR, `blobs-${ROWS}x${D}-c${BLOB_CENTERS}.arrow`);
 if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '--cluster-std', '2'])) {
-  // The k-means step reads xr (once at best) and writes labels and distances. Distances: a subtract
+  // The fused k-means kernel reads xr once and writes labels and distances. Distances: a subtract
   // and a multiply-add (3 flops) per feature and centre.
   const kmBytes = ROWS * (D * 4 + 8), kmFlops = 3 * ROWS * K * D;
   const models = {};
@@ -220,9 +198,7 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--kernels'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 16 << 20 });
   const lines = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
   for (const k of lines) {
-    if (k.check) { add(k.check, k.rowsDiffering === 0 ? 'identical' : `${k.rowsDiffering} rows DIFFER`); continue; }
-    const [bytes, flops] = k.kernel.startsWith('kmeans sums') ? [k.rows * (D * 4 + 8), 0]
-        : k.kernel.startsWith('kmeans') ? [k.rows * (D * 4 + 8), 3 * k.rows * K * D]
+    const [bytes, flops] = k.kernel.startsWith('kmeans') ? [k.rows * (D * 4 + 8), 3 * k.rows * K * D]
         : [k.rows * (D_LINREG + 1) * 8, 40 * k.rows * (D_LINREG * (D_LINREG + 1) / 2 + D_LINREG)];
     add(`${k.kernel} alone, ${k.rows} rows, one partition`, `${k.ms.toFixed(2)} ms`, ofRoofline(k.ms / 1e3, bytes, flops));
   }

@@ -2,19 +2,16 @@
 // per-cluster counts, sums and inertia, and the k-means++ steps (nearest distance kept on the
 // device, totals, potentials), on random data and awkward shapes: k = 1, d = 1, ties, all rows
 // equal, row counts that are not a multiple of the workgroup or of a block, k and d that are not a
-// multiple of anything (nor of a sums sub-tile), the largest k the sums kernel takes, one cluster
-// holding every row of many blocks while others stay empty, and the same bits when run again. The
-// per-cluster sums equal their double-float CPU twin (row order within a block, then blocks in
-// order) bit for bit, given the kernel's own labels and distances; labels, distances and the
-// k-means++ nearest distances equal the f32 twin's bit for bit, with the device's kind of fma
-// (deviceFmaIsFused: lavapipe rounds the product first, NVIDIA does not).
+// multiple of anything, the largest k the sums kernel takes, one cluster holding every row of many
+// blocks while others stay empty, and the same bits when run again; small k × d runs the fused
+// kernel, larger the assignment then the sums, and for integer data the two agree bit for bit.
 
 import { describe, expect, it } from 'vitest';
-import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { assignEntries, assignResultOf, deviceFmaIsFused, fmaF32, kmeansAssignCpu, kmeansOnGpu, kmeansSumsCpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
-import { MAX_SUM_CLUSTERS, sumBlockRows, sumTileRows } from '../src/kernels/kmeans.wgsl.js';
+import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
+import { MAX_SUM_CLUSTERS, sumBlockRows } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
 
@@ -38,22 +35,13 @@ export function upload(ctx: GpuContext, x: Float64Array, y: Float64Array | null,
   return uploadMatrix(ctx, ring, x, y, rows, d);
 }
 
-async function assignOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number) {
+async function assignOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number, fuse: 'auto' | 'never' = 'auto') {
   const work = new GpuWork(ctx);
   const entries = assignEntries(k, m.cols);
   const out = work.temp(entries * 8, 'out');
-  const { labels, dist } = recordAssign(work, m, work.input(new Float32Array(centres), 'centres'), k, out, 0);
-  const [pairs, labelWords, distances] = await work.finish([{ buf: out, floats: entries * 2 }, { buf: labels, floats: m.rows }, { buf: dist, floats: m.rows }]);
-  return { pairs, result: assignResultOf(pairs, k, m.cols), labels: new Uint32Array(labelWords.buffer), dist: distances };
-}
-
-/** The kernel's sums equal the double-float twin's bit for bit, given the kernel's labels and distances. */
-function expectSumsAsTwin(got: { pairs: Float32Array; labels: Uint32Array; dist: Float32Array }, cols: Float32Array, rows: number, d: number, k: number): void {
-  const want = kmeansSumsCpu(cols, rows, d, got.labels, got.dist, k);
-  const a = new Uint32Array(got.pairs.buffer), b = new Uint32Array(want.buffer);
-  let first = -1;
-  for (let i = 0; i < a.length && first < 0; i++) if (a[i] !== b[i]) first = i;
-  expect(first, first < 0 ? '' : `word ${first}: ${got.pairs[first]} vs ${want[first]}`).toBe(-1);
+  const { labels } = recordAssign(work, m, work.input(new Float32Array(centres), 'centres'), k, out, 0, undefined, fuse);
+  const [pairs, labelWords] = await work.finish([{ buf: out, floats: entries * 2 }, { buf: labels, floats: m.rows }]);
+  return { pairs, result: assignResultOf(pairs, k, m.cols), labels: new Uint32Array(labelWords.buffer) };
 }
 
 const relClose = (a: number, b: number, tol: number) => Math.abs(a - b) <= tol * Math.max(1, Math.abs(b));
@@ -81,22 +69,6 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
   });
 });
 
-describe('fmaF32 (the twins\' distances on devices whose fma rounds once)', () => {
-  it('rounds a × b + c once, ties to even, breaking ties the double sum made', () => {
-    const a = 1 + 2 ** -12;
-    expect(fmaF32(a, a, -(1 + 2 ** -11))).toBe(2 ** -24); // rounding a × a first gives 0
-    expect(Math.fround(Math.fround(a * a) - (1 + 2 ** -11))).toBe(0);
-    // a × b = 2^-24 - 2^-60: 1 + 2^-23 + a × b is just below the midpoint 1 + 2^-23 + 2^-24, but the
-    // double sum is the midpoint itself, which ties to the even 1 + 2^-22.
-    const [p, q, c] = [2 ** -12 * (1 + 2 ** -18), 2 ** -12 * (1 - 2 ** -18), 1 + 2 ** -23];
-    expect(Math.fround(p * q + c)).toBe(1 + 2 ** -22);
-    expect(fmaF32(p, q, c)).toBe(1 + 2 ** -23);
-    expect(fmaF32(-p, q, -c)).toBe(-(1 + 2 ** -23));
-    expect(fmaF32(3, 5, 7)).toBe(22);
-    expect(fmaF32(1e30, 1e30, 1)).toBe(Infinity);
-  });
-});
-
 describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
   const cases: [string, number, number, number, boolean][] = [
     // name, rows, d, k, integer data (exact ties)
@@ -108,8 +80,6 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
     ['d 32, k 64 (the benchmark shape: two rows per thread)', 3000, 32, 64, false],
     ['d 70, k 5 (one row per thread, padded to vec4s)', 1500, 70, 5, false],
     ['k 37, d 7 (no multiple of 4 or 256), integer ties, several sum blocks', 3 * sumBlockRows(37) + 77, 7, 37, true],
-    [`d 30, k 3: few clusters, each many rows of every sub-tile; rows ${sumTileRows(30, 3) * 40 + 13} not a multiple of a sub-tile or block`, sumTileRows(30, 3) * 40 + 13, 30, 3, false],
-    [`d 200 (sub-tiles of ${sumTileRows(200, 21)} rows), k 21, several passes over each block`, 2 * sumBlockRows(21) + 5, 200, 21, false],
     [`k ${MAX_SUM_CLUSTERS} (the most the sums kernel takes), d 3, integer ties, two sum blocks`, sumBlockRows(MAX_SUM_CLUSTERS) + 999, 3, MAX_SUM_CLUSTERS, true],
   ];
   for (const [name, rows, d, k, round] of cases) {
@@ -120,21 +90,20 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
       const centres = randomRows(rng, k, d, 10, round);
       const m = await upload(ctx, x, null, rows, d);
       const got = await assignOnGpu(ctx, m, centres, k);
+      const unfused = await assignOnGpu(ctx, m, centres, k, 'never');
       freeMatrix(ctx, m);
-      const cols = columnsCpu(x, rows, d);
-      expectSumsAsTwin(got, cols, rows, d, k);
-      const want = kmeansAssignCpu(cols, rows, d, new Float32Array(centres), k, await deviceFmaIsFused(new GpuWork(ctx)));
-      // Labels and distances: the twin's, bit for bit (the same fma arithmetic in the same order).
-      expect(firstDifference(got.labels, want.labels), 'first row with another label').toBe(-1);
-      expect(firstDifference(got.dist, want.dist), 'first row with another distance').toBe(-1);
-      {
+      // Integer data: the fused and the unfused kernels give the same bits.
+      if (round) expect(Array.from(new Uint32Array(unfused.pairs.buffer))).toEqual(Array.from(new Uint32Array(got.pairs.buffer)));
+      const want = kmeansAssignCpu(columnsCpu(x, rows, d), rows, d, new Float32Array(centres), k);
+      // Labels: equal, except where two centres are within f32 rounding (FMA contraction may differ).
+      let differ = 0;
+      for (let r = 0; r < rows; r++) if (got.labels[r] !== want.labels[r]) differ++;
+      expect(differ).toBeLessThanOrEqual(round ? 0 : 2);
+      if (differ === 0) {
         expect(Array.from(got.result.counts)).toEqual(Array.from(want.counts));
-        // Within 1e-6 of the float64 sums (one expect: thousands of them are slow); integer data: exact.
-        const far = Array.from(want.sums.keys()).filter((i) => {
-          const v = got.result.sums.hi[i] + got.result.sums.lo[i];
-          return round ? v !== want.sums[i] : Math.abs(v - want.sums[i]) >= 0.5e-6;
-        });
-        expect(far.slice(0, 5).map((i) => [i, got.result.sums.hi[i] + got.result.sums.lo[i], want.sums[i]])).toEqual([]);
+        for (let i = 0; i < k * d; i++) expect(got.result.sums.hi[i] + got.result.sums.lo[i], `sum ${i}`).toBeCloseTo(want.sums[i], 6);
+        // Integer data: every partial sum is exact, so the sums are equal.
+        if (round) for (let i = 0; i < k * d; i++) expect(got.result.sums.hi[i] + got.result.sums.lo[i], `sum ${i}`).toBe(want.sums[i]);
       }
       expect(relClose(got.result.inertia.hi[0] + got.result.inertia.lo[0], want.inertia, 1e-6)).toBe(true);
       if (round) expect(got.result.inertia.hi[0] + got.result.inertia.lo[0]).toBe(want.inertia);
@@ -153,9 +122,7 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
     const again = await assignOnGpu(ctx, m, centres, k);
     freeMatrix(ctx, m);
     expect(Array.from(got.result.counts)).toEqual(Array.from({ length: k }, (_, c) => (c === 6 ? rows : 0)));
-    const cols = columnsCpu(x, rows, d);
-    expectSumsAsTwin(got, cols, rows, d, k);
-    const want = kmeansAssignCpu(cols, rows, d, new Float32Array(centres), k, await deviceFmaIsFused(new GpuWork(ctx)));
+    const want = kmeansAssignCpu(columnsCpu(x, rows, d), rows, d, new Float32Array(centres), k);
     for (let i = 0; i < k * d; i++) {
       const v = got.result.sums.hi[i] + got.result.sums.lo[i];
       if (Math.floor(i / d) === 6) expect(v, `sum ${i}`).toBeCloseTo(want.sums[i], 8);
@@ -163,24 +130,6 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
     }
     expect(relClose(got.result.inertia.hi[0] + got.result.inertia.lo[0], want.inertia, 1e-6)).toBe(true);
     expect(Array.from(new Uint32Array(again.pairs.buffer))).toEqual(Array.from(new Uint32Array(got.pairs.buffer)));
-  });
-
-  it('values over 12 orders of magnitude (double-float sums round, so their order shows): sums equal the twin bit for bit', async () => {
-    const ctx = await testGpu();
-    const rng = new Rng(12, 'wide');
-    const rows = 2 * sumBlockRows(5) + sumTileRows(6, 5) + 3, d = 6, k = 5;
-    const x = new Float64Array(rows * d).map(() => (rng.nextFloat() - 0.5) * 10 ** Math.floor(rng.nextFloat() * 12 - 6));
-    const centres = new Float64Array(k * d).map(() => (rng.nextFloat() - 0.5) * 1e-3);
-    const m = await upload(ctx, x, null, rows, d);
-    const got = await assignOnGpu(ctx, m, centres, k);
-    freeMatrix(ctx, m);
-    const cols = columnsCpu(x, rows, d);
-    expectSumsAsTwin(got, cols, rows, d, k);
-    // The data can tell orders apart: the twin over the rows reversed gives other bits.
-    const reversed = new Float32Array(rows * d);
-    for (let j = 0; j < d; j++) for (let r = 0; r < rows; r++) reversed[j * rows + r] = cols[j * rows + rows - 1 - r];
-    const other = kmeansSumsCpu(reversed, rows, d, got.labels.slice().reverse(), got.dist.slice().reverse(), k);
-    expect(Array.from(new Uint32Array(other.buffer))).not.toEqual(Array.from(new Uint32Array(got.pairs.buffer)));
   });
 
   it(`k above ${MAX_SUM_CLUSTERS} is left to the CPU code`, () => {
@@ -221,9 +170,9 @@ describe.skipIf(skipGpuTests)('k-means++ kernels', () => {
       recordTotal(work, m, minD2, out, 0);
       recordPotential(work, m, minD2, work.input(new Float32Array(candidates), 'candidates'), trials, out, 1);
       const [pairs, got] = await work.finish([{ buf: out, floats: (1 + trials) * 2 }, { buf: minD2, floats: rows }]);
-      ppUpdateCpu(cols, rows, d, want, new Float32Array(centres), from, to, await deviceFmaIsFused(new GpuWork(ctx)));
+      ppUpdateCpu(cols, rows, d, want, new Float32Array(centres), from, to);
       let far = 0;
-      for (let r = 0; r < rows; r++) if (got[r] !== want[r]) far++; // the same f32 arithmetic: the same bits
+      for (let r = 0; r < rows; r++) if (!relClose(got[r], want[r], 1e-5)) far++;
       expect(far, `after centres ${from}..${to}`).toBe(0);
       const total = want.reduce((s, v) => s + v, 0);
       expect(relClose(pairs[0] + pairs[1], total, 1e-6)).toBe(true);

@@ -1,17 +1,21 @@
-// WGSL of k-means on a device matrix (ml-matrix.wgsl.ts layout), generated per feature count D.
-// Distances are f32, s = fma(t, t, s) over features in order (t = row - centre); the nearest
-// centre is the lowest index among equal distances (strict <), as the CPU twin.
-//   assign:       nearest centre and its squared distance per row (tiles of rows and centres in
-//                 workgroup memory, 4 rows × 4 centres per thread)
+// WGSL of k-means on a device matrix (ml-matrix.wgsl.ts layout), generated per feature count D so
+// that a row lives in registers. Distances are f32, summed over features in order; the nearest
+// centre is the lowest index among equal distances (strict <), as the CPU code.
+//   assign:       nearest centre and its squared distance per row (centres staged in workgroup
+//                 memory as vec4s, several rows per thread)
 //   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
 //                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
-//                 each sub-tile of rows is put in (label, row) order in workgroup memory and each
-//                 entry's thread adds its cluster's run, so every entry is summed in row order
+//                 each entry follows its cluster's rows through per-sub-tile lists (generated per
+//                 D and k); for small k × d the same kernel first assigns each staged sub-tile
+//                 itself (fused), so the rows are read once
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
 import { WGSL_GRID } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
+
+/** Centre values staged per workgroup (16 KiB). */
+export const CENTRE_TILE = 4096;
 
 function header(d: number): string {
   return /* wgsl */ `
@@ -30,120 +34,85 @@ fn loadRow(r: u32) -> array<f32, D> {
 `;
 }
 
-/** Row and centre values of one feature chunk of the assignment, in workgroup memory (8 KiB). */
-const ASSIGN_TILE = 2048;
-
-/**
- * Shape of the assignment for k centres: TC groups of threads each take 4 centres of a tile of
- * 4 × TC centres, and 256 / TC row lanes each take 4 rows of a tile of 4 × 256 / TC rows (so each
- * thread keeps 4 × 4 distances); features are staged JC at a time. Fewer centre groups for small k,
- * so that few padded centres are computed.
- */
-export function assignShape(k: number): { groups: number; tileRows: number; tileCentres: number; chunk: number } {
-  const groups = k <= 16 ? 4 : k <= 32 ? 8 : 16;
-  const tileRows = 4 * (256 / groups), tileCentres = 4 * groups;
-  return { groups, tileRows, tileCentres, chunk: Math.floor(ASSIGN_TILE / (tileRows + tileCentres)) };
-}
-
-/** Workgroups of the assignment of `rows` rows to k centres. */
-export function assignWorkgroups(rows: number, k: number): number {
-  return Math.ceil(rows / assignShape(k).tileRows);
+/** Rows per thread in the assignment: each centre value read from workgroup memory serves them all. */
+export function assignRowsPerThread(d: number): number {
+  return d <= 16 ? 4 : d <= 64 ? 2 : 1;
 }
 
 /**
- * Nearest centre per row, tiled as a matrix product: a tile of rows and a tile of centres are
- * staged in workgroup memory a chunk of features at a time (feature-major, so a thread reads its
- * 4 rows and its 4 centres of a feature as two vec4s), and each thread accumulates the 4 × 4
- * squared distances of its rows and centres in registers, feature by feature in order
- * (s = fma(t, t, s), t = row - centre: the CPU twin's arithmetic). Then each row's best over the
- * thread groups of the centre tile, in centre order, and over centre tiles in order: the lowest
- * index among equal distances. Padded centres (past k) are never chosen; padded rows never written.
+ * Nearest centre per row. Centres are staged in workgroup memory as vec4s (each centre padded
+ * with zeros to a multiple of 4 features; the padding adds (0 - 0)² = +0, which changes no sum),
+ * each thread keeps R rows in registers (rows base + lane + i × WG, so loads stay coalesced).
  */
-export function kmeansAssignWgsl(d: number, k: number): string {
-  const { groups, tileRows, tileCentres, chunk } = assignShape(k);
+export function kmeansAssignWgsl(d: number): string {
+  const d4 = Math.ceil(d / 4), rowsPerThread = assignRowsPerThread(d);
+  const load = (q: number) => [0, 1, 2, 3].map((i) => (4 * q + i < d ? `x[${4 * q + i}u * p.rows + r]` : '0.0')).join(', ');
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> centres: array<f32>;
 @group(0) @binding(3) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(4) var<storage, read_write> dist: array<f32>;
-const TC: u32 = ${groups}u;
-const TR: u32 = WG / TC;
-const RT: u32 = ${tileRows}u;
-const CT: u32 = ${tileCentres}u;
-const JC: u32 = ${chunk}u;
-/** Feature jj of the chunk: rows [4 × lane, 4 × lane + 4) at rowTile[jj × TR + lane], centres of group g at centreTile[jj × TC + g]. */
-var<workgroup> rowTile: array<vec4f, JC * TR>;
-var<workgroup> centreTile: array<vec4f, JC * TC>;
-/** Each centre group's best (distance, centre) per row of the tile. */
-var<workgroup> candD: array<f32, TC * RT>;
-var<workgroup> candC: array<u32, TC * RT>;
+const D4: u32 = ${d4}u;
+const R: u32 = ${rowsPerThread}u;
+const PER_TILE: u32 = ${CENTRE_TILE}u / (D4 * 4u);
+var<workgroup> tile: array<vec4f, PER_TILE * D4>;
 
-/** Best of 4 distances to centres c0 .. c0 + 3 (ascending, strict <; centres past k skipped). */
-fn bestOf4(s: vec4f, c0: u32, row: u32, g: u32) {
-  var bd = MAX_F32;
-  var bc = 0u;
-  for (var u = 0u; u < 4u; u++) { if (c0 + u < p.k && s[u] < bd) { bd = s[u]; bc = c0 + u; } }
-  candD[g * RT + row] = bd;
-  candC[g * RT + row] = bc;
+fn stage(c0: u32, lane: u32) {
+  let n = min(PER_TILE, p.k - c0) * D4;
+  workgroupBarrier();
+  for (var i = lane; i < n; i += WG) {
+    let c = c0 + i / D4;
+    let j = (i % D4) * 4u;
+    var v = vec4f(0.0);
+    for (var t = 0u; t < 4u; t++) { if (j + t < D) { v[t] = centres[c * D + j + t]; } }
+    tile[i] = v;
+  }
+  workgroupBarrier();
+}
+
+fn loadRow4(r: u32) -> array<vec4f, D4> {
+  var row: array<vec4f, D4>;
+${Array.from({ length: d4 }, (_, q) => `  row[${q}] = vec4f(${load(q)});`).join('\n')}
+  return row;
 }
 
 @compute @workgroup_size(256)
 fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
-  let lane = lid.x % TR;
-  let g = lid.x / TR;
-  for (var base = wid.x * RT; base < p.rows; base += nwg.x * RT) {
-    var best = 0u;
-    var bestD = MAX_F32;
-    for (var c0 = 0u; c0 < p.k; c0 += CT) {
-      var s0 = vec4f(0.0);
-      var s1 = vec4f(0.0);
-      var s2 = vec4f(0.0);
-      var s3 = vec4f(0.0);
-      for (var j0 = 0u; j0 < D; j0 += JC) {
-        let jn = min(JC, D - j0);
-        workgroupBarrier(); // the previous chunk (and candidates) are no longer read
-        for (var i = lid.x; i < jn * RT; i += WG) {
-          let r = base + i % RT;
-          var v = 0.0;
-          if (r < p.rows) { v = x[(j0 + i / RT) * p.rows + r]; }
-          rowTile[(i / RT) * TR + (i % RT) / 4u][i % 4u] = v;
+  let oneTile = p.k <= PER_TILE;
+  if (oneTile) { stage(0u, lid.x); }
+  for (var base = wid.x * WG * R; base < p.rows; base += nwg.x * WG * R) {
+    var rows: array<array<vec4f, D4>, R>;
+    var best: array<u32, R>;
+    var bestD: array<f32, R>;
+    for (var i = 0u; i < R; i++) {
+      let r = base + i * WG + lid.x;
+      best[i] = 0u;
+      bestD[i] = MAX_F32;
+      if (r < p.rows) { rows[i] = loadRow4(r); }
+    }
+    for (var c0 = 0u; c0 < p.k; c0 += PER_TILE) {
+      if (!oneTile) { stage(c0, lid.x); }
+      let n = min(PER_TILE, p.k - c0);
+      for (var c = 0u; c < n; c++) {
+        var s: array<f32, R>;
+        for (var i = 0u; i < R; i++) { s[i] = 0.0; } // explicitly: Mesa keeps a loop-local array from the previous iteration
+        for (var q = 0u; q < D4; q++) {
+          let cv = tile[c * D4 + q];
+          for (var i = 0u; i < R; i++) {
+            let t = rows[i][q] - cv;
+            s[i] = s[i] + t.x * t.x;
+            s[i] = s[i] + t.y * t.y;
+            s[i] = s[i] + t.z * t.z;
+            s[i] = s[i] + t.w * t.w;
+          }
         }
-        for (var i = lid.x; i < jn * CT; i += WG) {
-          let c = c0 + i % CT;
-          var v = 0.0;
-          if (c < p.k) { v = centres[c * D + j0 + i / CT]; }
-          centreTile[(i / CT) * TC + (i % CT) / 4u][i % 4u] = v;
-        }
-        workgroupBarrier();
-        for (var jj = 0u; jj < jn; jj++) {
-          let cv = centreTile[jj * TC + g];
-          let rv = rowTile[jj * TR + lane];
-          let t0 = vec4f(rv.x) - cv;
-          s0 = fma(t0, t0, s0);
-          let t1 = vec4f(rv.y) - cv;
-          s1 = fma(t1, t1, s1);
-          let t2 = vec4f(rv.z) - cv;
-          s2 = fma(t2, t2, s2);
-          let t3 = vec4f(rv.w) - cv;
-          s3 = fma(t3, t3, s3);
-        }
-      }
-      let cg = c0 + 4u * g;
-      bestOf4(s0, cg, 4u * lane, g);
-      bestOf4(s1, cg, 4u * lane + 1u, g);
-      bestOf4(s2, cg, 4u * lane + 2u, g);
-      bestOf4(s3, cg, 4u * lane + 3u, g);
-      workgroupBarrier();
-      // Thread r of the tile keeps row r's best: earlier tiles first, then the groups in centre order.
-      if (lid.x < RT) {
-        for (var h = 0u; h < TC; h++) {
-          let dh = candD[h * RT + lid.x];
-          if (dh < bestD) { bestD = dh; best = candC[h * RT + lid.x]; }
-        }
+        for (var i = 0u; i < R; i++) { if (s[i] < bestD[i]) { bestD[i] = s[i]; best[i] = c0 + c; } }
       }
     }
-    let r = base + lid.x;
-    if (lid.x < RT && r < p.rows) { labels[r] = best; dist[r] = bestD; }
+    for (var i = 0u; i < R; i++) {
+      let r = base + i * WG + lid.x;
+      if (r < p.rows) { labels[r] = best[i]; dist[r] = bestD[i]; }
+    }
   }
 }
 `;
@@ -157,114 +126,186 @@ fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: 
 export function sumBlockRows(k: number): number {
   return Math.max(1024, 2 ** Math.ceil(Math.log2(16 * k)));
 }
-/** Clusters the sums kernel takes (start and count per cluster in workgroup memory, 8 KiB); more run on the CPU. */
+/** Feature values of a sub-tile of rows staged in workgroup memory by the sums kernel (8 KiB). */
+const SUM_TILE = 2048;
+/** Clusters the sums kernel takes (a list head per cluster in workgroup memory, 4 KiB); more run on the CPU. */
 export const MAX_SUM_CLUSTERS = 1024;
+/** Centre values (padded to vec4s) the fused kernel keeps in workgroup memory (8 KiB). */
+const FUSED_CENTRES = 2048;
 
-/**
- * Rows of a sub-tile of the sums: as many as fit 16 KiB of workgroup memory with k clusters' start
- * and count, but at most 64 (each of the sub-tile's threads compares its row's label with every
- * other row's), and an even number, so that a column of T + 1 values is odd and the threads of
- * one cluster, reading one row's features, read distinct banks.
- */
-export function sumTileRows(d: number, k: number): number {
-  const floats = Math.floor((16384 - 8 * k - 4 * 64) / 4);
-  return Math.max(2, Math.min(64, 2 * Math.floor((Math.floor(floats / (d + 2)) - 1) / 2)));
+function sumTileRows(d: number): number {
+  return Math.min(256, Math.floor(SUM_TILE / d)); // at most one row of a sub-tile per thread
 }
 
-/** Accumulators per thread, and passes over a block, for k × (d + 2) entries. */
+/**
+ * Workgroup memory of the fused kernel (assignment and sums in one), or null when its centres do
+ * not fit: then the assignment runs first, on its own.
+ */
+export function fusedAssignBytes(d: number, k: number): number | null {
+  const centreFloats = k * Math.ceil(d / 4) * 4;
+  if (centreFloats > FUSED_CENTRES) return null;
+  const t = sumTileRows(d);
+  return 4 * (t * d + centreFloats + 3 * t + 2 * 256 + k);
+}
+
+/** Accumulators per thread, and passes over a block, for k × d + 2k entries. */
 export function sumsShape(k: number, d: number): { perThread: number; passes: number } {
-  const entries = k * (d + 2);
+  const entries = k * d + 2 * k;
   const perThread = Math.min(16, Math.ceil(entries / 256));
   return { perThread, passes: Math.ceil(entries / (256 * perThread)) };
 }
 
 /**
- * Per-cluster counts and feature sums per block of sumBlockRows(k) rows. The block is walked in
- * sub-tiles of T rows; in each, the rows are put in (label, row) order in workgroup memory (a
- * row's place: the rows of lower label, plus the earlier rows of its label, counted by the row's
- * own thread), so a cluster's rows are one run of the tile. Each entry (cluster c, column q) is
- * one thread's, which adds c's run of column q to a double-float accumulator: rows in row order,
- * so each entry is summed in row order over the block, as a CPU loop would (no float atomics; the
- * same bits on any device or run). Threads of neighbouring slots s = c × (D + 2) + q share a
- * cluster, so a warp's loop lengths agree. Columns q: the D features, a constant 1 (count), the
- * row's distance (inertia). Entries: e = q × K + c (feature j of cluster c at j × K + c, then the
- * K counts, then the K inertias); partial[b × entries + e] (block-major).
+ * Per-cluster counts and feature sums per block of sumBlockRows(k) rows, without comparing every row
+ * with every cluster: the block is walked in sub-tiles of T rows (features staged in workgroup
+ * memory); in each, the rows of one cluster form a list in row order (head = the cluster's first
+ * row, by workgroup atomicMin; next = its next row with the same label, the minimum of what
+ * several threads each find in a segment of the sub-tile), and the thread of entry
+ * (cluster c, feature j) follows c's list. Each entry is thus summed in row order, one thread per
+ * entry, in double-float: no float atomics, the same bits on any device or run.
+ * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
+ * then k × d + k + c (Σ distance over cluster c, so the inertia is balanced over threads like the
+ * rest); partial[b × entries + e] (block-major).
  */
-export function kmeansSumsWgsl(d: number, k: number): string {
+export function kmeansSumsWgsl(d: number, k: number, fused: boolean): string {
   const { perThread, passes } = sumsShape(k, d);
-  return /* wgsl */ `${header(d)}
+  const t = sumTileRows(d), d4 = Math.ceil(d / 4);
+  if (fused && (fusedAssignBytes(d, k) === null || passes !== 1)) throw new Error(`no fused k-means kernel for k ${k}, d ${d}`);
+  const bindings = fused ? /* wgsl */ `
+@group(0) @binding(2) var<storage, read> centres: array<f32>;
+@group(0) @binding(3) var<storage, read_write> labels: array<u32>;
+@group(0) @binding(4) var<storage, read_write> dist: array<f32>;
+@group(0) @binding(5) var<storage, read_write> partials: array<vec2f>;
+const D4: u32 = ${d4}u;
+/** Centres [g × KG, (g + 1) × KG) go to thread group g of a row (G groups of T threads). */
+const G: u32 = WG / T;
+const KG: u32 = (K + G - 1u) / G;
+var<workgroup> cent: array<vec4f, K * D4>;
+var<workgroup> candD: array<f32, WG>;
+var<workgroup> candC: array<u32, WG>;
+` : /* wgsl */ `
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
 @group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
+`;
+  // Fused: each row's nearest centre from the staged sub-tile, a group of threads per range of
+  // centres (ascending, strict <), then the groups' winners in group order: the lowest index
+  // among equal distances, as the assignment kernel.
+  const tileValue = (j: number) => (j < d ? `tile[${j}u * T + t]` : '0.0');
+  const assignInTile = fused ? /* wgsl */ `
+      {
+        let t = lid.x % T;
+        let g = lid.x / T;
+        var best = 0u;
+        var bestD = MAX_F32;
+        if (g < G && t < n) {
+          var row: array<vec4f, D4>;
+${Array.from({ length: d4 }, (_, q) => `          row[${q}] = vec4f(${[0, 1, 2, 3].map((i) => tileValue(4 * q + i)).join(', ')});`).join('\n')}
+          for (var c = g * KG; c < min(K, (g + 1u) * KG); c++) {
+            var s = 0.0;
+            for (var q = 0u; q < D4; q++) {
+              let u = row[q] - cent[c * D4 + q];
+              s = s + u.x * u.x;
+              s = s + u.y * u.y;
+              s = s + u.z * u.z;
+              s = s + u.w * u.w;
+            }
+            if (s < bestD) { bestD = s; best = c; }
+          }
+        }
+        candD[lid.x] = bestD;
+        candC[lid.x] = best;
+      }
+      workgroupBarrier();
+      if (lid.x < n) {
+        var bestD = candD[lid.x];
+        var best = candC[lid.x];
+        for (var g = 1u; g < G; g++) { if (candD[g * T + lid.x] < bestD) { bestD = candD[g * T + lid.x]; best = candC[g * T + lid.x]; } }
+        lab[lid.x] = best;
+        rowDist[lid.x] = bestD;
+        labels[s0 + lid.x] = best;
+        dist[s0 + lid.x] = bestD;
+      }
+      workgroupBarrier();` : '';
+  const stageCentres = fused ? /* wgsl */ `
+  for (var i = lid.x; i < K * D4; i += WG) {
+    let c = i / D4;
+    let j = (i % D4) * 4u;
+    var v = vec4f(0.0);
+    for (var u = 0u; u < 4u; u++) { if (j + u < D) { v[u] = centres[c * D + j + u]; } }
+    cent[i] = v;
+  }` : '';
+  return /* wgsl */ `${header(d)}
 const K: u32 = ${k}u;
-const Q: u32 = D + 2u;
-const T: u32 = ${sumTileRows(d, k)}u;
-const TP: u32 = T + 1u;
+const T: u32 = ${t}u;
 const E: u32 = ${perThread}u;
 const PASSES: u32 = ${passes}u;
 const SUM_ROWS: u32 = ${sumBlockRows(k)}u;
-/** Column q of the sub-tile's rows in (label, row) order at q × TP. */
-var<workgroup> tile: array<f32, Q * TP>;
+const NONE: u32 = 0xffffffffu;
+/** The links are found by SEGS threads per row, each looking through SEG_LEN rows. */
+const SEGS: u32 = WG / T;
+const SEG_LEN: u32 = (T + SEGS - 1u) / SEGS;
+const FEATURE: u32 = 0u;
+const COUNT: u32 = 1u;
+const DISTANCE: u32 = 2u;
+var<workgroup> tile: array<f32, T * D>;
 var<workgroup> lab: array<u32, T>;
-/** Cluster c's run in the tile: [start[c], start[c] + count[c]); count is 0 for clusters absent from the sub-tile. */
-var<workgroup> start: array<u32, K>;
-var<workgroup> count: array<u32, K>;
-
+var<workgroup> rowDist: array<f32, T>;
+var<workgroup> next: array<atomic<u32>, T>;
+var<workgroup> head: array<atomic<u32>, K>;
+${bindings}
 @compute @workgroup_size(256)
 fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
-  let entries = K * Q;
-  for (var c = lid.x; c < K; c += WG) { count[c] = 0u; start[c] = 0u; }
-  for (var i = lid.x; i < T; i += WG) { tile[D * TP + i] = 1.0; } // the count column, never overwritten
+  let entries = K * D + 2u * K;
+  for (var c = lid.x; c < K; c += WG) { atomicStore(&head[c], NONE); }
+  if (lid.x < T) { atomicStore(&next[lid.x], NONE); }${stageCentres}
   for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
     let b = w % blocks;
-    let s0 = (w / blocks) * WG * E;
+    let e0 = (w / blocks) * WG * E;
     let r0 = b * SUM_ROWS;
     let r1 = min(p.rows, r0 + SUM_ROWS);
     var acc: array<vec2f, E>;
-    for (var m = 0u; m < E; m++) { acc[m] = vec2f(0.0); } // explicitly: Mesa keeps a loop-local array from the previous iteration
-    for (var t0 = r0; t0 < r1; t0 += T) {
-      let n = min(T, r1 - t0);
-      let t = lid.x;
-      if (t < n) { lab[t] = labels[t0 + t]; }
-      workgroupBarrier();
-      // Thread t places row t: after the rows of lower label and the earlier rows of its own.
-      var first = false;
-      var l = 0u;
-      if (t < n) {
-        l = lab[t];
-        var lower = 0u;
-        var before = 0u;
-        var same = 0u;
-        for (var u = 0u; u < n; u++) {
-          let lu = lab[u];
-          lower += select(0u, 1u, lu < l);
-          if (lu == l) { same++; if (u < t) { before++; } }
+    for (var m = 0u; m < E; m++) { acc[m] = vec2f(0.0); } // explicitly, as s in assign
+    for (var s0 = r0; s0 < r1; s0 += T) {
+      let n = min(T, r1 - s0);
+      workgroupBarrier(); // the previous sub-tile's lists are cleared and no longer read
+      for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * T + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
+      ${fused ? '' : 'if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }'}
+      workgroupBarrier();${assignInTile}
+      // next[t] = the first later row of t's cluster: the minimum over segments of each one's first.
+      let t = lid.x % T;
+      let seg = lid.x / T;
+      if (seg < SEGS && t < n) {
+        let l = lab[t];
+        for (var u = max(t + 1u, seg * SEG_LEN); u < min(n, (seg + 1u) * SEG_LEN); u++) {
+          if (lab[u] == l) { atomicMin(&next[t], u); break; }
         }
-        let at = lower + before;
-        for (var j = 0u; j < D; j++) { tile[j * TP + at] = x[j * p.rows + t0 + t]; }
-        tile[(D + 1u) * TP + at] = dist[t0 + t];
-        first = before == 0u;
-        if (first) { start[l] = lower; count[l] = same; }
+        if (seg == 0u) { atomicMin(&head[l], t); }
       }
       workgroupBarrier();
       for (var m = 0u; m < E; m++) {
-        let s = s0 + m * WG + lid.x;
-        if (s < entries) {
-          let c = s / Q;
-          let col = (s % Q) * TP;
-          let i0 = start[c];
-          let i1 = i0 + count[c];
-          for (var i = i0; i < i1; i++) { acc[m] = dfAddF(acc[m], tile[col + i]); }
+        let e = e0 + m * WG + lid.x;
+        if (e < entries) {
+          let kind = select(select(FEATURE, COUNT, e >= K * D), DISTANCE, e >= K * D + K);
+          let c = select(e % K, (e - K * D) % K, kind != FEATURE);
+          let at = min(e / K, D - 1u) * T;
+          var r = atomicLoad(&head[c]);
+          while (r != NONE) {
+            var v = tile[at + r];
+            if (kind == COUNT) { v = 1.0; } else if (kind == DISTANCE) { v = rowDist[r]; }
+            acc[m] = dfAddF(acc[m], v);
+            r = atomicLoad(&next[r]);
+          }
         }
       }
       workgroupBarrier();
-      if (first) { count[l] = 0u; }
+      if (lid.x < n) { atomicStore(&head[lab[lid.x]], NONE); atomicStore(&next[lid.x], NONE); }
     }
     for (var m = 0u; m < E; m++) {
-      let s = s0 + m * WG + lid.x;
-      if (s < entries) { partials[b * entries + (s % Q) * K + s / Q] = acc[m]; }
+      let e = e0 + m * WG + lid.x;
+      if (e < entries) { partials[b * entries + e] = acc[m]; }
     }
   }
 }
@@ -284,7 +325,7 @@ fn pp_update(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
     var m = select(minD2[r], MAX_F32, p.first == 0u);
     for (var c = p.first; c < p.end; c++) {
       var s = 0.0;
-      for (var j = 0u; j < D; j++) { let t = row[j] - centres[c * D + j]; s = fma(t, t, s); }
+      for (var j = 0u; j < D; j++) { let t = row[j] - centres[c * D + j]; s = s + t * t; }
       if (s < m) { m = s; }
     }
     minD2[r] = m;
@@ -308,18 +349,10 @@ fn pp_potential(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
     let m = minD2[r];
     for (var t = 0u; t < p.k; t++) {
       var s = 0.0;
-      for (var j = 0u; j < D; j++) { let u = row[j] - candidates[t * D + j]; s = fma(u, u, s); }
+      for (var j = 0u; j < D; j++) { let u = row[j] - candidates[t * D + j]; s = s + u * u; }
       potential[t * p.rows + r] = min(m, s);
     }
   }
 }
 `;
 }
-
-/** fma(v[0], v[0], v[1]) into out[0], for deviceFmaIsFused. */
-export const FMA_PROBE_WGSL = /* wgsl */ `
-@group(0) @binding(0) var<storage, read> v: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@compute @workgroup_size(1)
-fn probe() { out[0] = fma(v[0], v[0], v[1]); }
-`;

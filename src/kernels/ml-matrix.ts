@@ -174,24 +174,6 @@ export function splitDouble(v: number): [number, number] {
   return [hi, Math.fround(v - hi)];
 }
 
-const f = Math.fround;
-
-/** CPU twin of the WGSL dfAddF: a double-float (hi, lo) plus an f32, each step rounded to f32 as on the device. */
-export function dfAddFCpu(hi: number, lo: number, b: number): [number, number] {
-  const s = f(hi + b), bb = f(s - hi);
-  const err = f(f(hi - f(s - bb)) + f(b - bb));
-  const t = f(err + lo), r = f(s + t);
-  return [r, f(t - f(r - s))];
-}
-
-/** CPU twin of the WGSL dfAdd (a double-float plus a double-float), as the reduction over blocks adds. */
-export function dfAddCpu(ahi: number, alo: number, bhi: number, blo: number): [number, number] {
-  const s = f(ahi + bhi), bb = f(s - ahi);
-  const err = f(f(ahi - f(s - bb)) + f(bhi - bb));
-  const t = f(f(err + alo) + blo), r = f(s + t);
-  return [r, f(t - f(r - s))];
-}
-
 /** CPU twin of the decode kernel for one value: [xr, xl]. */
 export function decodeCpu(v: number): [number, number] {
   const words = new Uint32Array(new Float64Array([v]).buffer);
