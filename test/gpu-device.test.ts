@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { describeAdapter, driPrimeOf, listGpus } from '../src/engine/gpu/device.js';
+import { describeAdapter, listGpus } from '../src/engine/gpu/device.js';
+import { driPrimeOf } from '../src/engine/gpu/pci.js';
 import { readU32, StagingRing, storageBuffer, freeBuffer, MemoryBudget } from '../src/engine/gpu/buffers.js';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 

@@ -9,7 +9,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { RuntimeFailure } from '../errors.js';
-import { pinnedEnv, type AdapterDescription, type GpuInfo } from '../gpu/device.js';
+import type { AdapterDescription, GpuInfo } from '../gpu/device.js';
+import { pinnedEnv } from '../gpu/pci.js';
 import { WorkerProcessPool, workerEntry, type WorkerMessage, type WorkerSlot } from './pool.js';
 import type { Tracer } from './trace.js';
 

@@ -4,6 +4,7 @@
 
 import { RuntimeFailure, UsageError } from '../errors.js';
 import type { GpuInfo } from '../gpu/device.js';
+import { driPrimeOf, gpuBusIds } from '../gpu/pci.js';
 import type { Task } from './fragment.js';
 import { HybridRunner } from './hybrid-pool.js';
 import { InProcessRunner, ProcessPool, type TaskRunner } from './pool.js';
@@ -47,11 +48,12 @@ export interface GpuChoice {
 export async function chooseGpus(device: DeviceMode, indices: number[] | undefined, found?: GpuInfo[]): Promise<GpuChoice> {
   if (device === 'cpu') return { use: [], found: found ?? [], allowSoftware: false, reason: '--device cpu' };
   // Loaded only when GPUs may be used: it brings in dawn.node.
-  const { gpuBusIds, listGpus } = await import('../gpu/device.js');
   // auto without any GPU on the PCI bus: skip probing (it starts a process) — CPU it is.
   if (device === 'auto' && found === undefined && gpuBusIds().length === 0) {
     return { use: [], found: [], allowSoftware: false, reason: 'no GPU on this machine; CPU workers' };
   }
+  // Loaded only when GPUs are probed: it brings in dawn.node.
+  const { listGpus } = await import('../gpu/device.js');
   const all = found ?? (await listGpus());
   for (const i of indices ?? []) {
     if (i >= all.length) throw new UsageError(`--gpus: there is no GPU ${i}; WebGPU sees ${all.length} (${all.map((g, k) => `${k}: ${g.adapter?.name ?? 'no adapter'}`).join(', ') || 'none'})`);
@@ -95,7 +97,7 @@ export function gpuCandidates(device: DeviceMode, indices: number[] | undefined,
  */
 export async function createRunner(settings: DeviceSettings, tracer?: Tracer): Promise<TaskRunner> {
   const device = settings.device ?? 'cpu';
-  const candidates = device === 'cpu' ? [] : await gpuCandidatesHere(device, settings.gpus);
+  const candidates = device === 'cpu' ? [] : gpuCandidatesHere(device, settings.gpus);
   if (candidates.length === 0) return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
   const openGpus = () => traced(tracer, 'open GPU workers', () => openGpuWorkers(device, candidates, settings, tracer));
   if (settings.workers === 0) return (await openGpus()) ?? new InProcessRunner(tracer);
@@ -115,9 +117,7 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
 }
 
 /** The GPUs this machine offers a run with these flags (from the PCI bus; nothing is opened). */
-async function gpuCandidatesHere(device: DeviceMode, indices: number[] | undefined): Promise<GpuInfo[]> {
-  // Loaded only when GPUs may be used: it brings in dawn.node.
-  const { driPrimeOf, gpuBusIds } = await import('../gpu/device.js');
+function gpuCandidatesHere(device: DeviceMode, indices: number[] | undefined): GpuInfo[] {
   return gpuCandidates(device, indices, gpuBusIds(), driPrimeOf);
 }
 

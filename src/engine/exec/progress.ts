@@ -1,6 +1,10 @@
 // A progress bar on stderr (bytes read, rate, ETA), shown only when stderr is a terminal.
 
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type cliProgress from 'cli-progress';
+
+/** cli-progress, loaded when a bar is first shown (runs without a terminal never need it). */
+const loadCliProgress = (): typeof cliProgress => createRequire(import.meta.url)('cli-progress') as typeof cliProgress;
 
 export interface Progress {
   start(totalBytes: number, label: string): void;
@@ -17,13 +21,14 @@ export function terminalProgress(): Progress {
     start(totalBytes, label) {
       bar?.stop();
       rows = 0;
-      bar = new cliProgress.SingleBar({
+      const bars = loadCliProgress();
+      bar = new bars.SingleBar({
         stream: process.stderr,
         format: `${label} [{bar}] {percentage}% | {value_mb}/{total_mb} MB | {rows} rows | {rate} MB/s | ETA {eta_formatted}`,
         hideCursor: true,
         clearOnComplete: true,
         etaBuffer: 20,
-      }, cliProgress.Presets.shades_classic);
+      }, bars.Presets.shades_classic);
       bar.start(Math.max(1, totalBytes), 0, { value_mb: '0', total_mb: (totalBytes / 1e6).toFixed(0), rows: 0, rate: '0' });
       (bar as unknown as { startedAt: number }).startedAt = performance.now();
     },

@@ -2,9 +2,9 @@
 // One process drives one GPU: the executor pins a worker to a GPU with DRI_PRIME + the Mesa
 // device-select layer, and inside that worker `openGpu()` takes whatever adapter Dawn offers.
 
-import { execFileSync, execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { create, globals } from 'webgpu';
+import { driPrimeOf, gpuBusIds, pinnedEnv } from './pci.js';
 
 export interface GpuContext {
   adapter: GPUAdapter;
@@ -128,35 +128,6 @@ function describeRaw(info: RawInfo, limits: Record<string, number>, features: st
     limits,
     features: [...features].sort(),
   };
-}
-
-/** The env that pins a child process to one GPU through Mesa's device-select layer. */
-export function pinnedEnv(driPrime: string): NodeJS.ProcessEnv {
-  return { ...process.env, DRI_PRIME: driPrime, MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE: '1', XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR ?? '/tmp' };
-}
-
-/** 0000:06:00.0 or 00000000:06:00.0 → pci-0000_06_00_0 */
-export function driPrimeOf(busId: string): string {
-  const m = /^(?:[0-9a-f]*?([0-9a-f]{1,4})):([0-9a-f]{2}):([0-9a-f]{2})\.([0-9a-f])$/i.exec(busId.trim());
-  if (!m) throw new Error(`not a PCI bus id: ${busId}`);
-  return `pci-${m[1].padStart(4, '0')}_${m[2]}_${m[3]}_${m[4]}`.toLowerCase();
-}
-
-/** PCI bus ids of the machine's GPUs: nvidia-smi when present, else display-class PCI devices. */
-export function gpuBusIds(): string[] {
-  try {
-    const out = execFileSync('nvidia-smi', ['--query-gpu=pci.bus_id', '--format=csv,noheader'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 });
-    const ids = out.split('\n').map((s) => s.trim()).filter(Boolean);
-    if (ids.length > 0) return ids;
-  } catch { /* no nvidia-smi: fall through */ }
-  const root = '/sys/bus/pci/devices';
-  try {
-    return readdirSync(root).filter((dev) => {
-      try { return readFileSync(`${root}/${dev}/class`, 'utf8').trim().startsWith('0x03'); } catch { return false; }
-    }).sort();
-  } catch {
-    return [];
-  }
 }
 
 // Child script: print what a (pinned) process sees, as raw adapter data. It runs in a separate
