@@ -24,7 +24,7 @@ import { runTask, type BroadcastCache } from './run-fragment.js';
 interface Seeding { minD2: GPUBuffer; count: number }
 
 /** A partition's rows on the host; `row` reads one row without making the whole row-major copy. */
-type HostPartition = MatrixPartition & { row(r: number): Float64Array };
+type HostPartition = MatrixPartition & Required<Pick<MatrixPartition, 'row'>>;
 
 interface GpuPartition {
   host: HostPartition;

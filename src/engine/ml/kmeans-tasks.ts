@@ -58,12 +58,17 @@ function byScoreThenRow(a: ScoredRow, b: ScoredRow): number {
 }
 
 /** Keeps the m best rows by `score` (ascending) from a partition. */
+/** Row r of a partition's matrix (a copy), without making its row-major form when it has none yet. */
+function rowOf(part: MatrixPartition, r: number): Float64Array {
+  return part.row ? part.row(r) : part.x.slice(r * part.cols, (r + 1) * part.cols);
+}
+
 function bestRows(part: MatrixPartition, m: number, score: (r: number) => number): ScoredRow[] {
   const picked: ScoredRow[] = [];
   for (let r = 0; r < part.rows; r++) {
     const s = score(r);
     if (picked.length === m && s >= picked[m - 1].score) continue;
-    const row: ScoredRow = { score: s, row: part.firstRow + r, values: part.x.slice(r * part.cols, (r + 1) * part.cols) };
+    const row: ScoredRow = { score: s, row: part.firstRow + r, values: rowOf(part, r) };
     picked.push(row);
     picked.sort(byScoreThenRow);
     if (picked.length > m) picked.pop();

@@ -19,6 +19,8 @@ export interface MatrixPartition {
   /** rows × cols, row-major. */
   x: Float64Array;
   y: Float64Array | null;
+  /** One row, where reading `x` would first make it (a GPU worker keeps the batch's columns). */
+  row?(r: number): Float64Array;
 }
 
 export type PartitionTask = (part: MatrixPartition, args: any) => unknown;
