@@ -62,6 +62,8 @@ export interface WorkerMessage { type: string; id?: number; result?: FragmentRes
 
 export const MAX_ATTEMPTS = 3;
 
+const PROFILING = process.execArgv.some((a) => a.startsWith('--cpu-prof'));
+
 export abstract class WorkerProcessPool implements TaskRunner {
   protected readonly slots: WorkerSlot[] = [];
   private readonly queue: PendingTask[] = [];
@@ -121,7 +123,15 @@ export abstract class WorkerProcessPool implements TaskRunner {
   async close(): Promise<void> {
     this.closed = true;
     for (const s of this.slots) {
-      if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+      if (s.child.exitCode !== null || s.child.signalCode !== null) continue;
+      // Under --cpu-prof (inherited by the workers) a worker must exit by itself to write its
+      // profile: it does on disconnect, and is killed only if it has not within a second.
+      if (PROFILING && s.child.connected) {
+        s.child.disconnect();
+        setTimeout(() => { if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL'); }, 1000).unref();
+      } else {
+        s.child.kill('SIGKILL');
+      }
     }
   }
 
