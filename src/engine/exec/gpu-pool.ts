@@ -24,7 +24,11 @@ import type { Tracer } from './trace.js';
  */
 export const GPU_WORKER_NODE_FLAGS: string[] = [];
 
-export const GPU_TASKS_PER_WORKER = 2;
+/**
+ * Tasks a GPU worker runs at once: one reads and uploads its chunk while others wait on the GPU.
+ * GPUFRAME_GPU_TASKS overrides it (for measuring; the work's results never depend on it).
+ */
+export const GPU_TASKS_PER_WORKER = Math.max(1, Math.floor(Number(process.env.GPUFRAME_GPU_TASKS) || 2));
 
 /** Restarts of one GPU's worker after crashes before the GPU is given up. */
 const MAX_RESTARTS = 2;
@@ -79,7 +83,6 @@ export class GpuProcessPool extends WorkerProcessPool {
   }
 
   private constructor(private readonly options: GpuPoolOptions, tracer?: Tracer) {
-    // Two tasks per GPU worker: one reads and uploads its chunk while the other waits on the GPU.
     super(tracer ?? options.tracer, GPU_TASKS_PER_WORKER);
     this.info = options.gpus.map((gpu) => ({ device: { gpu, adapter: null, selected: null, layer: false }, selectLines: [], restarts: 0, gone: null, onReady: null }));
     options.gpus.forEach((_, i) => this.startSlot(i));
