@@ -204,7 +204,8 @@ const rings = new WeakMap<GPUDevice, StagingRing>();
 /** The device's one staging ring, shared by everything a worker uploads (slots are claimed, so uploads may overlap). */
 export function stagingRingOf(ctx: GpuContext): StagingRing {
   let ring = rings.get(ctx.device);
-  if (!ring) { ring = new StagingRing(ctx); rings.set(ctx.device, ring); }
+  // Eight 16 MiB slots: two 64 MB chunks can fill slots at once while earlier copies run.
+  if (!ring) { ring = new StagingRing(ctx, 16 << 20, 8); rings.set(ctx.device, ring); }
   return ring;
 }
 
