@@ -41,6 +41,23 @@ describe('gpu device', () => {
     ring.destroy();
   });
 
+  it.skipIf(skipGpuTests)('fills with asynchronous writes across more slots than the ring has; a failed write frees its slot', async () => {
+    const ctx = await testGpu();
+    const ring = new StagingRing(ctx, 4096, 3);
+    const data = new Uint8Array(7 * 4096 + 12);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 131) & 0xff;
+    const buf = storageBuffer(ctx, data.byteLength, 'ring fill test');
+    const later = () => new Promise((resolve) => setTimeout(resolve, 1));
+    await ring.fill(buf, 0, data.length, async (view, at) => { await later(); view.set(data.subarray(at, at + view.length)); });
+    expect(new Uint8Array((await readU32(ctx, buf, data.length / 4)).buffer)).toEqual(data);
+    await expect(ring.fill(buf, 0, 4096, async () => { await later(); throw new Error('file changed'); })).rejects.toThrow(/file changed/);
+    // Every slot is usable again: this fill goes through all three of them.
+    await ring.fill(buf, 0, data.length, (view, at) => view.set(data.subarray(at, at + view.length).map((b) => b ^ 0xff)));
+    expect(new Uint8Array((await readU32(ctx, buf, data.length / 4)).buffer)).toEqual(data.map((b) => b ^ 0xff));
+    freeBuffer(ctx, buf);
+    ring.destroy();
+  });
+
   it.skipIf(skipGpuTests)('lists GPUs: each pinned probe, or the software adapter flagged', async () => {
     const gpus = await listGpus();
     for (const g of gpus) {

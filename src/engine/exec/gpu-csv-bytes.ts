@@ -7,7 +7,7 @@ import { closeSync } from 'node:fs';
 import type { GpuContext } from '../gpu/device.js';
 import { stagingRingOf, storageBuffer } from '../gpu/buffers.js';
 import type { CsvChunk } from '../io/csv/index.js';
-import { openInput, readInto } from '../io/csv/input-file.js';
+import { openInput, readInto, readIntoAsync } from '../io/csv/input-file.js';
 
 /**
  * The chunk on the device, ending in '\n' (one is appended after a last record that lacks it),
@@ -21,9 +21,10 @@ export async function uploadChunkFromFile(gpu: GpuContext, chunk: CsvChunk): Pro
     const endsInNewline = size === 0 || (readInto(fd, last, chunk.end - 1) === 1 && last[0] === 0x0a);
     const length = endsInNewline ? size : size + 1;
     const data = storageBuffer(gpu, length, 'csv chunk');
-    await stagingRingOf(gpu).fill(data, 0, length, (view, at) => {
+    // Read on libuv's threads, slots at once: the worker's main thread keeps driving the GPU meanwhile.
+    await stagingRingOf(gpu).fill(data, 0, length, async (view, at) => {
       const fromFile = Math.min(view.length, size - at);
-      if (readInto(fd, view.subarray(0, fromFile), chunk.start + at) !== fromFile) throw new Error(`${chunk.displayName} changed while being read`);
+      if (await readIntoAsync(fd, view.subarray(0, fromFile), chunk.start + at) !== fromFile) throw new Error(`${chunk.displayName} changed while being read`);
       if (fromFile < view.length) view[fromFile] = 0x0a;
     });
     return { data, length };

@@ -167,21 +167,28 @@ export class StagingRing {
    * Fills `length` bytes of `dst` from `dstOffset` (a multiple of 4) slot by slot: `write(view,
    * at)` puts bytes [at, at + view.length) straight into a mapped staging slot (from a file read,
    * say: no copy in between); the tail of the last slot is padded with zeros to a multiple of 4.
+   * The slots of one fill are written at once (an asynchronous `write`, such as a file read on
+   * libuv's threads, then overlaps its slots with each other and with the main thread's work).
    */
-  async fill(dst: GPUBuffer, dstOffset: number, length: number, write: (view: Uint8Array, at: number) => void): Promise<void> {
-    for (let at = 0; at < length; at += this.slotBytes) {
-      const part = Math.min(length - at, this.slotBytes);
-      const padded = Math.ceil(part / 4) * 4;
-      // Claim the slot before waiting, so that concurrent uploads never share one.
-      const slot = this.slots[this.next];
-      this.next = (this.next + 1) % this.slots.length;
-      const previous = slot.ready;
-      let mapped!: () => void;
-      slot.ready = new Promise<void>((resolve) => { mapped = resolve; });
-      await previous;
+  async fill(dst: GPUBuffer, dstOffset: number, length: number, write: (view: Uint8Array, at: number) => void | Promise<void>): Promise<void> {
+    const parts: Promise<void>[] = [];
+    for (let at = 0; at < length; at += this.slotBytes) parts.push(this.fillSlot(dst, dstOffset, at, Math.min(length - at, this.slotBytes), write));
+    await Promise.all(parts);
+  }
+
+  private async fillSlot(dst: GPUBuffer, dstOffset: number, at: number, part: number, write: (view: Uint8Array, at: number) => void | Promise<void>): Promise<void> {
+    const padded = Math.ceil(part / 4) * 4;
+    // Claim the slot before waiting, so that concurrent uploads never share one.
+    const slot = this.slots[this.next];
+    this.next = (this.next + 1) % this.slots.length;
+    const previous = slot.ready;
+    let mapped!: () => void;
+    slot.ready = new Promise<void>((resolve) => { mapped = resolve; });
+    await previous;
+    try {
       const view = new Uint8Array(slot.buf.getMappedRange(0, padded));
       try {
-        write(view.subarray(0, part), at);
+        await write(view.subarray(0, part), at);
         view.fill(0, part);
       } finally {
         slot.buf.unmap();
@@ -189,6 +196,8 @@ export class StagingRing {
       const enc = this.ctx.device.createCommandEncoder();
       enc.copyBufferToBuffer(slot.buf, 0, dst, dstOffset + at, padded);
       this.ctx.device.queue.submit([enc.finish()]);
+    } finally {
+      // Mapped again for its next use, also after a failed write (else the slot would wait forever).
       // A failed map shows up at the slot's next getMappedRange, in that upload.
       slot.buf.mapAsync(GPUMapMode.WRITE).then(mapped, mapped);
     }

@@ -1,5 +1,6 @@
 // Opening CSV files and turning byte positions into the file:line:column users see.
-import { openSync, readSync, fstatSync, closeSync } from 'node:fs';
+import { openSync, read, readSync, fstatSync, closeSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { DataError } from '../../errors.js';
 import type { CsvOptions } from './options.js';
 import { countLineBreaks, type TokenizeProblems } from './tokenizer.js';
@@ -27,6 +28,19 @@ export function readBytes(fd: number, start: number, length: number): Buffer {
 }
 
 /** Fills `view` from the open file at `position`; how many bytes it got (fewer only at the end of the file). */
+/** readInto on libuv's threads: the main thread goes on meanwhile (the view must stay valid until it resolves). */
+export async function readIntoAsync(fd: number, view: Uint8Array, position: number): Promise<number> {
+  let got = 0;
+  while (got < view.length) {
+    const { bytesRead } = await readAsync(fd, view, got, view.length - got, position + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return got;
+}
+
+const readAsync = promisify(read);
+
 export function readInto(fd: number, view: Uint8Array, position: number): number {
   let got = 0;
   while (got < view.length) {
