@@ -7,7 +7,7 @@ import type { GpuInfo } from '../gpu/device.js';
 import { driPrimeOf, gpuBusIds } from '../gpu/pci.js';
 import type { Task } from './fragment.js';
 import { HybridRunner } from './hybrid-pool.js';
-import { InProcessRunner, ProcessPool, type TaskRunner } from './pool.js';
+import { InProcessRunner, NO_WORKERS, ProcessPool, type TaskRunner } from './pool.js';
 import { traced, type Tracer } from './trace.js';
 
 export type DeviceMode = 'auto' | 'gpu' | 'cpu';
@@ -99,10 +99,13 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
   const device = settings.device ?? 'cpu';
   const candidates = device === 'cpu' ? [] : gpuCandidatesHere(device, settings.gpus);
   if (candidates.length === 0) return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
-  const openGpus = () => traced(tracer, 'open GPU workers', () => openGpuWorkers(device, candidates, settings, tracer));
-  if (settings.workers === 0) return (await openGpus()) ?? new InProcessRunner(tracer);
-  // Loaded only when GPUs may be used: they bring in dawn.node.
+  // Loaded only when GPUs may be used.
   const [{ gpuCsvPathApplies }, { GPU_TASKS_PER_WORKER }] = await Promise.all([import('./gpu-csv-aggregate.js'), import('./gpu-pool.js')]);
+  // The run plans (chunking its inputs) while the GPU workers open (most of a second each).
+  const opening = traced(tracer, 'open GPU workers', () => openGpuWorkers(device, candidates, settings, tracer));
+  const gpus = (runner: Promise<TaskRunner | null>) => ({ workers: candidates.length, tasksPerWorker: GPU_TASKS_PER_WORKER, runner });
+  // GPU workers only: every task waits for them (this process runs the tasks when none opened, --device auto).
+  if (settings.workers === 0) return new HybridRunner(gpus(opening.then((r) => r ?? new InProcessRunner(tracer))), NO_WORKERS, () => true);
   // Training data GPU kernels read lives on the GPU workers only, and forests grow there: GPU and
   // CPU compute these in different precisions, so results never depend on scheduling.
   // Forest predictions too, for speed only (the bytes are the same anywhere): the device walks
@@ -111,9 +114,8 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
   // the GPUs alone).
   const predictsForest = (task: Task) => task.fragment.ops.some((op) => op.kind === 'predict' && op.modelKind === 'random-forest');
   const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || (task.terminal.kind === 'grow-trees' && task.terminal.gpu) || predictsForest(task);
-  // The CPU workers start on the first tasks while the GPU workers open (most of a second each).
-  const gpus = { workers: candidates.length, tasksPerWorker: GPU_TASKS_PER_WORKER, runner: openGpus() };
-  return new HybridRunner(gpus, new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuCsvPathApplies, gpuOnly);
+  // The CPU workers start on the first tasks while the GPU workers open.
+  return new HybridRunner(gpus(opening), new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuCsvPathApplies, gpuOnly);
 }
 
 /** The GPUs this machine offers a run with these flags (from the PCI bus; nothing is opened). */

@@ -12,7 +12,7 @@
 // GPU-preferring tasks go to the GPUs as they come up.
 
 import type { FragmentResult, Broadcast, Task } from './fragment.js';
-import { concurrencyOf, type TaskRunner } from './pool.js';
+import { concurrencyOf, NO_WORKERS, type TaskRunner } from './pool.js';
 
 interface Job {
   task: Task;
@@ -59,8 +59,8 @@ export class HybridRunner implements TaskRunner {
     }
     this.opening = gpu;
     this.gpuOpened = gpu.runner.then(
-      (runner) => { this.gpu = runner ?? NO_GPUS; },
-      (err: Error) => { this.gpu = NO_GPUS; this.gpuFailure = err; },
+      (runner) => { this.gpu = runner ?? NO_WORKERS; },
+      (err: Error) => { this.gpu = NO_WORKERS; this.gpuFailure = err; },
     ).then(() => {
       for (const b of this.broadcasts) this.gpu!.broadcast(b);
       if (this.gpuFailure) for (const job of this.queue.splice(0)) this.settle(job, this.gpuFailure);
@@ -111,6 +111,11 @@ export class HybridRunner implements TaskRunner {
   }
 
   private pump(): void {
+    if (this.gpu && this.gpu.size === 0 && concurrencyOf(this.cpu) === 0) {
+      // Every GPU worker is gone and there are no CPU workers: the GPU side's refusal says why.
+      for (const job of this.queue.splice(0)) this.start(job, true);
+      return;
+    }
     for (;;) {
       if (this.gpu && this.gpuBusy < concurrencyOf(this.gpu)) {
         const at = this.queue.findIndex((j) => j.prefersGpu);
@@ -156,11 +161,3 @@ export class HybridRunner implements TaskRunner {
   }
 }
 
-/** The GPU side when no GPU worker opened (--device auto on a machine whose GPUs WebGPU cannot use). */
-const NO_GPUS: TaskRunner = {
-  size: 0,
-  broadcast() {},
-  run: () => Promise.reject(new Error('no GPU workers')),
-  runOnEach: async () => [],
-  close: async () => {},
-};

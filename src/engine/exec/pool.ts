@@ -31,6 +31,15 @@ export function concurrencyOf(runner: TaskRunner): number {
   return runner.concurrency ?? runner.size;
 }
 
+/** No workers at all: the side of a HybridRunner that has none (no GPU opened; GPU workers only). */
+export const NO_WORKERS: TaskRunner = {
+  size: 0,
+  broadcast() {},
+  run: () => Promise.reject(new Error('no workers')),
+  runOnEach: async () => [],
+  close: async () => {},
+};
+
 /** A task pinned to one worker could not finish there because the worker is gone (with whatever it held). */
 export class WorkerLost extends RuntimeFailure {}
 
