@@ -58,6 +58,24 @@ describe('gpu device', () => {
     ring.destroy();
   });
 
+  it.skipIf(skipGpuTests)('recycles freed storage buffers, zeroed again (at once, or in the encoder given)', async () => {
+    const ctx = await testGpu();
+    const a = storageBuffer(ctx, 3 << 20, 'pool test');
+    ctx.device.queue.writeBuffer(a, 0, new Uint32Array(1024).fill(7));
+    freeBuffer(ctx, a);
+    const b = storageBuffer(ctx, (3 << 20) - 100, 'pool test'); // the same size class
+    expect(b).toBe(a);
+    expect((await readU32(ctx, b, 1024)).every((w) => w === 0)).toBe(true);
+    ctx.device.queue.writeBuffer(b, 0, new Uint32Array(1024).fill(9));
+    freeBuffer(ctx, b);
+    const encoder = ctx.device.createCommandEncoder();
+    const c = storageBuffer(ctx, 3 << 20, 'pool test', encoder);
+    expect(c).toBe(a);
+    ctx.device.queue.submit([encoder.finish()]);
+    expect((await readU32(ctx, c, 1024)).every((w) => w === 0)).toBe(true);
+    freeBuffer(ctx, c);
+  });
+
   it.skipIf(skipGpuTests)('lists GPUs: each pinned probe, or the software adapter flagged', async () => {
     const gpus = await listGpus();
     for (const g of gpus) {

@@ -69,7 +69,7 @@ class BufferPool {
 const pools = new WeakMap<GPUDevice, BufferPool>();
 function poolOf(ctx: GpuContext): BufferPool {
   let p = pools.get(ctx.device);
-  if (!p) { p = new BufferPool(Math.min(4 << 30, memoryBudget(ctx).limitBytes / 4)); pools.set(ctx.device, p); }
+  if (!p) { p = new BufferPool(Math.min(4 * 2 ** 30, memoryBudget(ctx).limitBytes / 4)); pools.set(ctx.device, p); }
   return p;
 }
 
