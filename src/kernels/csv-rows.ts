@@ -4,7 +4,7 @@
 
 import type { Column } from '../engine/batch.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { fillU32, freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, workgroupsFor } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, workgroupsFor } from '../engine/gpu/buffers.js';
 import { findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
 import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from './csv-rows.wgsl.js';
 import type { DeviceAggColumn } from './groupby-aggregate.js';
@@ -75,7 +75,6 @@ export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: num
     spans: storageBuffer(ctx, n * Math.max(1, req.keyColumns.length) * 8, 'csv key spans'),
   };
   const counters = storageBuffer(ctx, (1 + MAX_CSV_COLUMNS) * 4, 'csv row counters');
-  for (const b of [validBytes, key.validMask, counters]) fillU32(ctx, b, 0);
   const params = uniformWords(ctx, paramWords(records, req));
   kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
     .dispatch('split_rows', [data, recEnd, values, validBytes, key.words, key.validMask, key.spans, counters, params], workgroupsFor(records));

@@ -137,10 +137,7 @@ export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GP
     capacity,
   };
   const overflow = storageBuffer(ctx, 4, 'overflow flag');
-  fillU32(ctx, t.owner, 0);
-  fillU32(ctx, t.counts, 0);
-  fillU32(ctx, t.firstRow, 0xffffffff);
-  fillU32(ctx, overflow, 0);
+  fillU32(ctx, t.firstRow, 0xffffffff); // storage buffers come zeroed; first rows start at 'none'
   const params = uniformWords(ctx, [n, capacity, hasNulls ? 1 : 0]);
   kernelFor(ctx, 'groupby-insert', W.GROUPBY_INSERT_WGSL)
     .dispatch('insert_keys', [keyBuf, maskBuf, t.owner, t.counts, t.firstRow, t.rowSlot, overflow, params], workgroupsFor(n));
@@ -224,7 +221,6 @@ function accumulateColumn(ctx: GpuContext, t: KeyTable, col: DeviceAggColumn, n:
   const isFloat = col.type === 'float64';
   const params = uniformWords(ctx, [n, col.hasNulls ? 1 : 0, isFloat ? 1 : 0]);
   const sum = storageBuffer(ctx, slots * (isFloat ? FLOAT_WIDTH : INT_WIDTH) * 4, 'sum accumulators');
-  fillU32(ctx, sum, 0);
   const minMax = storageBuffer(ctx, slots * MINMAX_WIDTH * 4, 'min/max accumulators');
   const bindings = (acc: GPUBuffer) => [t.rowSlot, col.values, col.mask, acc, params];
   const wg = workgroupsFor(n);
@@ -249,7 +245,6 @@ function accumulateColumn(ctx: GpuContext, t: KeyTable, col: DeviceAggColumn, n:
 async function numberGroups(ctx: GpuContext, t: KeyTable): Promise<{ groups: number; slotOfGroup: GPUBuffer }> {
   const { capacity } = t;
   const flags = storageBuffer(ctx, (capacity + 2) * 4, 'used flags');
-  fillU32(ctx, flags, 0);
   const params = uniformWords(ctx, [capacity, 0, 0]);
   const wg = workgroupsFor(capacity + 1);
   kernelFor(ctx, 'groupby-mark', W.GROUPBY_MARK_WGSL).dispatch('mark_used', [t.owner, t.counts, flags, params], wg);

@@ -5,7 +5,7 @@
 
 import { RuntimeFailure } from '../engine/errors.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { fillU32, freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import { freeKeyTable, insertKeys, nextPow2, type GroupKeys, type KeyTable } from './groupby-aggregate.js';
 import { exclusiveScan } from './prefix-scan.js';
 import { packValidity } from './validity.js';
@@ -43,7 +43,6 @@ async function buildSide(ctx: GpuContext, right: GroupKeys, ring?: StagingRing):
   kernelFor(ctx, 'join-segment-sizes', W.JOIN_SEGMENT_SIZES_WGSL).dispatch('segment_sizes', [table.counts, segStart, params], workgroupsFor(capacity + 2));
   exclusiveScan(ctx, segStart, capacity + 2);
   const cursor = storageBuffer(ctx, capacity * 4, 'join cursors');
-  fillU32(ctx, cursor, 0);
   const unordered = storageBuffer(ctx, n * 4, 'join rows unordered');
   const sorted = storageBuffer(ctx, n * 4, 'join rows by key');
   kernelFor(ctx, 'join-place', W.JOIN_PLACE_WGSL).dispatch('place_rows', [table.rowSlot, segStart, cursor, unordered, params], workgroupsFor(n));
@@ -63,7 +62,6 @@ async function probeSide(ctx: GpuContext, left: GroupKeys, built: BuiltSide, rin
   const params = uniformWords(ctx, [n, built.capacity, mask.hasNulls ? 1 : 0]);
   const matchSlot = storageBuffer(ctx, n * 4, 'join match slots');
   const outStart = storageBuffer(ctx, (n + 1) * 4, 'join output offsets');
-  fillU32(ctx, outStart, 0);
   kernelFor(ctx, 'join-probe', W.JOIN_PROBE_WGSL)
     .dispatch('probe_rows', [keys, maskBuf, built.keys, built.table.owner, built.segStart, matchSlot, outStart, params], workgroupsFor(n));
   exclusiveScan(ctx, outStart, n + 1);

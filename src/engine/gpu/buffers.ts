@@ -257,16 +257,23 @@ export async function readU32(ctx: GpuContext, src: GPUBuffer, count: number, of
   return new Uint32Array(await readBack(ctx, src, count * 4, offsetWords * 4));
 }
 
-/** Fills a buffer with one u32 value (clearBuffer for zero, a write otherwise). */
+/**
+ * Fills a buffer with one u32 value, by a kernel submitted at once (a host array written through
+ * writeBuffer cost a key table's worth of bytes at ~1 GB/s). Storage buffers come zeroed
+ * (storageBuffer): zero never needs filling.
+ */
 export function fillU32(ctx: GpuContext, buf: GPUBuffer, value: number, words = buf.size / 4): void {
-  if (value === 0) {
-    const enc = ctx.device.createCommandEncoder();
-    enc.clearBuffer(buf, 0, words * 4);
-    ctx.device.queue.submit([enc.finish()]);
-  } else {
-    ctx.device.queue.writeBuffer(buf, 0, new Uint32Array(words).fill(value >>> 0));
-  }
+  kernelFor(ctx, 'fill-u32', FILL_U32_WGSL).dispatch('fill', [sharedUniform(ctx, [words, value]), buf], workgroupsFor(words));
 }
+
+const FILL_U32_WGSL = /* wgsl */ `
+struct Params { n: u32, value: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(256)
+fn fill(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  for (var i = gid.x; i < p.n; i += nwg.x * 256u) { out[i] = p.value; }
+}`;
 
 export const WORKGROUP_SIZE = 256;
 /** Workgroups for a grid-stride loop over n items (kernels loop, so the count is capped). */
