@@ -43,6 +43,20 @@ describe('HybridRunner', () => {
     expect(results[0].warnings).toEqual(['cpu']);
   });
 
+  it('an idle GPU backs up a task it speeds up that a slow CPU worker took (while the GPU was opening)', async () => {
+    const gpu = fake('gpu', 1, () => 5);
+    const cpu = fake('cpu', 2, () => 300);
+    const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: 1, runner: new Promise((r) => setTimeout(() => r(gpu), 30)) }, cpu, isGpuTask);
+    const started = performance.now();
+    const results = await Promise.all([0, 1].map((i) => hybrid.run(task(i, true), `t${i}`)));
+    expect(results.map((r) => r.warnings[0])).toEqual(['gpu', 'gpu']); // both backed up by the GPU once it opened
+    expect(cpu.ran.sort()).toEqual([0, 1]);
+    expect(performance.now() - started).toBeLessThan(200); // did not wait for the CPU copies
+    const slowTask = await hybrid.run(task(2, false), 'c'); // not one the GPU speeds up: no GPU copy
+    expect(slowTask.warnings).toEqual(['cpu']);
+    expect(gpu.ran).toEqual([0, 1]);
+  });
+
   it('a fast GPU keeps its result; CPU-only tasks never go to the GPU', async () => {
     const gpu = fake('gpu', 1, () => 1);
     const cpu = fake('cpu', 1, () => 50);
