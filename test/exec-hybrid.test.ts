@@ -15,13 +15,16 @@ function task(index: number, gpu: boolean): Task {
 }
 
 /** A runner of `size` workers that answers each task after `delay(task)` ms with `who` in the warnings. */
-function fake(who: string, size: number, delay: (t: Task) => number, fail = false): TaskRunner & { ran: number[] } {
+function fake(who: string, size: number, delay: (t: Task) => number, fail = false): TaskRunner & { ran: number[]; backups: number } {
   const ran: number[] = [];
+  const counts = { backups: 0 };
   return {
     size, ran,
+    get backups() { return counts.backups; },
     broadcast() {},
-    run(t: Task): Promise<FragmentResult> {
+    run(t: Task, label: string): Promise<FragmentResult> {
       ran.push(t.fragment.index);
+      if (label.endsWith('[backup]')) counts.backups++;
       return new Promise((resolve, reject) => setTimeout(() => (fail ? reject(new Error(`${who} failed`)) : resolve({ rows: t.fragment.index, warnings: [who] })), delay(t)));
     },
     async runOnEach() { return [{ rows: 0, warnings: [who] }]; },
@@ -54,7 +57,21 @@ describe('HybridRunner', () => {
     expect(performance.now() - started).toBeLessThan(200); // did not wait for the CPU copies
     const slowTask = await hybrid.run(task(2, false), 'c'); // not one the GPU speeds up: no GPU copy
     expect(slowTask.warnings).toEqual(['cpu']);
-    expect(gpu.ran).toEqual([0, 1]);
+    expect([...gpu.ran].sort()).toEqual([0, 1]);
+  });
+
+  it('once both kinds have timed a task, CPU workers take GPU tasks only while the GPU backlog outlasts a CPU task', async () => {
+    const gpu = fake('gpu', 1, () => 10);
+    const cpu = fake('cpu', 2, () => 100);
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => hybrid.run(task(i, true), `t${i}`)));
+    expect(results.map((r) => r.rows)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    // At 0 ms both CPU workers take one (nothing timed yet), from the back of the queue; at 100 ms
+    // and 200 ms the GPU's backlog (~28, ~14 tasks of 10 ms) outlasts a 100 ms CPU task, so they
+    // take two more each time; at ~300 ms it does not. (Taking whatever was next: 8 or more.)
+    expect(cpu.ran.length - cpu.backups).toBeLessThanOrEqual(6);
+    expect(cpu.ran.slice(0, 2).sort()).toEqual([38, 39]);
+    expect(gpu.ran.length).toBeGreaterThanOrEqual(34);
   });
 
   it('a fast GPU keeps its result; CPU-only tasks never go to the GPU', async () => {

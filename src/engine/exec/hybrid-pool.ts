@@ -41,6 +41,7 @@ export class HybridRunner implements TaskRunner {
   private readonly onCpuAlone: Job[] = [];
   private gpuBusy = 0;
   private cpuBusy = 0;
+  private pumpQueued = false;
   /** The GPU workers once open (an empty runner when none opened); null while they open. */
   private gpu: TaskRunner | null = null;
   private readonly opening: OpeningGpus | null;
@@ -48,6 +49,8 @@ export class HybridRunner implements TaskRunner {
   private gpuFailure: Error | null = null;
   private readonly gpuOpened: Promise<void>;
   private readonly broadcasts: Broadcast[] = [];
+  /** Milliseconds per task the GPU speeds up, on each kind of worker (recordTaskMs); null until one finished. */
+  private readonly taskMs: { gpu: number | null; cpu: number | null } = { gpu: null, cpu: null };
 
   constructor(
     gpu: TaskRunner | OpeningGpus,
@@ -95,7 +98,12 @@ export class HybridRunner implements TaskRunner {
       if (this.gpuFailure) return reject(this.gpuFailure);
       const gpuOnly = this.gpuOnly(task);
       this.queue.push({ task, label, resolve, reject, settled: false, prefersGpu: gpuOnly || this.gpuSpeedsUp(task), gpuOnly, copies: 0, failures: 0 });
-      this.pump();
+      // Scheduled once the caller has queued its whole burst of tasks: pumping after the first
+      // alone found the queue empty and made idle CPU workers back up the task the GPU just took.
+      if (!this.pumpQueued) {
+        this.pumpQueued = true;
+        queueMicrotask(() => { this.pumpQueued = false; this.pump(); });
+      }
     });
   }
 
@@ -108,6 +116,12 @@ export class HybridRunner implements TaskRunner {
 
   async close(): Promise<void> {
     await Promise.all([this.gpuOpened.then(() => this.gpu!.close()), this.cpu.close()]);
+  }
+
+  /** A moving average of how long first copies of tasks the GPU speeds up took, per kind of worker. */
+  private recordTaskMs(side: 'gpu' | 'cpu', ms: number): void {
+    const prev = this.taskMs[side];
+    this.taskMs[side] = prev === null ? ms : 0.7 * prev + 0.3 * ms;
   }
 
   private settle(job: Job, err: Error): void {
@@ -130,13 +144,36 @@ export class HybridRunner implements TaskRunner {
         if (slow) { if (!slow.settled) this.start(slow, true); continue; }
       }
       if (this.cpuBusy >= concurrencyOf(this.cpu)) return;
-      const at = this.queue.findIndex((j) => this.cpuMayRun(j));
+      // A CPU worker takes the next task the GPU cannot speed up, else one it can when the GPUs'
+      // backlog would keep it waiting longer than a CPU worker needs — the last of them, which the
+      // GPUs would reach last.
+      const other = this.queue.findIndex((j) => !j.prefersGpu && this.cpuMayRun(j));
+      const at = other >= 0 ? other : this.cpuWorthIt() ? this.lastCpuMayRun() : -1;
       if (at >= 0) { this.start(this.queue.splice(at, 1)[0], false); continue; }
       const i = this.onGpuAlone.findIndex((j) => this.cpuMayRun(j));
       if (i < 0) return;
       const straggler = this.onGpuAlone.splice(i, 1)[0];
       if (!straggler.settled) this.start(straggler, false);
     }
+  }
+
+  /**
+   * Whether a CPU worker should take a task the GPU speeds up: while the GPUs open, when none is
+   * left, until both kinds of worker have finished one, and then when the queue ahead of the GPUs
+   * would take them longer than the CPU takes for one task (on 2 H200s + 32 cores a 64 MB CSV
+   * chunk took a CPU worker ~2 s against ~0.1 s per GPU slot: CPU workers that kept taking chunks
+   * only competed with the GPU workers' host threads).
+   */
+  private cpuWorthIt(): boolean {
+    const { gpu: g, cpu: c } = this.taskMs;
+    if (!this.gpu || this.gpu.size === 0 || g === null || c === null) return true;
+    const queued = this.queue.reduce((n, j) => n + (j.prefersGpu ? 1 : 0), 0);
+    return (queued / Math.max(1, concurrencyOf(this.gpu))) * g > c;
+  }
+
+  private lastCpuMayRun(): number {
+    for (let i = this.queue.length - 1; i >= 0; i--) if (this.cpuMayRun(this.queue[i])) return i;
+    return -1;
   }
 
   /** GPU-only jobs wait while the GPUs open; they fall to the CPU workers only when no GPU is left. */
@@ -155,8 +192,10 @@ export class HybridRunner implements TaskRunner {
     }
     const runner = onGpu ? this.gpu! : this.cpu;
     const label = `${job.label}${onGpu ? ' [gpu]' : job.copies > 1 ? ' [backup]' : ''}`;
+    const timed = job.copies === 1 && job.prefersGpu, began = performance.now();
     runner.run(job.task, label).then(
       (result) => {
+        if (timed) this.recordTaskMs(onGpu ? 'gpu' : 'cpu', performance.now() - began);
         if (!job.settled) { job.settled = true; job.resolve(result); }
       },
       (err: Error) => {
