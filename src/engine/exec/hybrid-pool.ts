@@ -1,7 +1,9 @@
 // GPU workers and CPU workers behind one queue. An idle GPU worker takes the next task the GPU
-// speeds up; an idle CPU worker takes whatever is next (work stealing), so on a machine with many
-// cores and few GPUs neither kind waits for the other. When the queue is empty and a CPU worker is
-// idle while a GPU task is still running, the CPU worker runs a backup copy of it and the first
+// speeds up; an idle CPU worker takes the next task the GPU does not speed up, or one it does when
+// the GPUs' backlog would outlast a CPU task (work stealing, weighed by measured task times), so
+// on a machine with many cores and few GPUs neither kind waits for the other. When the queue is
+// empty and a CPU worker is idle while a GPU task is still running, the CPU worker runs a backup
+// copy of it and the first
 // result wins (MapReduce's backup tasks): a slow device cannot hold up the end of a stage; the
 // other way round, an idle GPU worker with nothing queued backs up a task it speeds up that a CPU
 // worker is still on (10 GB group-by on 2 H200s + 32 cores: such CPU chunks ended it 2 s late). A
