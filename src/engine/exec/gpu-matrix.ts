@@ -1,10 +1,11 @@
 // ML design-matrix partitions held by a GPU worker (the GPU side of matrix.ts). A loaded partition
-// keeps its float64 host copy and is uploaded once to the device (ml-matrix.ts layout); map-matrix
-// runs the k-means, linear-regression and moments tasks as kernels over every partition this
-// worker holds, in one submission with one readback; the other tasks (the forest's binning and
-// row sampling) run the CPU code on the host copy. A matrix loaded without `device` (the forest
-// needs no kernels over it) is not uploaded. Results are per partition and deterministic, so which GPU holds a
-// partition never changes them (the trainer combines them in partition order).
+// keeps its batch's float64 columns on the host and is uploaded once, column by column, to the
+// device (ml-matrix.ts layout); map-matrix runs the k-means, linear-regression and moments tasks
+// as kernels over every partition this worker holds, in one submission with one readback; the
+// other tasks (the forest's binning and row sampling) run the CPU code on a row-major copy made
+// when first needed. A matrix loaded without `device` (the forest needs no kernels over it) is not
+// uploaded. Results are per partition and deterministic, so which GPU holds a partition never
+// changes them (the trainer combines them in partition order).
 
 import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
