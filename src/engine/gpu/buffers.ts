@@ -111,8 +111,9 @@ export function freeBuffer(ctx: GpuContext, buf: GPUBuffer): void {
 /**
  * A uniform buffer of these u32 parameters, shared and kept for the device's life (never destroy
  * it): iterative work passes the same parameters every round, and then its bind groups repeat too
- * (GpuKernel caches them). A bounded number are kept; the oldest are destroyed first — only
- * after the work submitted with them has finished (onSubmittedWorkDone), so a slot may be reused.
+ * (GpuKernel caches them). A bounded number are kept: past it the least recently used half is
+ * destroyed once the work submitted so far has finished (onSubmittedWorkDone); work still being
+ * recorded uses recent ones.
  */
 export function sharedUniform(ctx: GpuContext, words: readonly number[]): GPUBuffer {
   let cache = sharedUniforms.get(ctx.device);
