@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,7 +6,7 @@ import { writeModelFile } from '../src/cli/train.js';
 import { DataError } from '../src/engine/errors.js';
 import { fitKMeans } from '../src/engine/ml/kmeans.js';
 import { fitLinReg } from '../src/engine/ml/linreg.js';
-import { parseModel, serializeModel } from '../src/engine/ml/model-file.js';
+import { parseModel, readModelFile, saveModelText, serializeModel } from '../src/engine/ml/model-file.js';
 import { predictBatch } from '../src/engine/ml/predict.js';
 import { Rng } from '../src/engine/ml/random.js';
 import { partitioned } from './ml-helpers.js';
@@ -109,5 +109,24 @@ describe('model files', () => {
     writeModelFile(file, model);
     expect(readFileSync(file, 'utf8')).toBe(serializeModel(model));
     expect(parseModel(readFileSync(file, 'utf8'), file).featureNames).toEqual(['größe', '重さ']);
+  });
+
+  it("a run's copy of the model is the text that was read, whether copied from the file or written out", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpuframe-model-copy-'));
+    const model = await fitLinReg(partitioned(data, 40));
+    const source = join(dir, 'lr.json'), copied = join(dir, 'copied.json'), rewritten = join(dir, 'rewritten.json');
+    writeModelFile(source, model);
+    const read = readModelFile(source);
+    expect(read.text).toBe(serializeModel(model));
+    saveModelText(copied, read.text, { path: source, stamp: read.stamp });
+    expect(readFileSync(copied, 'utf8')).toBe(read.text);
+    // The file changes after it was read (same size, later time): the text read is what the run uses.
+    writeFileSync(source, read.text.replace('"kind"', '"kinD"'));
+    utimesSync(source, new Date(), new Date(Date.now() + 5000));
+    saveModelText(rewritten, read.text, { path: source, stamp: read.stamp });
+    expect(readFileSync(rewritten, 'utf8')).toBe(read.text);
+    // Plans without a stamp (a model made in the same run) are written out.
+    saveModelText(rewritten, 'x', { path: source, stamp: null });
+    expect(readFileSync(rewritten, 'utf8')).toBe('x');
   });
 });

@@ -5,7 +5,7 @@ import { inputPlan, splitList } from '../cli/inputs.js';
 import { finishStage } from '../cli/stage.js';
 import { DataError, UsageError, requireColumn } from '../engine/errors.js';
 import { MetricAccumulator } from '../engine/ml/streaming-metrics.js';
-import { readModelText } from '../engine/ml/model-file.js';
+import { readModelFile } from '../engine/ml/model-file.js';
 import { modelOf } from '../engine/ml/predict-columns.js';
 import type { PlanNode } from '../engine/plan/nodes.js';
 import { schemaOf } from '../engine/plan/schema.js';
@@ -24,14 +24,14 @@ export default class Predict extends GpuframeCommand {
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Predict);
-    let modelText: string;
+    let modelFile: ReturnType<typeof readModelFile>;
     try {
-      modelText = readModelText(flags.model);
+      modelFile = readModelFile(flags.model);
     } catch {
       throw new DataError('cannot read the model file', { file: flags.model });
     }
     const input = await inputPlan(argv as string[], flags);
-    const plan: PlanNode = { kind: 'predict', input, modelPath: flags.model, modelText, keep: flags.keep ? splitList(flags.keep) : null, proba: flags.proba, outputName: 'prediction' };
+    const plan: PlanNode = { kind: 'predict', input, modelPath: flags.model, modelText: modelFile.text, modelStamp: modelFile.stamp, keep: flags.keep ? splitList(flags.keep) : null, proba: flags.proba, outputName: 'prediction' };
     const model = modelOf(plan);
     const names = schemaOf(input).map((f) => f.name);
     for (const f of model.featureNames) requireColumn(f, names, `feature column of model ${flags.model}`);

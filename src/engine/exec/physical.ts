@@ -3,13 +3,13 @@
 // by executing their inputs' streams; everything else stays a chain of per-fragment operators.
 
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { concatBatches, emptyBatch, type Batch, type Schema } from '../batch.js';
 import { DataError } from '../errors.js';
 import { planArrowChunks } from '../io/arrow.js';
 import { inferCsvLayout, materializeCsvInput, planCsvChunks } from '../io/csv/index.js';
 import { planParquetChunks } from '../io/parquet.js';
+import { saveModelText } from '../ml/model-file.js';
 import { modelOf } from '../ml/predict-columns.js';
 import { JoinBuildTable, unmatchedRightRows } from '../ops/join/index.js';
 import type { GenerateNode, JoinNode, PlanNode, ScanNode } from '../plan/nodes.js';
@@ -38,7 +38,7 @@ export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream>
     case 'predict': {
       const { modelPath, keep, proba, outputName } = node;
       const modelFile = join(ctx.tmpDir, `model-${randomUUID()}.json`);
-      writeFileSync(modelFile, node.modelText);
+      saveModelText(modelFile, node.modelText, { path: modelPath, stamp: node.modelStamp });
       return withOp(await physical(node.input, ctx), { kind: 'predict', modelFile, modelPath, modelKind: modelOf(node).kind, keep, proba, outputName }, schemaOf(node));
     }
   }

@@ -5,7 +5,7 @@
 
 import { isAscii } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { DTYPES, type DType } from '../batch.js';
 import { DataError } from '../errors.js';
 import { MODEL_FORMAT_VERSION, READABLE_FORMAT_VERSIONS, type FlatTrees, type Model, type ParamValue } from './model.js';
@@ -94,6 +94,41 @@ function finiteArray(a: Float64Array, field: string): Float64Array {
 export function readModelText(path: string): string {
   const bytes = readFileSync(path);
   return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
+}
+
+/** Size and modification time of a file: whether it still holds what was read from it. */
+export interface FileStamp { size: number; mtimeMs: number }
+
+export function fileStamp(path: string): FileStamp | null {
+  try {
+    const s = statSync(path);
+    return { size: s.size, mtimeMs: s.mtimeMs };
+  } catch {
+    return null;
+  }
+}
+
+/** A model file's text, with the file's stamp taken before reading it. */
+export function readModelFile(path: string): { text: string; stamp: FileStamp | null } {
+  const stamp = fileStamp(path);
+  return { text: readModelText(path), stamp };
+}
+
+/**
+ * Puts a model's text at `to`: a copy of the file it came from when that file still has the stamp
+ * it had when read (a kernel-side copy: 110 ms against 300 ms to write a 148 MB forest's text
+ * here), else the text written out.
+ */
+export function saveModelText(to: string, text: string, from: { path: string; stamp: FileStamp | null | undefined }): void {
+  const read = from.stamp;
+  if (read) {
+    const unchanged = () => { const now = fileStamp(from.path); return now !== null && now.size === read.size && now.mtimeMs === read.mtimeMs; };
+    if (unchanged()) {
+      copyFileSync(from.path, to);
+      if (unchanged() && fileStamp(to)?.size === read.size) return;
+    }
+  }
+  writeFileSync(to, text);
 }
 
 export function parseModel(text: string, fileName: string): Model {

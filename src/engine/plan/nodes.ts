@@ -7,6 +7,7 @@ import type { CsvOptions } from '../io/csv/index.js';
 import type { AggregateSpec } from '../ops/aggregate/index.js';
 import type { JoinSpec } from '../ops/join/index.js';
 import type { GenerateParams, GeneratorKind } from '../ml/generate.js';
+import type { FileStamp } from '../ml/model-file.js';
 
 export type InputFormat = 'csv' | 'parquet' | 'arrow' | 'arrows';
 
@@ -61,6 +62,8 @@ export interface PredictNode {
   modelPath: string;
   /** The model file's text, so the plan stays self-contained when it travels. */
   modelText: string;
+  /** The model file's size and modification time when its text was read (null: not a file). */
+  modelStamp: FileStamp | null;
   /** Input columns to keep in front of the predictions (null: all). */
   keep: string[] | null;
   proba: boolean;
