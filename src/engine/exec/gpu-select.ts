@@ -47,7 +47,6 @@ export interface GpuChoice {
 /** The GPUs a run with these flags would use. Throws for --device gpu without a usable adapter. */
 export async function chooseGpus(device: DeviceMode, indices: number[] | undefined, found?: GpuInfo[]): Promise<GpuChoice> {
   if (device === 'cpu') return { use: [], found: found ?? [], allowSoftware: false, reason: '--device cpu' };
-  // Loaded only when GPUs may be used: it brings in dawn.node.
   // auto without any GPU on the PCI bus: skip probing (it starts a process) — CPU it is.
   if (device === 'auto' && found === undefined && gpuBusIds().length === 0) {
     return { use: [], found: [], allowSoftware: false, reason: 'no GPU on this machine; CPU workers' };
