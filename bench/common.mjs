@@ -1,4 +1,4 @@
-// What the GPU-machine bench scripts share: running the CLI, a timestamped log, the table of
+// What the GPU-machine bench scripts share: running the CLI, importing built modules, a timestamped log, the table of
 // results they print at the end, trace spans, and timing GPU work by its marginal cost.
 
 import { spawnSync } from 'node:child_process';
@@ -8,6 +8,9 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const BIN = join(ROOT, 'bin/run.js');
+
+/** A built module of the project (after `npm run build`), e.g. dist('kernels/forest.js'). */
+export const dist = (path) => import(join(ROOT, 'dist', path));
 
 export const log = (msg) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${msg}`);
 

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { tableFromIPC, tableToIPC } from 'apache-arrow';
-import { log, marginalMs, resultTable, ROOT, runGpuframe, traceSpanSeconds } from './common.mjs';
+import { dist, log, marginalMs, resultTable, runGpuframe, traceSpanSeconds } from './common.mjs';
 
 const ROWS = Number(process.env.ROWS ?? 1e6), TEST = Math.round(ROWS / 3), D = 32;
 const TREES = Number(process.env.TREES ?? 100), DEPTH = Number(process.env.DEPTH ?? 16);
@@ -49,7 +49,6 @@ if (process.argv[2] === '--kernels') {
  * more in one submission, with the bytes each must move as a fraction of the H200's 4.2 TB/s.
  */
 async function kernelTimings() {
-  const dist = (p) => import(join(ROOT, 'dist', p));
   const { openGpu } = await dist('engine/gpu/device.js');
   const { StagingRing, uploadNew, storageBuffer } = await dist('engine/gpu/buffers.js');
   const { GpuWork } = await dist('kernels/ml-matrix.js');

@@ -20,7 +20,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { log, marginalMs, resultTable, ROOT, runGpuframe, traceSpanSeconds } from './common.mjs';
+import { dist, log, marginalMs, resultTable, runGpuframe, traceSpanSeconds } from './common.mjs';
 
 const ROWS = Number(process.env.ROWS ?? 1e7);
 const ROWS_LINREG = Number(process.env.ROWS_LINREG ?? ROWS);
@@ -61,7 +61,6 @@ if (process.argv[2] === '--kernels') {
 
 /** Child mode: times the ML kernels on device matrices of ROWS rows; prints one JSON line per kernel. */
 async function kernelTimings() {
-  const dist = (p) => import(join(ROOT, 'dist', p));
   const { openGpu } = await dist('engine/gpu/device.js');
   const { StagingRing } = await dist('engine/gpu/buffers.js');
   const { GpuWork, uploadMatrix, freeMatrix } = await dist('kernels/ml-matrix.js');
