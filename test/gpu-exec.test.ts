@@ -3,7 +3,7 @@
 // --device cpu, a killed GPU worker's task is retried, a lost device fails the run clearly, and
 // the device-select output that identifies a worker's GPU is parsed.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Batch } from '../src/engine/batch.js';
@@ -13,7 +13,7 @@ import { gpuPartialAggregate, gpuSupports } from '../src/engine/exec/gpu-aggrega
 import { parseDeviceSelect } from '../src/engine/exec/gpu-pool.js';
 import { ResidentCache } from '../src/engine/exec/gpu-resident.js';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
-import { gpuframe } from './helpers/cli.js';
+import { gpuframe, shell } from './helpers/cli.js';
 import { factCsv, tempDir } from './helpers/data.js';
 
 const dir = tempDir('gpu-exec');
@@ -100,6 +100,36 @@ describe.skipIf(skipGpuTests)('groupby --device gpu through the CLI', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/there is no GPU 7/);
   }, 30_000);
+});
+
+describe.skipIf(skipGpuTests)('read-csv | merge | groupby --device gpu', () => {
+  // Dimensions keyed by the string key (quoted keys included) and by the int key: most keys once,
+  // one twice (a left row then matches two build rows), some absent, one null key row.
+  const dimension = (on: 'ks' | 'ki') => {
+    const path = join(dir, `dim-${on}.csv`);
+    const key = (g: number) => (on === 'ks' ? `"key_${g}${g % 7 === 0 ? ' ""q"", x' : ''}"` : String(g - 150));
+    const rows = Array.from({ length: 260 }, (_, g) => `${key(g)},r${g % 6},${(g * 37.25) % 1000},${g * 1000003}`);
+    rows.push(`${key(3)},r9,12.5,7`, ',r0,1,1');
+    writeFileSync(path, [`${on},region,elev,m`, ...rows].join('\n') + '\n');
+    return path;
+  };
+  const AGGS = 'count(),count(i),sum(i),mean(f),min(f),max(i),sum(elev),mean(elev),max(elev),sum(m),min(region)';
+
+  it('same bytes as --device cpu, with the fact chunks parsed and grouped on the GPU (inner and left joins, string and int keys)', async () => {
+    for (const [on, how, by] of [['ks', 'inner', 'region'], ['ki', 'left', 'region'], ['ks', 'left', 'ks']] as const) {
+      const outs = await Promise.all(['gpu', 'cpu'].map(async (device) => {
+        const out = join(dir, `merge-${on}-${how}-${device}.csv`);
+        const run = `--device ${device} --workers ${device === 'gpu' ? 0 : 2} --blocksize 256KB`;
+        const res = await shell(`gpuframe read-csv '${facts}' | gpuframe merge - '${dimension(on)}' --on ${on} --how ${how} | gpuframe groupby --by ${by} --agg '${AGGS}' -o '${out}' ${run}`,
+          { env: { GPUFRAME_GPU_CSV_REPORT: '1' } });
+        expect(res.stderr, `${on} ${how} ${device}`).not.toMatch(/warning|error/i);
+        expect(res.code).toBe(0);
+        return readFileSync(out);
+      }));
+      expect(outs[0].equals(outs[1]), `--on ${on} --how ${how} --by ${by}`).toBe(true);
+      expect(outs[0].toString().split('\n').length).toBeGreaterThan(5);
+    }
+  }, 90_000);
 });
 
 describe('identifying and caching', () => {

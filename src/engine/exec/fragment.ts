@@ -34,7 +34,7 @@ export interface SpillSet { schema: Schema; files: string[] }
 export type OpSpec =
   | { kind: 'project'; columns: string[] }
   /** Probe a broadcast build table (the join's right side), cached per worker by id. */
-  | { kind: 'probe'; broadcastId: string; spec: JoinSpec; leftSchema: Schema }
+  | { kind: 'probe'; broadcastId: string; spec: JoinSpec; leftSchema: Schema; rightSchema: Schema }
   /**
    * Append model predictions. The model's text is written once to `modelFile` in the run's temp
    * dir and read there by each worker (a forest's text can be hundreds of MB: not once per task).

@@ -29,6 +29,7 @@ import type { CsvChunk } from '../io/csv/index.js';
 import { aggregatedColumns, gpuSupports, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
 import { PhaseTimes } from '../gpu/timing.js';
 import { ChunkText, uploadChunkFromFile } from './gpu-csv-bytes.js';
+import { aggregateBelowJoin } from './join-aggregate.js';
 
 export type CsvSource = Extract<SourceSpec, { kind: 'csv' }>;
 
@@ -64,6 +65,8 @@ const KIND_OF: Partial<Record<string, CsvFieldKind>> = { int64: 'int64', float64
  * the CPU code, no faster than a CPU worker, so idle CPU workers should have it first.
  */
 export function gpuCsvPathApplies(task: Task): boolean {
+  const below = aggregateBelowJoin(task);
+  if (below !== null) return gpuCsvPathApplies(below.leftTask);
   const { fragment, terminal } = task;
   return terminal.kind === 'partial-aggregate' && fragment.source.kind === 'csv' && fragment.ops.every((op) => op.kind === 'project')
     && gpuSupports(terminal.spec, terminal.inputSchema) && typeof planOf(fragment.source, terminal.spec, terminal.inputSchema) !== 'string';

@@ -1,5 +1,6 @@
 // What a GPU worker does with one task: ML design-matrix tasks keep their partitions on the device
-// (gpu-matrix.ts); a random forest's trees grow there (gpu-forest.ts); partial aggregates the GPU covers run there. Over a CSV
+// (gpu-matrix.ts); a random forest's trees grow there (gpu-forest.ts); partial aggregates the GPU covers run there
+// (over a broadcast join: over its left rows, join-aggregate.ts). Over a CSV
 // chunk the GPU parses the bytes itself (gpu-csv-aggregate.ts) when it can; otherwise rows are read
 // and parsed on the CPU of this process with the same reader as CPU workers. Every other task,
 // and any partition whose GPU aggregation fails while the device is still alive, runs the CPU code.
@@ -14,6 +15,7 @@ import { gpuPartialAggregate, gpuSupports } from './gpu-aggregate.js';
 import { gpuCsvOptionsFromEnv, gpuCsvPartialAggregate } from './gpu-csv-aggregate.js';
 import type { ResidentCache } from './gpu-resident.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
+import { aggregateBelowJoin } from './join-aggregate.js';
 
 export interface GpuWorkerState {
   gpu: GpuContext;
@@ -28,6 +30,11 @@ export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuW
   const { terminal, fragment } = task;
   if (isMatrixTask(task)) return matrixOnGpu(task, cache, worker);
   if (terminal.kind === 'grow-trees') return treesOnGpu(terminal, worker);
+  const below = aggregateBelowJoin(task);
+  if (below !== null) {
+    const left = await runGpuTask(below.leftTask, cache, worker);
+    return { ...left, partial: below.finish(left.partial!, cache.get(below.broadcastId).table) };
+  }
   if (terminal.kind !== 'partial-aggregate' || !gpuSupports(terminal.spec, terminal.inputSchema)) return runTask(task, cache);
   const direct = await csvOnGpu(task, worker);
   if (!('warning' in direct)) return direct;

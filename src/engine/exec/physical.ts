@@ -111,7 +111,7 @@ async function broadcastJoin(node: JoinNode, ctx: RunContext): Promise<Stream> {
   const left = await physical(node.left, ctx);
   const id = randomUUID();
   ctx.runner.broadcast({ id, batch: right, spec: node.spec });
-  const stream = withOp(left, { kind: 'probe', broadcastId: id, spec: node.spec, leftSchema: left.schema }, schemaOf(node));
+  const stream = withOp(left, { kind: 'probe', broadcastId: id, spec: node.spec, leftSchema: left.schema, rightSchema: right.schema }, schemaOf(node));
   if (node.spec.how !== 'right' && node.spec.how !== 'outer') return stream;
   const leftSchema = left.schema;
   return {

@@ -103,7 +103,7 @@ function takeLive(p: PartialAggregate): Live {
   return { table, accs };
 }
 
-function snapshot(header: PartialAggregate, live: Live): PartialAggregate {
+function snapshot(header: Pick<PartialAggregate, 'schema' | 'spec' | 'aggInputTypes'>, live: Live): PartialAggregate {
   const groups = live.table.size;
   return { ...header, groups, keys: live.table.keyColumns(), hashes: live.table.hashes(), states: live.accs.map((acc) => acc.state(groups)) };
 }
@@ -119,6 +119,20 @@ export function mergePartials(a: PartialAggregate, b: PartialAggregate): Partial
   const merged = snapshot(a, live);
   liveState.set(merged, live);
   return merged;
+}
+
+/**
+ * A partial from rows that each carry a key and one state per aggregate, where keys may repeat:
+ * rows with equal keys merge, in row order (a partial re-keyed, as joins below aggregates need).
+ * `states[a]` holds one row per input row, in the layout of aggregate a's accumulator.
+ */
+export function partialOfKeyedStates(header: Pick<PartialAggregate, 'schema' | 'spec' | 'aggInputTypes'>, keys: Column[], hashes: Uint32Array,
+                                     rows: number, states: AggState[]): PartialAggregate {
+  const table = new KeyTable(keys.map((c) => c.type));
+  const gids = table.insert(keys, hashes, rows);
+  const accs = newAccumulators(header, table.size);
+  accs.forEach((acc, i) => acc.merge(states[i], gids));
+  return snapshot(header, { table, accs });
 }
 
 /** The result: one row per group, sorted by the keys (sort.ts order: nulls last). */
