@@ -84,11 +84,19 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(onGpu.split('\n')[0]).toMatch(/prediction,proba_0,proba_1$/);
   }, 60_000);
 
-  it('rf-train regression (trees on the CPU finder everywhere): GPUs with CPU workers write the CPU run\'s model', async () => {
+  it('rf-train regression: trees grown on the GPU worker, the same model with CPU workers beside it, R² as the CPU forest', async () => {
     const rf = (name: string, device: string[]) =>
       ok(['rf-train', path('reg.csv'), '--target', 'y', '--task', 'regression', '--n-estimators', '6', '--max-depth', '6', '--seed', '2', '--blocksize', '200KB', '--model-out', path(name), ...device]);
+    await rf('rfr-gpu.json', GPU);
     await rf('rfr-hybrid.json', ['--device', 'gpu', '--workers', '2']);
     await rf('rfr-cpu.json', ['--device', 'cpu', '--workers', '3']);
-    expect(readFileSync(path('rfr-hybrid.json'), 'utf8')).toBe(readFileSync(path('rfr-cpu.json'), 'utf8'));
+    expect(readFileSync(path('rfr-hybrid.json'), 'utf8')).toBe(readFileSync(path('rfr-gpu.json'), 'utf8'));
+    const r2 = async (model: string) => {
+      const res = await ok(['predict', path('reg.csv'), '--model', path(model), '-o', path(`${model}.csv`), '--device', 'cpu']);
+      return Number(/R² ([\d.e-]+)/.exec(res.stderr)![1]);
+    };
+    const [gpu, cpu] = [await r2('rfr-gpu.json'), await r2('rfr-cpu.json')];
+    expect(gpu).toBeGreaterThan(0.8);
+    expect(Math.abs(gpu - cpu)).toBeLessThanOrEqual(0.02);
   }, 60_000);
 });

@@ -7,13 +7,16 @@
 // rows in no slot, slots without rows, nodes with fewer or no candidates, slot sub-ranges with
 // slotBase > 0, and more rows than threads. Last, two levels grown by hand (histogram -> best
 // splits -> host decisions -> route -> histogram) against a CPU recount of the children.
+// Regression: histograms of (weight, 96-bit Σ w·yq) exactly equal to the twin and dequantising to
+// the float64 sums, best splits and best of nodes against the twins, for negative targets, a
+// constant target, heavy weights (carries into the top word) and one row per node.
 
 import { describe, expect, it } from 'vitest';
 import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { freeBuffer, StagingRing, storageBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import {
-  bestOfNodesCpu, bestSplitsCpu, forestHistogramBytes, nodeRecordWords, recordBestOfNodes, recordRowWeights, forestHistogramCpu, histIndex, NONE, recordBestSplits, recordForestHistogram, recordRoute,
+  bestOfNodesCpu, bestSplitsCpu, dequantisedSum, forestHistogramBytes, quantiseTargets, REGRESSION_CELL_WORDS, nodeRecordWords, recordBestOfNodes, recordRowWeights, forestHistogramCpu, histIndex, NONE, recordBestSplits, recordForestHistogram, recordRoute,
   routeCpu, splitRecordWords, splitScore, uploadForestBins, type HistogramShape, type SplitCriterion,
 } from '../src/kernels/forest.js';
 import { GpuWork } from '../src/kernels/ml-matrix.js';
@@ -256,6 +259,107 @@ describe.skipIf(skipGpuTests)('forest row weights kernel', () => {
       });
     });
   }
+});
+
+describe.skipIf(skipGpuTests)('forest regression kernels', () => {
+  const cases: { name: string; rows: number; trees: number; slots: number; layout: SlotLayout | 'row per slot'; maxBins: number; maxF: number; y: (rng: Rng, r: number) => number; heavy?: boolean }[] = [
+    { name: 'negative targets, 3 trees, random slots', rows: 3001, trees: 3, slots: 20, layout: 'random', maxBins: 64, maxF: 3, y: (rng) => -1e4 + 300 * rng.nextFloat() },
+    { name: 'signed targets around 0, one slot per tree (shared, several chunks per slot)', rows: 40009, trees: 2, slots: 2, layout: 'per tree', maxBins: 256, maxF: 2, y: (rng) => (rng.nextFloat() - 0.5) * 1e-3 },
+    { name: 'a constant target', rows: 1001, trees: 1, slots: 6, layout: 'random', maxBins: 32, maxF: 3, y: () => 42.5 },
+    { name: 'heavy weights, targets spanning 1e12', rows: 2003, trees: 1, slots: 5, layout: 'random', maxBins: 40, maxF: 3, y: (rng) => rng.nextFloat() * 1e12, heavy: true },
+    { name: 'one row per node', rows: 300, trees: 1, slots: 300, layout: 'row per slot', maxBins: 16, maxF: 2, y: (rng) => rng.nextFloat() },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: histogram (both variants), best splits and best of node equal the twins`, async () => {
+      const ctx = await testGpu();
+      const rng = new Rng(c.rows, c.name);
+      const p = randomProblem(rng, c.rows, c.trees, 6, 2, c.maxBins);
+      const y = Float64Array.from({ length: c.rows }, (_, r) => c.y(rng, r));
+      const q = quantiseTargets(y);
+      p.labels = q.words;
+      // Heavy: a few rows weigh up to 2^20 (a tree's weights still sum below 2^32), so word sums carry.
+      if (c.heavy) for (let i = 0; i < p.weight.length; i += 7) p.weight[i] = 1 + rng.nextInt(1 << 20);
+      const slot = c.layout === 'row per slot' ? Uint32Array.from({ length: c.rows }, (_, r) => (p.weight[r] > 0 ? r : NONE)) : caseSlots(rng, p, c.slots, c.layout);
+      const nodeFeatures = randomCandidates(rng, p.cols, c.slots, c.maxF);
+      const shape: HistogramShape = { rows: c.rows, trees: c.trees, slotBase: 0, slotCount: c.slots, maxF: c.maxF, nBins: c.maxBins, classes: REGRESSION_CELL_WORDS, regression: true };
+      const want = forestHistogramCpu({ ...shape, bins: p.bins, weight: p.weight, slot, labels: p.labels, nodeFeatures });
+      for (const variant of ['global', 'shared'] as const) {
+        const got = await histogramOnGpu(ctx, p, slot, nodeFeatures, shape, variant);
+        expect(firstDifference(got.totals, want.totals), `${variant} totals`).toBe(-1);
+        expect(firstDifference(got.hist, want.hist), `${variant} histogram`).toBe(-1);
+      }
+      if (c.heavy) expect(want.totals.some((v, i) => i % 4 === 3 && v > 0)).toBe(true);
+      // Each slot's totals dequantise to its float64 Σ w·y (to float64 rounding of the terms).
+      const sums = new Float64Array(c.slots), mags = new Float64Array(c.slots), weights = new Float64Array(c.slots);
+      for (let i = 0; i < c.trees * c.rows; i++) {
+        if (slot[i] === NONE || p.weight[i] === 0) continue;
+        const wy = p.weight[i] * y[i % c.rows];
+        sums[slot[i]] += wy; mags[slot[i]] += Math.abs(wy); weights[slot[i]] += p.weight[i];
+      }
+      for (let s = 0; s < c.slots; s++) {
+        expect(want.totals[4 * s], `slot ${s} weight`).toBe(weights[s]);
+        expect(Math.abs(dequantisedSum(want.totals, 4 * s, q) - sums[s]), `slot ${s} sum`).toBeLessThanOrEqual(1e-12 * mags[s]);
+      }
+
+      for (const minSamplesLeaf of [1, 30]) {
+        const at0 = `minSamplesLeaf ${minSamplesLeaf}`;
+        const splitShape = { slotBase: 0, slotCount: c.slots, maxF: c.maxF, nBins: c.maxBins, classes: REGRESSION_CELL_WORDS };
+        const records = await bestSplitsOnGpu(ctx, want.hist, want.totals, nodeFeatures, p.binsPerFeature, splitShape, 'variance', minSamplesLeaf);
+        const twin = bestSplitsCpu({ ...splitShape, hist: want.hist, totals: want.totals, nodeFeatures, binsPerFeature: p.binsPerFeature, criterion: 'variance', minSamplesLeaf });
+        const width = splitRecordWords(REGRESSION_CELL_WORDS);
+        let found = 0, clear = 0;
+        for (let t = 0; t < c.slots * c.maxF; t++) {
+          const bin = records[t * width], at = `${at0} record ${t}`;
+          expect(bin === NONE, at).toBe(twin.out[t * width] === NONE);
+          if (bin === NONE) continue;
+          found++;
+          // A constant target scores 0 everywhere: both take the first admissible bin.
+          const isClear = twin.bestScore[t] - twin.runnerUp[t] > 1e-5 * Math.abs(twin.bestScore[t]) || c.name === 'a constant target';
+          if (!isClear) continue;
+          clear++;
+          expect(Array.from(records.subarray(t * width, (t + 1) * width)), at).toEqual(Array.from(twin.out.subarray(t * width, (t + 1) * width)));
+        }
+        if (c.layout === 'row per slot') { expect(found).toBe(0); continue; }
+        expect(found).toBeGreaterThan((c.slots * c.maxF) / 3);
+        expect(clear).toBeGreaterThan(found / 2);
+
+        const work = new GpuWork(ctx);
+        const words = c.slots * nodeRecordWords(REGRESSION_CELL_WORDS);
+        const nodes = work.temp(words * 4, 'nodes');
+        recordBestOfNodes(work, {
+          ...splitShape, criterion: 'variance', minSamplesLeaf, nodes, out: work.input(records, 'records'), hist: work.input(want.hist, 'hist'),
+          totals: work.input(want.totals, 'totals'), nodeFeatures: work.input(nodeFeatures, 'features'), binsPerFeature: work.input(p.binsPerFeature, 'bins'),
+        });
+        const got = u32((await work.finish([{ buf: nodes, floats: words }]))[0]);
+        const wantNodes = bestOfNodesCpu(records, want.totals, c.slots, c.maxF, REGRESSION_CELL_WORDS, 'variance');
+        const nodeWidth = nodeRecordWords(REGRESSION_CELL_WORDS);
+        for (let s = 0; s < c.slots; s++) {
+          const k = got[s * nodeWidth], at = `${at0} slot ${s}`;
+          expect(k === NONE, at).toBe(wantNodes[s * nodeWidth] === NONE);
+          if (k === NONE) continue;
+          expect(Array.from(got.subarray(s * nodeWidth + 1, (s + 1) * nodeWidth)), at).toEqual(Array.from(records.subarray((s * c.maxF + k) * width, (s * c.maxF + k + 1) * width)));
+          const total = want.totals.subarray(4 * s, 4 * s + 4);
+          const scores = Array.from({ length: c.maxF }, (_, j) => {
+            const r = (s * c.maxF + j) * width;
+            return records[r] === NONE ? -Infinity : splitScore('variance', records.subarray(r + 1, r + width), total, REGRESSION_CELL_WORDS);
+          });
+          const sorted = [...scores].sort((a, b) => b - a);
+          if (sorted[0] - sorted[1] > 1e-5 * Math.abs(sorted[0]) || c.name === 'a constant target') expect(k, at).toBe(wantNodes[s * nodeWidth]);
+        }
+      }
+    });
+  }
+
+  it('quantised targets: below 2^64, offset the minimum, a constant target all zero', () => {
+    const q = quantiseTargets(Float64Array.from([-3, 5, 1, 5]));
+    expect(q.offset).toBe(-3);
+    // 8 × 2^shift < 2^64 <= 8 × 2^(shift + 1): the largest 8 maps to the top of the range.
+    expect(q.shift).toBe(60);
+    expect([q.words[2], q.words[3]]).toEqual([0, 2 ** 31]);
+    expect([q.words[0], q.words[1]]).toEqual([0, 0]);
+    expect(Array.from(quantiseTargets(Float64Array.from([7, 7, 7])).words)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(() => quantiseTargets(Float64Array.from([1, Infinity]))).toThrow(/finite/);
+  });
 });
 
 /** Decisions for `slots` slots: some leaves, some children NONE, bins within each feature's range. */

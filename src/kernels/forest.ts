@@ -1,15 +1,17 @@
 // Random-forest split finding on the GPU, recorded into a GpuWork (ml-matrix.ts): per level of
-// the trees grown together, a class histogram per (frontier slot, candidate feature), the best
-// bin per candidate, and the routing of rows to their children's slots. WGSL: forest.wgsl.ts.
+// the trees grown together, a histogram per (frontier slot, candidate feature), the best bin per
+// candidate, and the routing of rows to their children's slots. WGSL: forest.wgsl.ts.
+// Classification histograms count row weights per class; regression histograms hold per bin the
+// weight and the exact sum of w·yq, the target quantised once per forest (quantiseTargets).
 // Each recorder has a CPU twin on typed arrays (`...Cpu`): equal for histograms and routing; the
 // best-split twin scores in float64, so only near-ties may pick another bin than the f32 kernel.
 
 import type { GpuContext } from '../engine/gpu/device.js';
 import { storageBuffer, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import type { GpuWork } from './ml-matrix.js';
-import { FOREST_BEST_SPLITS_WGSL, FOREST_BOOTSTRAP_WGSL, FOREST_PREDICT_WGSL, FOREST_HISTOGRAM_GLOBAL_WGSL, FOREST_ROUTE_WGSL, forestHistogramSharedWgsl, MAX_GPU_CLASSES } from './forest.wgsl.js';
+import { FOREST_BEST_SPLITS_WGSL, FOREST_BOOTSTRAP_WGSL, FOREST_PREDICT_WGSL, FOREST_HISTOGRAM_GLOBAL_WGSL, FOREST_ROUTE_WGSL, forestHistogramSharedWgsl, MAX_GPU_CLASSES, REGRESSION_CELL_WORDS } from './forest.wgsl.js';
 
-export { MAX_GPU_CLASSES };
+export { MAX_GPU_CLASSES, REGRESSION_CELL_WORDS };
 
 /** "No feature", "no slot" (row in no active node), "no bin": 0xFFFFFFFF in every u32 array. */
 export const NONE = 0xffffffff;
@@ -52,10 +54,13 @@ export interface HistogramShape {
   maxF: number;
   /** Most bins of any feature (≤ 256): the stride of the histogram. */
   nBins: number;
+  /** Counters per histogram cell: the number of classes, or REGRESSION_CELL_WORDS when `regression`. */
   classes: number;
+  /** Cells are [Σ w, Σ w·yq in 3 words] and labels hold quantiseTargets' yq (2 words per row). */
+  regression?: boolean;
 }
 
-/** Index of the counter of (slot s - slotBase, candidate k, bin b, class c) in the histogram. */
+/** Index of the counter of (slot s - slotBase, candidate k, bin b, class or word c) in the histogram. */
 export function histIndex(shape: Pick<HistogramShape, 'maxF' | 'nBins' | 'classes'>, s: number, k: number, b: number, c: number): number {
   return ((s * shape.maxF + k) * shape.nBins + b) * shape.classes + c;
 }
@@ -77,6 +82,7 @@ export interface HistogramArgs extends HistogramShape {
 }
 
 function checkShape(a: HistogramShape): void {
+  if (a.regression && a.classes !== REGRESSION_CELL_WORDS) throw new Error(`regression histograms have ${REGRESSION_CELL_WORDS} counters per cell, not ${a.classes}`);
   if (a.classes < 1 || a.classes > MAX_GPU_CLASSES) throw new Error(`forest kernels take 1..${MAX_GPU_CLASSES} classes, not ${a.classes}`);
   if (a.nBins < 1 || a.nBins > 256) throw new Error(`forest kernels take 1..256 bins, not ${a.nBins}`);
   if (a.trees * a.rows >= 2 ** 32) throw new Error(`forest kernels index trees × rows in u32: ${a.trees} × ${a.rows} is too many`);
@@ -93,7 +99,8 @@ function slotsPerChunk(a: HistogramShape): number {
 
 /**
  * Records hist[histIndex(s, k, bin, label)] += weight and totals[s × classes + label] += weight
- * for every (tree, row) of positive weight in slot slotBase + s. 'shared' accumulates each chunk
+ * for every (tree, row) of positive weight in slot slotBase + s (regression: the row's weight and
+ * weight × yq to the cell's words, see HistogramShape). 'shared' accumulates each chunk
  * of rows in workgroup memory when the counters of the chunk's slots fit there (few nodes, hot
  * counters), 'global' atomically in device memory; both give the same exact counts. 'auto' picks
  * 'shared' when a chunk's slots are expected to fit. Returns the variant recorded.
@@ -106,7 +113,7 @@ export function recordForestHistogram(work: GpuWork, a: HistogramArgs, variant: 
   const chosen = variant !== 'auto' ? variant : perSlot * slotsPerChunk(a) <= sharedLimit ? 'shared' : 'global';
   work.encoder.clearBuffer(a.hist, 0, Math.max(4, forestHistogramBytes(a.slotCount, a.maxF, a.nBins, a.classes)));
   work.encoder.clearBuffer(a.totals, 0, Math.max(4, a.slotCount * a.classes * 4));
-  const params = work.params([a.rows, a.trees, a.slotBase, a.slotCount, a.maxF, a.nBins, a.classes, rowsPadded(a.rows), histPerSlot, SHARED_CHUNK]);
+  const params = work.params([a.rows, a.trees, a.slotBase, a.slotCount, a.maxF, a.nBins, a.classes, rowsPadded(a.rows), histPerSlot, SHARED_CHUNK, a.regression ? 1 : 0, 0]);
   const buffers = [params, a.bins, a.weight, a.slot, a.labels, a.nodeFeatures, a.hist, a.totals];
   const n = a.trees * a.rows;
   if (chosen === 'shared') {
@@ -119,12 +126,16 @@ export function recordForestHistogram(work: GpuWork, a: HistogramArgs, variant: 
   return chosen;
 }
 
-/** u32 words of one best-split record: [bestBin or NONE, left class weights at bestBin]. */
+/** u32 words of one best-split record: [bestBin or NONE, left cell at bestBin]. */
 export function splitRecordWords(classes: number): number {
   return 1 + classes;
 }
 
-export type SplitCriterion = 'gini' | 'entropy';
+/** gini and entropy score class histograms, variance regression histograms. */
+export type SplitCriterion = 'gini' | 'entropy' | 'variance';
+
+/** The kernels' code of a criterion. */
+const CRITERION_CODE: Record<SplitCriterion, number> = { gini: 0, entropy: 1, variance: 2 };
 
 export interface BestSplitsShape {
   slotBase: number;
@@ -146,14 +157,18 @@ export interface BestSplitsArgs extends BestSplitsShape {
   out: GPUBuffer;
 }
 
-/** Records the best bin of each (slot, candidate) and the left class weights there into `out`. */
+function bestSplitsParams(work: GpuWork, a: BestSplitsShape): GPUBuffer {
+  checkShape({ ...a, rows: 0, trees: 0, regression: a.criterion === 'variance' });
+  return work.params([a.slotCount, a.maxF, a.nBins, a.classes, a.slotBase, CRITERION_CODE[a.criterion], a.minSamplesLeaf, 0]);
+}
+
+/** Records the best bin of each (slot, candidate) and the left cell there into `out`. */
 export function recordBestSplits(work: GpuWork, a: BestSplitsArgs): void {
-  checkShape({ ...a, rows: 0, trees: 0 });
-  const params = work.params([a.slotCount, a.maxF, a.nBins, a.classes, a.slotBase, a.criterion === 'gini' ? 0 : 1, a.minSamplesLeaf, 0]);
+  const params = bestSplitsParams(work, a);
   work.dispatch('forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_splits', [params, a.hist, a.totals, a.nodeFeatures, a.binsPerFeature, a.out], workgroupsFor(a.slotCount * a.maxF));
 }
 
-/** u32 words of one node record: [candidate k or NONE, bin, left class weights]. */
+/** u32 words of one node record: [candidate k or NONE, bin, left cell]. */
 export function nodeRecordWords(classes: number): number {
   return 2 + classes;
 }
@@ -163,7 +178,7 @@ export function nodeRecordWords(classes: number): number {
  * highest in f32 (the first on ties) into `nodes`: slotCount records of nodeRecordWords(classes).
  */
 export function recordBestOfNodes(work: GpuWork, a: BestSplitsArgs & { nodes: GPUBuffer }): void {
-  const params = work.params([a.slotCount, a.maxF, a.nBins, a.classes, a.slotBase, a.criterion === 'gini' ? 0 : 1, a.minSamplesLeaf, 0]);
+  const params = bestSplitsParams(work, a);
   work.dispatch('forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_of_node', [params, null, a.totals, null, null, a.out, a.nodes], workgroupsFor(a.slotCount));
 }
 
@@ -236,11 +251,16 @@ export function forestHistogramCpu(a: HistogramCpuArgs): { hist: Uint32Array; to
     for (let r = 0; r < a.rows; r++) {
       const i = t * a.rows + r, w = a.weight[i], sl = a.slot[i];
       if (w === 0 || sl === NONE || sl < a.slotBase || sl >= a.slotBase + a.slotCount) continue;
-      const s = sl - a.slotBase, c = a.labels[r];
-      totals[s * a.classes + c] += w;
+      const s = sl - a.slotBase;
+      const add = (cells: Uint32Array, at: number) => {
+        if (!a.regression) { cells[at + a.labels[r]] += w; return; }
+        cells[at] += w;
+        setWide(cells, at, wideOf(cells, at) + BigInt(w) * wideTarget(a.labels, r));
+      };
+      add(totals, s * a.classes);
       for (let k = 0; k < a.maxF; k++) {
         const f = a.nodeFeatures[sl * a.maxF + k];
-        if (f !== NONE) hist[histIndex(a, s, k, a.bins[f * a.rows + r], c)] += w;
+        if (f !== NONE) add(hist, histIndex(a, s, k, a.bins[f * a.rows + r], 0));
       }
     }
   }
@@ -248,10 +268,17 @@ export function forestHistogramCpu(a: HistogramCpuArgs): { hist: Uint32Array; to
 }
 
 /**
- * float64 score of a split with left class weights `left` out of `total` (gini: Σ L²/wl + Σ R²/wr;
- * entropy: Σ L log(L/wl) + Σ R log(R/wr); larger is better; a side of weight 0 scores 0).
+ * float64 score of a split with left cell `left` out of `total` (gini: Σ L²/wl + Σ R²/wr; entropy:
+ * Σ L log(L/wl) + Σ R log(R/wr); a side of weight 0 scores 0; variance: wl·wr/w · (meanL −
+ * meanR)² of the quantised sums; larger is better).
  */
 export function splitScore(criterion: SplitCriterion, left: ArrayLike<number>, total: ArrayLike<number>, classes: number): number {
+  if (criterion === 'variance') {
+    const wl = left[0], wr = total[0] - left[0];
+    if (wl === 0 || wr === 0) return 0;
+    const d = Number(wideOf(left, 0)) / wl - Number(wideOf(total, 0) - wideOf(left, 0)) / wr;
+    return ((wl * wr) / (wl + wr)) * d * d;
+  }
   let wl = 0, wr = 0;
   for (let c = 0; c < classes; c++) { wl += left[c]; wr += total[c] - left[c]; }
   let sl = 0, sr = 0;
@@ -275,33 +302,92 @@ export interface BestSplitsCpuArgs extends BestSplitsShape {
  * CPU twin of recordBestSplits, scoring in float64: the records, and per (slot, candidate) the
  * best score and the runner-up: the best score of an admissible bin with other left weights
  * (-Infinity if none), so a caller can tell clear winners from near-ties. (Bins after empty bins
- * repeat the left weights, hence the score, bit for bit in f32 too: the first of them wins in both.)
+ * repeat the left cell, hence the score, bit for bit in f32 too: the first of them wins in both.)
  */
 export function bestSplitsCpu(a: BestSplitsCpuArgs): { out: Uint32Array; bestScore: Float64Array; runnerUp: Float64Array } {
-  const width = splitRecordWords(a.classes), n = a.slotCount * a.maxF;
+  const width = splitRecordWords(a.classes), n = a.slotCount * a.maxF, variance = a.criterion === 'variance';
   const out = new Uint32Array(n * width), bestScore = new Float64Array(n).fill(-Infinity), runnerUp = new Float64Array(n).fill(-Infinity);
-  const left = new Float64Array(a.classes);
+  const weightOf = (cell: Uint32Array) => (variance ? cell[0] : cell.reduce((x, y) => x + y, 0));
+  const left = new Uint32Array(a.classes);
   for (let t = 0; t < n; t++) {
     const s = Math.floor(t / a.maxF), k = t % a.maxF;
     const f = a.nodeFeatures[(a.slotBase + s) * a.maxF + k];
     const total = a.totals.subarray(s * a.classes, (s + 1) * a.classes);
-    const w = total.reduce((x, y) => x + y, 0);
-    let best = NONE, bestWl = 0, wl = 0;
+    const w = weightOf(total);
+    let best = NONE, bestWl = 0;
     left.fill(0);
     const nb = f === NONE ? 0 : a.binsPerFeature[f];
     for (let b = 0; b + 1 < nb; b++) {
-      for (let c = 0; c < a.classes; c++) { const v = a.hist[histIndex(a, s, k, b, c)]; left[c] += v; wl += v; }
+      addCell(a.criterion, left, a.hist, histIndex(a, s, k, b, 0));
+      const wl = weightOf(left);
       if (wl < a.minSamplesLeaf) continue;
       if (w - wl < a.minSamplesLeaf) break;
       const score = splitScore(a.criterion, left, total, a.classes);
-      if (best === NONE || score > bestScore[t]) { runnerUp[t] = bestScore[t]; bestScore[t] = score; best = b; bestWl = wl; }
-      else if (wl !== bestWl && score > runnerUp[t]) runnerUp[t] = score;
+      if (best === NONE || score > bestScore[t]) {
+        runnerUp[t] = bestScore[t]; bestScore[t] = score; best = b; bestWl = wl;
+        out.set(left, t * width + 1);
+      } else if (wl !== bestWl && score > runnerUp[t]) runnerUp[t] = score;
     }
     out[t * width] = best;
-    if (best === NONE) continue;
-    for (let b = 0; b <= best; b++) for (let c = 0; c < a.classes; c++) out[t * width + 1 + c] += a.hist[histIndex(a, s, k, b, c)];
   }
   return { out, bestScore, runnerUp };
+}
+
+/** Adds the cell at hist[at] to `cell`: class by class (u32, as on the device), or count and 96-bit sum. */
+function addCell(criterion: SplitCriterion, cell: Uint32Array, hist: Uint32Array, at: number): void {
+  if (criterion !== 'variance') { for (let c = 0; c < cell.length; c++) cell[c] += hist[at + c]; return; }
+  cell[0] += hist[at];
+  setWide(cell, 0, wideOf(cell, 0) + wideOf(hist, at));
+}
+
+// ---- regression targets ----
+
+/**
+ * A regression target as the histograms take it: yq = round((y − offset) × 2^shift), below 2^64,
+ * as 2 u32 words per row (low first). Every tree's weights sum to its rows (< 2^32: one bootstrap
+ * draw per row, or weight 1 each), so a tree's Σ w·yq is below 2^96: 3 words never overflow.
+ */
+export interface QuantisedTargets { words: Uint32Array; offset: number; shift: number }
+
+/**
+ * Quantises y with offset min(y) and the largest power-of-two scale that keeps yq below 2^64: a
+ * row's error is at most 2^-65 of y's range, and dequantising (a power of two) adds none.
+ */
+export function quantiseTargets(y: Float64Array): QuantisedTargets {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of y) { if (v < lo) lo = v; if (v > hi) hi = v; }
+  const range = hi - lo;
+  if (!Number.isFinite(range)) throw new Error(`forest kernels take finite regression targets, not a range of ${range}`);
+  // Clamped so that 2^shift stays a normal float64 (ranges beyond 2^±1000 lose the far bits).
+  let shift = range > 0 ? Math.max(-1000, Math.min(1000, 63 - Math.floor(Math.log2(range)))) : 0;
+  while (range * 2 ** shift >= 2 ** 64) shift--;
+  while (shift < 1000 && range * 2 ** (shift + 1) < 2 ** 64) shift++;
+  const words = new Uint32Array(2 * y.length), scale = 2 ** shift;
+  for (let r = 0; r < y.length; r++) {
+    const v = Math.round((y[r] - lo) * scale), high = Math.floor(v / 2 ** 32);
+    words[2 * r] = v - high * 2 ** 32;
+    words[2 * r + 1] = high;
+  }
+  return { words, offset: lo, shift };
+}
+
+/** Σ w·y of a regression cell (count at cells[at], Σ w·yq after it): one rounding of the exact sum, then the offset. */
+export function dequantisedSum(cells: ArrayLike<number>, at: number, q: QuantisedTargets): number {
+  return cells[at] * q.offset + Number(wideOf(cells, at)) * 2 ** -q.shift;
+}
+
+/** The 96-bit sum of a regression cell (words at + 1 .. at + 3, low first). */
+function wideOf(cells: ArrayLike<number>, at: number): bigint {
+  return BigInt(cells[at + 1]) | (BigInt(cells[at + 2]) << 32n) | (BigInt(cells[at + 3]) << 64n);
+}
+
+function setWide(cells: Uint32Array, at: number, v: bigint): void {
+  for (let j = 1; j <= 3; j++) { cells[at + j] = Number(v & 0xffffffffn); v >>= 32n; }
+}
+
+/** Row r's yq from quantiseTargets' words. */
+function wideTarget(words: Uint32Array, r: number): bigint {
+  return BigInt(words[2 * r]) | (BigInt(words[2 * r + 1]) << 32n);
 }
 
 /** CPU twin of recordRoute: the new slots (the input is left as it is). */

@@ -4,6 +4,7 @@
 // workers grow the trees on their device, the tasks are theirs alone (the GPU finder compares
 // splits in f32, the CPU one in float64): the forest never depends on which worker took which
 // task. Trees are seeded by their index, so how they are grouped into tasks changes nothing either.
+// Regression trees grow on the device too (from exact fixed-point sums of the target, forest.ts).
 
 import { randomUUID } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,9 +20,14 @@ import { MAX_GPU_CLASSES } from '../../kernels/forest.wgsl.js';
 /** Where the binned rows are, and their shape: bins (rows × cols bytes, column-major), then the target. */
 export interface BinnedFile { path: string; rows: number; cols: number; binsPerFeature: number[]; nClasses: number; target: 'int32' | 'float64' }
 
-/** Whether GPU workers grow these trees on their device: classification with few enough classes (regression trees use the CPU finder). */
+/**
+ * Whether GPU workers grow these trees on their device: classification with few enough classes,
+ * or regression on a finite target (its quantisation needs a finite range).
+ */
 export function forestOnGpu(data: BinnedData, spec: TreeSpec): boolean {
-  return spec.task === 'classification' && data.nClasses >= 1 && data.nClasses <= MAX_GPU_CLASSES && data.rows > 0;
+  if (data.rows === 0) return false;
+  if (spec.task === 'regression') return data.target.every(Number.isFinite);
+  return data.nClasses >= 1 && data.nClasses <= MAX_GPU_CLASSES;
 }
 
 /**

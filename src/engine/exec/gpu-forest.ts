@@ -1,18 +1,22 @@
-// Random-forest trees grown on a GPU worker's device. The binned rows and class labels are
-// uploaded once; the worker's trees grow together in batches (ForestGrowth keeps the trees), and
-// per level the device builds exact integer class histograms for every (node, candidate feature),
-// picks each candidate's best bin and each node's best candidate (forest.ts kernels), and sends
-// back only that choice and the node totals; routing rows to their children stays on the device.
-// Counts are integers and each tree is grown by one device from its own random stream, so a tree
-// is the same whichever GPU grows it and whichever trees share its batch.
+// Random-forest trees grown on a GPU worker's device. The binned rows and the target (class
+// labels, or a regression target quantised to 64-bit integers) are uploaded once; the worker's
+// trees grow together in batches (ForestGrowth keeps the trees), and per level the device builds
+// exact integer histograms for every (node, candidate feature): class weights, or weight and
+// Σ w·yq; it picks each candidate's best bin and each node's best candidate (forest.ts kernels),
+// and sends back only that choice and the node totals; routing rows to their children stays on
+// the device. Sums are exact integers and each tree is grown by one device from its own random
+// stream, so a tree is the same whichever GPU grows it and whichever trees share its batch.
 
 import type { GpuContext } from '../gpu/device.js';
 import { freeBuffer, stagingRingOf, storageBuffer, uploadNew } from '../gpu/buffers.js';
-import { bootstrapKey, ForestGrowth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
+import { bootstrapKey, ForestGrowth, totalsWidth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { FragmentResult, Terminal } from './fragment.js';
 import { readBinnedFile } from './forest-trees.js';
-import { forestHistogramBytes, nodeRecordWords, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights, splitRecordWords, uploadForestBins } from '../../kernels/forest.js';
+import {
+  dequantisedSum, forestHistogramBytes, nodeRecordWords, quantiseTargets, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights,
+  REGRESSION_CELL_WORDS, splitRecordWords, uploadForestBins, type QuantisedTargets, type SplitCriterion,
+} from '../../kernels/forest.js';
 import { PhaseTimes } from '../gpu/timing.js';
 import { GpuWork } from '../../kernels/ml-matrix.js';
 
@@ -25,7 +29,7 @@ const ROW_STATE_BYTES = 1 << 30;
 export async function growTreesTaskOnGpu(ctx: GpuContext, terminal: Extract<Terminal, { kind: 'grow-trees' }>): Promise<FragmentResult> {
   const data = readBinnedFile(terminal.file);
   const grown = terminal.gpu
-    ? await growTreesOnGpu(ctx, data, terminal.spec, terminal.trees, await forestInputsOf(ctx, terminal.file.path, data))
+    ? await growTreesOnGpu(ctx, data, terminal.spec, terminal.trees, await forestInputsOf(ctx, terminal.file.path, data, terminal.spec))
     : growTreesOnCpu(data, terminal.spec, terminal.trees);
   return { grown, rows: 0, warnings: [] };
 }
@@ -33,10 +37,10 @@ export async function growTreesTaskOnGpu(ctx: GpuContext, terminal: Extract<Term
 /** The device copy of the last binned file this worker grew trees on (its tasks of one forest share it). */
 let uploaded: { path: string; inputs: Promise<ForestInputs> } | null = null;
 
-function forestInputsOf(ctx: GpuContext, path: string, data: BinnedData): Promise<ForestInputs> {
+function forestInputsOf(ctx: GpuContext, path: string, data: BinnedData, spec: TreeSpec): Promise<ForestInputs> {
   if (uploaded?.path !== path) {
     const previous = uploaded;
-    const inputs = uploadForestInputs(ctx, data);
+    const inputs = uploadForestInputs(ctx, data, spec);
     uploaded = { path, inputs };
     inputs.catch(() => { if (uploaded?.inputs === inputs) uploaded = null; }); // a failed upload is tried again
     void previous?.inputs.then((old) => freeForestInputs(ctx, old), () => {});
@@ -44,15 +48,19 @@ function forestInputsOf(ctx: GpuContext, path: string, data: BinnedData): Promis
   return uploaded.inputs;
 }
 
-/** Device data every batch reads. */
-interface ForestInputs { bins: GPUBuffer; labels: GPUBuffer; binsPerFeature: GPUBuffer; nBins: number }
+/**
+ * Device data every batch reads. labels: class per row, or for regression quantiseTargets' words
+ * (`quantised` says how to read sums of them back).
+ */
+interface ForestInputs { bins: GPUBuffer; labels: GPUBuffer; binsPerFeature: GPUBuffer; nBins: number; quantised: QuantisedTargets | null }
 
-async function uploadForestInputs(ctx: GpuContext, data: BinnedData): Promise<ForestInputs> {
+async function uploadForestInputs(ctx: GpuContext, data: BinnedData, spec: TreeSpec): Promise<ForestInputs> {
   const ring = stagingRingOf(ctx);
   const bins = await uploadForestBins(ctx, ring, data.bins, data.rows, data.cols);
-  const labels = await uploadNew(ctx, Uint32Array.from(data.target), 'forest labels', ring);
+  const quantised = spec.task === 'regression' ? quantiseTargets(Float64Array.from(data.target)) : null;
+  const labels = await uploadNew(ctx, quantised ? quantised.words : Uint32Array.from(data.target), 'forest labels', ring);
   const binsPerFeature = await uploadNew(ctx, Uint32Array.from(data.binsPerFeature), 'forest bins per feature', ring);
-  return { bins, labels, binsPerFeature, nBins: Math.max(...data.binsPerFeature) };
+  return { bins, labels, binsPerFeature, nBins: Math.max(...data.binsPerFeature), quantised };
 }
 
 function freeForestInputs(ctx: GpuContext, inputs: ForestInputs): void {
@@ -61,7 +69,7 @@ function freeForestInputs(ctx: GpuContext, inputs: ForestInputs): void {
 
 /** Grows the trees on the device from `inputs` (uploaded once, or here and freed after when not given). */
 export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: TreeSpec, treeIndices: readonly number[], given?: ForestInputs): Promise<GrownTree[]> {
-  const inputs = given ?? await uploadForestInputs(ctx, data);
+  const inputs = given ?? await uploadForestInputs(ctx, data, spec);
   try {
     // Two batches grow at once: while the device searches one batch's level, the host decides
     // the other's (one batch alone leaves the device or the host idle half the time).
@@ -136,8 +144,12 @@ class GpuSplitFinder implements SplitFinder {
 
   async search(frontier: Frontier): Promise<LevelSearch> {
     const { ctx, inputs, data, spec } = this;
-    const n = frontier.count, m = spec.maxFeatures, classes = data.nClasses, nodeWords = nodeRecordWords(classes);
-    const out: LevelSearch = { totals: new Float64Array(n * classes), candidate: new Int32Array(n), bin: new Int32Array(n), left: new Float64Array(n * classes) };
+    const regression = inputs.quantised !== null;
+    // Counters per histogram cell on the device; numbers per node totals on the host.
+    const classes = regression ? REGRESSION_CELL_WORDS : data.nClasses, width = totalsWidth(data, spec.task);
+    const criterion: SplitCriterion = regression ? 'variance' : spec.criterion;
+    const n = frontier.count, m = spec.maxFeatures, nodeWords = nodeRecordWords(classes);
+    const out: LevelSearch = { totals: new Float64Array(n * width), candidate: new Int32Array(n), bin: new Int32Array(n), left: new Float64Array(n * width) };
     // -1 in the host's Int32 arrays reads as NONE (0xFFFFFFFF) on the device.
     const nodeFeatures = await uploadNew(ctx, asU32(frontier.features), 'forest node features', stagingRingOf(ctx));
     try {
@@ -151,24 +163,36 @@ class GpuSplitFinder implements SplitFinder {
         const records = work.temp(slotCount * m * splitRecordWords(classes) * 4, 'forest best splits');
         const nodes = work.temp(slotCount * nodeWords * 4, 'forest best of nodes');
         const shape = { slotBase, slotCount, maxF: m, nBins: inputs.nBins, classes };
-        recordForestHistogram(work, { ...shape, rows: data.rows, trees: this.trees, bins: inputs.bins, weight: this.weight, slot: this.slot, labels: inputs.labels, nodeFeatures, hist, totals });
-        const splits = { ...shape, criterion: spec.criterion, minSamplesLeaf: spec.minSamplesLeaf, hist, totals, nodeFeatures, binsPerFeature: inputs.binsPerFeature, out: records };
+        recordForestHistogram(work, { ...shape, regression, rows: data.rows, trees: this.trees, bins: inputs.bins, weight: this.weight, slot: this.slot, labels: inputs.labels, nodeFeatures, hist, totals });
+        const splits = { ...shape, criterion, minSamplesLeaf: spec.minSamplesLeaf, hist, totals, nodeFeatures, binsPerFeature: inputs.binsPerFeature, out: records };
         recordBestSplits(work, splits);
         recordBestOfNodes(work, { ...splits, nodes });
         const [t, r] = await work.finish([{ buf: totals, floats: slotCount * classes }, { buf: nodes, floats: slotCount * nodeWords }]);
-        out.totals.set(asU32(t), slotBase * classes);
-        const best = asU32(r);
+        const cells = asU32(t), best = asU32(r);
         for (let s = 0; s < slotCount; s++) {
           const at = s * nodeWords, to = slotBase + s;
           out.candidate[to] = best[at] | 0; // NONE becomes -1
           out.bin[to] = best[at + 1] | 0;
-          for (let c = 0; c < classes; c++) out.left[to * classes + c] = best[at + 2 + c];
+          this.hostTotals(cells, s * classes, out.totals, to * width);
+          this.hostTotals(best, at + 2, out.left, to * width);
         }
       }
     } finally {
       freeBuffer(ctx, nodeFeatures);
     }
     return out;
+  }
+
+  /**
+   * A device cell as the grower's totals: class weights as they are; a regression cell as
+   * [w, Σ w·y, NaN] (the device keeps no Σ w·y²: see LevelSearch).
+   */
+  private hostTotals(cells: Uint32Array, at: number, to: Float64Array, toAt: number): void {
+    const q = this.inputs.quantised;
+    if (!q) { for (let c = 0; c < this.data.nClasses; c++) to[toAt + c] = cells[at + c]; return; }
+    to[toAt] = cells[at];
+    to[toAt + 1] = dequantisedSum(cells, at, q);
+    to[toAt + 2] = NaN;
   }
 
   async route(route: LevelRoute): Promise<void> {

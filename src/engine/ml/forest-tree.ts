@@ -54,6 +54,8 @@ export interface Frontier { count: number; tree: Int32Array; node: Int32Array; d
  * the candidate (index k into its features; -1: none), the bin, and the left side's totals there
  * (count × width). A CPU finder compares splits in float64, a GPU finder in f32; either way the
  * totals are exact and the grower checks in float64 that the split improves on its node.
+ * Regression totals may carry Σ w·y² as NaN (the GPU's exact sums have no squares): such a node is
+ * never taken as pure up front, and a split of a pure node improves nothing, so it is refused.
  */
 export interface LevelSearch { totals: Float64Array; candidate: Int32Array; bin: Int32Array; left: Float64Array }
 
@@ -255,6 +257,7 @@ export class ForestGrowth {
       for (let c = 0; c < width; c++) if (t[at + c] === w) return true;
       return false;
     }
+    if (Number.isNaN(t[at + 2])) return false; // Σ w·y² unknown (see LevelSearch)
     return t[at + 2] - (t[at + 1] * t[at + 1]) / w <= 1e-12 * Math.abs(t[at + 2]);
   }
 
