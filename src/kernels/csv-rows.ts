@@ -4,7 +4,7 @@
 
 import type { Column } from '../engine/batch.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, workgroupsFor } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readBack, readU32, sharedUniform, storageBuffer, submit, workgroupsFor } from '../engine/gpu/buffers.js';
 import { findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
 import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from './csv-rows.wgsl.js';
 import type { DeviceAggColumn } from './groupby-aggregate.js';
@@ -75,11 +75,10 @@ export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: num
     spans: storageBuffer(ctx, n * Math.max(1, req.keyColumns.length) * 8, 'csv key spans'),
   };
   const counters = storageBuffer(ctx, (1 + MAX_CSV_COLUMNS) * 4, 'csv row counters');
-  const params = uniformWords(ctx, paramWords(records, req));
+  const params = sharedUniform(ctx, paramWords(records, req));
   kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
     .dispatch('split_rows', [data, recEnd, values, validBytes, key.words, key.validMask, key.spans, counters, params], workgroupsFor(records));
   const found = await readU32(ctx, counters, 1 + req.columns.length);
-  params.destroy();
   for (const b of [recEnd, counters]) freeBuffer(ctx, b);
   return {
     records,
@@ -142,13 +141,12 @@ export function deviceColumn(ctx: GpuContext, rows: CsvRows, j: number, kind: Cs
   const mask = storageBuffer(ctx, Math.ceil(n / 32) * 4, 'csv column validity');
   const enc = ctx.device.createCommandEncoder();
   if (n > 0) enc.copyBufferToBuffer(rows.values, j * n * 8, values, 0, n * 8);
-  ctx.device.queue.submit([enc.finish()]);
+  submit(ctx, enc.finish());
   const hasNulls = rows.nulls[j] !== 0;
   if (hasNulls) {
     const words = Math.ceil(n / 32);
-    const params = uniformWords(ctx, [words, j * validStride(Math.max(1, n))]);
+    const params = sharedUniform(ctx, [words, j * validStride(Math.max(1, n))]);
     kernelFor(ctx, 'csv-valid-bits', CSV_VALID_BITS_WGSL).dispatch('valid_bits', [rows.validBytes, mask, params], workgroupsFor(words));
-    params.destroy();
   }
   return { type: kind === 'float64' ? 'float64' : 'int64', values, mask, hasNulls };
 }

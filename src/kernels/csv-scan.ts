@@ -5,7 +5,7 @@
 import type { Float64Column, Int64Column } from '../engine/batch.js';
 import { DataError } from '../engine/errors.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, readU32, storageBuffer, uniformWords, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readU32, sharedUniform, storageBuffer, uploadNew, workgroupsFor, writeBuffer, type StagingRing } from '../engine/gpu/buffers.js';
 import { exclusiveScan } from './prefix-scan.js';
 import { CSV_BOUNDARIES_WGSL, CSV_PARSE_WGSL } from './csv-scan.wgsl.js';
 
@@ -47,11 +47,10 @@ export async function csvScan(ctx: GpuContext, req: CsvScanRequest, ring?: Stagi
   const out = storageBuffer(ctx, Math.max(1, records * ncols) * 16, 'csv parsed fields');
   const colWords = new Array<number>(4 * MAX_CSV_COLUMNS).fill(0);
   req.columns.forEach((c, j) => { colWords[4 * j] = c.index; colWords[4 * j + 1] = c.type === 'int64' ? 0 : 1; });
-  const params = uniformWords(ctx, [records, ncols, 0, 0, ...colWords]);
+  const params = sharedUniform(ctx, [records, ncols, 0, 0, ...colWords]);
   kernelFor(ctx, 'csv-parse', CSV_PARSE_WGSL).dispatch('parse_fields', [data, recEnd, out, params], workgroupsFor(records));
   const words = await readU32(ctx, out, records * ncols * 4);
   for (const b of [data, recEnd, out]) freeBuffer(ctx, b);
-  params.destroy();
   return assembleColumns(words, records, req, bytes, consumed);
 }
 
@@ -62,12 +61,12 @@ export async function csvScan(ctx: GpuContext, req: CsvScanRequest, ring?: Stagi
 export async function findRecords(ctx: GpuContext, data: GPUBuffer, nbytes: number, nwords: number): Promise<{ records: number; recEnd: GPUBuffer }> {
   const quotes = storageBuffer(ctx, (nwords + 1) * 4, 'csv quote counts');
   const recs = storageBuffer(ctx, (nwords + 1) * 4, 'csv record counts');
-  const params = uniformWords(ctx, [nbytes, nwords]);
+  const params = sharedUniform(ctx, [nbytes, nwords]);
   const k = kernelFor(ctx, 'csv-boundaries', CSV_BOUNDARIES_WGSL);
   const wg = workgroupsFor(nwords);
   k.dispatch('quote_counts', [data, quotes, null, null, params], wg);
   exclusiveScan(ctx, quotes, nwords);
-  ctx.device.queue.writeBuffer(recs, nwords * 4, new Uint32Array(1));
+  writeBuffer(ctx, recs, nwords * 4, new Uint32Array(1));
   // count_records does not write record ends; its layout still wants the binding.
   const unused = storageBuffer(ctx, 16, 'csv record ends (unused)');
   k.dispatch('count_records', [data, quotes, recs, unused, params], wg);
@@ -75,9 +74,7 @@ export async function findRecords(ctx: GpuContext, data: GPUBuffer, nbytes: numb
   const [records] = await readU32(ctx, recs, 1, nwords);
   const recEnd = storageBuffer(ctx, Math.max(1, records) * 4, 'csv record ends');
   k.dispatch('list_records', [data, quotes, recs, recEnd, params], wg);
-  await ctx.device.queue.onSubmittedWorkDone();
-  for (const b of [quotes, recs, unused]) freeBuffer(ctx, b);
-  params.destroy();
+  for (const b of [quotes, recs, unused]) freeBuffer(ctx, b); // later users of a recycled buffer queue after list_records
   return { records, recEnd };
 }
 

@@ -6,7 +6,7 @@
 import type { Validity } from '../engine/batch.js';
 import { RuntimeFailure } from '../engine/errors.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { fillU32, freeBuffer, kernelFor, readU32, storageBuffer, uniformWords, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import { fillU32, freeBuffer, kernelFor, readU32, sharedUniform, storageBuffer, submit, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import { exclusiveScan } from './prefix-scan.js';
 import { addExactSums, doubleDoubleOfLimbs, exactOfDouble, exactSumValue, ZERO_SUM, type ExactFloatSum } from './float-sum.js';
 import { packValidity } from './validity.js';
@@ -138,11 +138,10 @@ export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GP
   };
   const overflow = storageBuffer(ctx, 4, 'overflow flag');
   fillU32(ctx, t.firstRow, 0xffffffff); // storage buffers come zeroed; first rows start at 'none'
-  const params = uniformWords(ctx, [n, capacity, hasNulls ? 1 : 0]);
+  const params = sharedUniform(ctx, [n, capacity, hasNulls ? 1 : 0]);
   kernelFor(ctx, 'groupby-insert', W.GROUPBY_INSERT_WGSL)
     .dispatch('insert_keys', [keyBuf, maskBuf, t.owner, t.counts, t.firstRow, t.rowSlot, overflow, params], workgroupsFor(n));
   const [flag] = await readU32(ctx, overflow, 1);
-  params.destroy();
   freeBuffer(ctx, overflow);
   if (flag === 0) return t;
   freeKeyTable(ctx, t);
@@ -198,19 +197,16 @@ export async function gatherEntries(ctx: GpuContext, index: GPUBuffer, count: nu
   const dst = storageBuffer(ctx, Math.max(1, total) * 4, 'gathered');
   const gather = kernelFor(ctx, 'groupby-gather', W.GROUPBY_GATHER_WGSL);
   const enc = ctx.device.createCommandEncoder();
-  const params: GPUBuffer[] = [];
   const offsets: number[] = [];
   let at = 0;
   for (const { src, width, srcOffset } of sources) {
-    const p = uniformWords(ctx, [srcOffset ?? 0, count, width, at]);
-    params.push(p);
+    const p = sharedUniform(ctx, [srcOffset ?? 0, count, width, at]);
     if (count > 0) gather.dispatch('gather', [src, index, dst, p], workgroupsFor(count * width), enc);
     offsets.push(at);
     at += count * width;
   }
-  ctx.device.queue.submit([enc.finish()]);
+  submit(ctx, enc.finish());
   const words = await readU32(ctx, dst, total);
-  for (const p of params) p.destroy();
   freeBuffer(ctx, dst);
   return sources.map((x, k) => words.subarray(offsets[k], offsets[k] + count * x.width));
 }
@@ -219,13 +215,13 @@ export async function gatherEntries(ctx: GpuContext, index: GPUBuffer, count: nu
 function accumulateColumn(ctx: GpuContext, t: KeyTable, col: DeviceAggColumn, n: number): { sum: GPUBuffer; minMax: GPUBuffer } {
   const slots = t.capacity + 1;
   const isFloat = col.type === 'float64';
-  const params = uniformWords(ctx, [n, col.hasNulls ? 1 : 0, isFloat ? 1 : 0]);
+  const params = sharedUniform(ctx, [n, col.hasNulls ? 1 : 0, isFloat ? 1 : 0]);
   const sum = storageBuffer(ctx, slots * (isFloat ? FLOAT_WIDTH : INT_WIDTH) * 4, 'sum accumulators');
   const minMax = storageBuffer(ctx, slots * MINMAX_WIDTH * 4, 'min/max accumulators');
   const bindings = (acc: GPUBuffer) => [t.rowSlot, col.values, col.mask, acc, params];
   const wg = workgroupsFor(n);
   const mm = kernelFor(ctx, 'groupby-min-max', W.GROUPBY_MIN_MAX_WGSL);
-  const slotParams = uniformWords(ctx, [slots, 0, 0]);
+  const slotParams = sharedUniform(ctx, [slots, 0, 0]);
   mm.dispatch('minmax_init', [null, null, null, minMax, slotParams], workgroupsFor(slots));
   if (isFloat) {
     const k = kernelFor(ctx, 'groupby-float-sum', W.GROUPBY_FLOAT_SUM_WGSL);
@@ -236,8 +232,6 @@ function accumulateColumn(ctx: GpuContext, t: KeyTable, col: DeviceAggColumn, n:
   }
   mm.dispatch('minmax_hi', bindings(minMax), wg);
   mm.dispatch('minmax_lo', bindings(minMax), wg);
-  params.destroy();
-  slotParams.destroy();
   return { sum, minMax };
 }
 
@@ -245,14 +239,13 @@ function accumulateColumn(ctx: GpuContext, t: KeyTable, col: DeviceAggColumn, n:
 async function numberGroups(ctx: GpuContext, t: KeyTable): Promise<{ groups: number; slotOfGroup: GPUBuffer }> {
   const { capacity } = t;
   const flags = storageBuffer(ctx, (capacity + 2) * 4, 'used flags');
-  const params = uniformWords(ctx, [capacity, 0, 0]);
+  const params = sharedUniform(ctx, [capacity, 0, 0]);
   const wg = workgroupsFor(capacity + 1);
   kernelFor(ctx, 'groupby-mark', W.GROUPBY_MARK_WGSL).dispatch('mark_used', [t.owner, t.counts, flags, params], wg);
   exclusiveScan(ctx, flags, capacity + 2);
   const [groups] = await readU32(ctx, flags, 1, capacity + 1);
   const slotOfGroup = storageBuffer(ctx, Math.max(1, groups) * 4, 'slot of group');
   kernelFor(ctx, 'groupby-compact', W.GROUPBY_COMPACT_WGSL).dispatch('compact', [flags, slotOfGroup, params], wg);
-  params.destroy();
   freeBuffer(ctx, flags);
   return { groups, slotOfGroup };
 }

@@ -5,7 +5,7 @@
 
 import { RuntimeFailure } from '../engine/errors.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, readBack, readU32, storageBuffer, uniformWords, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readBack, readU32, sharedUniform, storageBuffer, uploadNew, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
 import { freeKeyTable, insertKeys, nextPow2, type GroupKeys, type KeyTable } from './groupby-aggregate.js';
 import { exclusiveScan } from './prefix-scan.js';
 import { packValidity } from './validity.js';
@@ -38,7 +38,7 @@ async function buildSide(ctx: GpuContext, right: GroupKeys, ring?: StagingRing):
   const table = await insertKeys(ctx, keys, maskBuf, mask.hasNulls, n, capacity);
   freeBuffer(ctx, maskBuf);
   if (!table) throw new RuntimeFailure('GPU join table overflowed');
-  const params = uniformWords(ctx, [n, capacity, 0]);
+  const params = sharedUniform(ctx, [n, capacity, 0]);
   const segStart = storageBuffer(ctx, (capacity + 2) * 4, 'join segments');
   kernelFor(ctx, 'join-segment-sizes', W.JOIN_SEGMENT_SIZES_WGSL).dispatch('segment_sizes', [table.counts, segStart, params], workgroupsFor(capacity + 2));
   exclusiveScan(ctx, segStart, capacity + 2);
@@ -47,10 +47,8 @@ async function buildSide(ctx: GpuContext, right: GroupKeys, ring?: StagingRing):
   const sorted = storageBuffer(ctx, n * 4, 'join rows by key');
   kernelFor(ctx, 'join-place', W.JOIN_PLACE_WGSL).dispatch('place_rows', [table.rowSlot, segStart, cursor, unordered, params], workgroupsFor(n));
   kernelFor(ctx, 'join-rank', W.JOIN_RANK_WGSL).dispatch('rank_rows', [table.rowSlot, segStart, unordered, sorted, params], workgroupsFor(n));
-  await ctx.device.queue.onSubmittedWorkDone();
   freeBuffer(ctx, cursor);
   freeBuffer(ctx, unordered);
-  params.destroy();
   return { keys, table, capacity, segStart, sorted };
 }
 
@@ -59,7 +57,7 @@ async function probeSide(ctx: GpuContext, left: GroupKeys, built: BuiltSide, rin
   const keys = await uploadNew(ctx, left.words, 'join probe keys', ring);
   const mask = packValidity(left.valid, n);
   const maskBuf = await uploadNew(ctx, mask.words, 'join probe validity', ring);
-  const params = uniformWords(ctx, [n, built.capacity, mask.hasNulls ? 1 : 0]);
+  const params = sharedUniform(ctx, [n, built.capacity, mask.hasNulls ? 1 : 0]);
   const matchSlot = storageBuffer(ctx, n * 4, 'join match slots');
   const outStart = storageBuffer(ctx, (n + 1) * 4, 'join output offsets');
   kernelFor(ctx, 'join-probe', W.JOIN_PROBE_WGSL)
@@ -72,7 +70,6 @@ async function probeSide(ctx: GpuContext, left: GroupKeys, built: BuiltSide, rin
     .dispatch('emit_pairs', [matchSlot, outStart, built.segStart, built.sorted, outLeft, outRight, params], workgroupsFor(n));
   const result = { left: new Int32Array(await readBack(ctx, outLeft, total * 4)), right: new Int32Array(await readBack(ctx, outRight, total * 4)) };
   for (const b of [keys, maskBuf, matchSlot, outStart, outLeft, outRight]) freeBuffer(ctx, b);
-  params.destroy();
   return result;
 }
 

@@ -4,7 +4,7 @@
 // or two different keys shared a hash (the caller then uses the CPU).
 
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, readU32, storageBuffer, uniformWords, workgroupsFor } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readU32, sharedUniform, storageBuffer, workgroupsFor } from '../engine/gpu/buffers.js';
 import type { KeyTable } from './groupby-aggregate.js';
 import { KEY_VERIFY_WGSL } from './key-hash.wgsl.js';
 
@@ -27,11 +27,10 @@ export interface HashedKeys {
  */
 export async function keysGroupExactly(ctx: GpuContext, bytes: GPUBuffer, keys: HashedKeys, table: KeyTable): Promise<boolean> {
   const mismatch = storageBuffer(ctx, 4, 'key mismatch flag');
-  const params = uniformWords(ctx, [keys.n, keys.keyCount]);
+  const params = sharedUniform(ctx, [keys.n, keys.keyCount]);
   kernelFor(ctx, 'key-verify', KEY_VERIFY_WGSL)
     .dispatch('verify_keys', [bytes, keys.spans, keys.validMask, table.owner, table.rowSlot, mismatch, params], workgroupsFor(keys.n));
   const [collided] = await readU32(ctx, mismatch, 1);
   freeBuffer(ctx, mismatch);
-  params.destroy();
   return collided === 0;
 }

@@ -6,7 +6,7 @@
 // any run, whichever worker holds it.
 
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, sharedUniform, storageBuffer, throwIfGpuFailed, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readStaging, releaseReadStaging, sharedUniform, storageBuffer, submit, throwIfGpuFailed, workgroupsFor, writeBuffer, type StagingRing } from '../engine/gpu/buffers.js';
 import type { DDArray } from '../engine/ml/double-double.js';
 import { BLOCK_ROWS, BLOCK_SUMS_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL } from './ml-matrix.wgsl.js';
 
@@ -105,7 +105,7 @@ export class GpuWork {
     // Cleared at once, not in the encoder: the write below goes to the queue before the encoder's commands.
     const b = storageBuffer(this.ctx, data.byteLength, label);
     this.temps.push(b);
-    if (data.byteLength > 0) this.ctx.device.queue.writeBuffer(b, 0, data);
+    if (data.byteLength > 0) writeBuffer(this.ctx, b, 0, data);
     return b;
   }
 
@@ -117,17 +117,21 @@ export class GpuWork {
   async finish(reads: readonly { buf: GPUBuffer; floats: number; offset?: number }[]): Promise<Float32Array[]> {
     const staging = reads.map((r) => {
       const size = Math.max(4, r.floats * 4);
-      const s = this.ctx.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const s = readStaging(this.ctx, size);
       if (r.floats > 0) this.encoder.copyBufferToBuffer(r.buf, (r.offset ?? 0) * 4, s, 0, r.floats * 4);
       return s;
     });
-    this.ctx.device.queue.submit([this.encoder.finish()]);
+    submit(this.ctx, this.encoder.finish());
+    let read = false;
     try {
       await Promise.all(staging.map((s) => s.mapAsync(GPUMapMode.READ)));
       throwIfGpuFailed(this.ctx);
-      return staging.map((s, i) => new Float32Array(s.getMappedRange().slice(0, reads[i].floats * 4)));
+      const out = staging.map((s, i) => new Float32Array(s.getMappedRange().slice(0, reads[i].floats * 4)));
+      for (const s of staging) s.unmap();
+      read = true;
+      return out;
     } finally {
-      for (const s of staging) s.destroy();
+      for (const s of staging) { if (read) releaseReadStaging(this.ctx, s); else s.destroy(); }
       this.release();
     }
   }

@@ -2,7 +2,7 @@
 // hash-join for output offsets, and by groupby-aggregate to number groups).
 
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, storageBuffer, uniformWords, workgroupsFor } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, sharedUniform, storageBuffer, workgroupsFor } from '../engine/gpu/buffers.js';
 import { PREFIX_SCAN_WGSL } from './prefix-scan.wgsl.js';
 
 const BLOCK = 1024;
@@ -16,14 +16,13 @@ export function exclusiveScan(ctx: GpuContext, buf: GPUBuffer, n: number): void 
   const kernel = kernelFor(ctx, 'prefix-scan', PREFIX_SCAN_WGSL);
   const blocks = Math.ceil(n / BLOCK);
   const sums = storageBuffer(ctx, blocks * 4, 'scan block sums');
-  const params = uniformWords(ctx, [n]);
+  const params = sharedUniform(ctx, [n]);
   kernel.dispatch('scan_blocks', [buf, sums, params], Math.min(blocks, 8192));
   if (blocks > 1) {
     exclusiveScan(ctx, sums, blocks);
     kernel.dispatch('add_block_offsets', [buf, sums, params], workgroupsFor(n));
   }
   freeBuffer(ctx, sums);
-  params.destroy();
 }
 
 /** CPU twin: exclusive prefix sum (u32 wrap-around like the GPU). */

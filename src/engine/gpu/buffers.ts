@@ -37,6 +37,43 @@ export function memoryBudget(ctx: GpuContext, limitBytes?: number): MemoryBudget
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 
 /**
+ * Commands made without an encoder of their own (clears of recycled buffers, single dispatches,
+ * copies for readbacks) are recorded into one pending encoder per device and reach the queue
+ * ahead of the next submission, write or readback. A submission per command cost a GPU worker's
+ * main thread more than its GPU work (10 GB group-by: about a second of four). Every queue
+ * operation goes through `submit` / `writeBuffer` / `submittedWorkDone`, so the queue still sees
+ * the commands in the order they were made.
+ */
+const pendingEncoders = new WeakMap<GPUDevice, GPUCommandEncoder>();
+
+/** The device's pending encoder: what is recorded here is submitted before anything submitted later. */
+export function pendingEncoder(ctx: GpuContext): GPUCommandEncoder {
+  let enc = pendingEncoders.get(ctx.device);
+  if (!enc) { enc = ctx.device.createCommandEncoder(); pendingEncoders.set(ctx.device, enc); }
+  return enc;
+}
+
+/** Submits the pending commands, then `commands`. */
+export function submit(ctx: GpuContext, ...commands: GPUCommandBuffer[]): void {
+  const enc = pendingEncoders.get(ctx.device);
+  if (enc) pendingEncoders.delete(ctx.device);
+  const all = enc ? [enc.finish(), ...commands] : commands;
+  if (all.length > 0) ctx.device.queue.submit(all);
+}
+
+/** queue.writeBuffer after the pending commands (which may clear the same buffer). */
+export function writeBuffer(ctx: GpuContext, buf: GPUBuffer, offset: number, data: ArrayBufferView): void {
+  submit(ctx);
+  ctx.device.queue.writeBuffer(buf, offset, data as ArrayBufferView<ArrayBuffer>);
+}
+
+/** Resolves once everything made so far, pending commands included, has run. */
+export function submittedWorkDone(ctx: GpuContext): Promise<void> {
+  submit(ctx);
+  return ctx.device.queue.onSubmittedWorkDone();
+}
+
+/**
  * Freed storage buffers kept for reuse, by size. Allocating device memory costs milliseconds on a
  * real GPU, and a chunk's work allocates a dozen large buffers, so each worker recycles them.
  * Sizes are rounded up to one of 8 steps per power of two so that chunks of slightly different
@@ -54,15 +91,16 @@ class BufferPool {
     return buf;
   }
 
-  /** Keeps `buf` for reuse, or destroys it when the pool is full. */
-  give(buf: GPUBuffer): void {
-    if (this.held.has(buf)) return;
-    if (this.bytes + buf.size > this.limitBytes) { buf.destroy(); return; }
+  /** Keeps `buf` for reuse (true), or says the pool is full (false); a buffer already kept counts as kept. */
+  keep(buf: GPUBuffer): boolean {
+    if (this.held.has(buf)) return true;
+    if (this.bytes + buf.size > this.limitBytes) return false;
     this.held.add(buf);
     let list = this.free.get(buf.size);
     if (!list) { list = []; this.free.set(buf.size, list); }
     list.push(buf);
     this.bytes += buf.size;
+    return true;
   }
 }
 
@@ -83,8 +121,8 @@ function sizeClass(bytes: number, max: number): number {
 
 /**
  * A device storage buffer of at least `bytes` (rounded up), zero-filled, counted against the budget.
- * A recycled buffer is cleared in `clearIn` when given (work recorded there sees zeros; saves a
- * submission per buffer), else at once.
+ * A recycled buffer is cleared in `clearIn` when given (work recorded there sees zeros), else in
+ * the pending commands.
  */
 export function storageBuffer(ctx: GpuContext, bytes: number, label: string, clearIn?: GPUCommandEncoder): GPUBuffer {
   const limit = ctx.device.limits.maxStorageBufferBindingSize;
@@ -95,17 +133,16 @@ export function storageBuffer(ctx: GpuContext, bytes: number, label: string, cle
   memoryBudget(ctx).reserve(size, label);
   const reused = poolOf(ctx).take(size);
   if (!reused) return ctx.device.createBuffer({ size, usage: STORAGE(), label });
-  const enc = clearIn ?? ctx.device.createCommandEncoder();
-  enc.clearBuffer(reused);
-  if (!clearIn) ctx.device.queue.submit([enc.finish()]);
+  (clearIn ?? pendingEncoder(ctx)).clearBuffer(reused);
   return reused;
 }
 
 /** Gives a buffer back: a storage buffer goes to the pool for reuse, anything else is destroyed. */
 export function freeBuffer(ctx: GpuContext, buf: GPUBuffer): void {
   memoryBudget(ctx).release(buf.size);
-  if (buf.usage === STORAGE()) poolOf(ctx).give(buf);
-  else buf.destroy();
+  if (buf.usage === STORAGE() && poolOf(ctx).keep(buf)) return;
+  submit(ctx); // pending commands may still use it
+  buf.destroy();
 }
 
 /**
@@ -126,7 +163,7 @@ export function sharedUniform(ctx: GpuContext, words: readonly number[]): GPUBuf
   if (cache.size > MAX_SHARED_UNIFORMS) {
     const oldest = [...cache.keys()].slice(0, cache.size - MAX_SHARED_UNIFORMS / 2);
     const retired = oldest.map((k) => { const b = cache!.get(k)!; cache!.delete(k); return b; });
-    void ctx.device.queue.onSubmittedWorkDone().then(() => { for (const b of retired) b.destroy(); }, () => {});
+    void submittedWorkDone(ctx).then(() => { for (const b of retired) b.destroy(); }, () => {});
   }
   return buf;
 }
@@ -139,7 +176,7 @@ export function uniformWords(ctx: GpuContext, words: readonly number[]): GPUBuff
   const data = new Uint32Array(Math.max(4, Math.ceil(words.length / 4) * 4));
   data.set(words.map((w) => w >>> 0));
   const buf = ctx.device.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-  ctx.device.queue.writeBuffer(buf, 0, data);
+  ctx.device.queue.writeBuffer(buf, 0, data); // a new buffer: no pending command uses it
   return buf;
 }
 
@@ -194,9 +231,8 @@ export class StagingRing {
       } finally {
         slot.buf.unmap();
       }
-      const enc = this.ctx.device.createCommandEncoder();
-      enc.copyBufferToBuffer(slot.buf, 0, dst, dstOffset + at, padded);
-      this.ctx.device.queue.submit([enc.finish()]);
+      pendingEncoder(this.ctx).copyBufferToBuffer(slot.buf, 0, dst, dstOffset + at, padded);
+      submit(this.ctx);
     } finally {
       // Mapped again for its next use, also after a failed write (else the slot would wait forever).
       // A failed map shows up at the slot's next getMappedRange, in that upload.
@@ -227,8 +263,8 @@ export async function uploadNew(ctx: GpuContext, data: ArrayBufferView, label: s
   } else if (data.byteLength > 0) {
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     const padded = Math.ceil(bytes.length / 4) * 4;
-    if (padded === bytes.length) ctx.device.queue.writeBuffer(buf, 0, bytes);
-    else { const tmp = new Uint8Array(padded); tmp.set(bytes); ctx.device.queue.writeBuffer(buf, 0, tmp); }
+    if (padded === bytes.length) writeBuffer(ctx, buf, 0, bytes);
+    else { const tmp = new Uint8Array(padded); tmp.set(bytes); writeBuffer(ctx, buf, 0, tmp); }
   }
   return buf;
 }
@@ -236,16 +272,45 @@ export async function uploadNew(ctx: GpuContext, data: ArrayBufferView, label: s
 /** Reads `bytes` from `src` at `offset` back to the host (a multiple of 4). */
 export async function readBack(ctx: GpuContext, src: GPUBuffer, bytes = src.size, offset = 0): Promise<ArrayBuffer> {
   const size = Math.max(4, Math.ceil(bytes / 4) * 4);
-  const staging = ctx.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = ctx.device.createCommandEncoder();
-  enc.copyBufferToBuffer(src, offset, staging, 0, size);
-  ctx.device.queue.submit([enc.finish()]);
-  await staging.mapAsync(GPUMapMode.READ);
-  throwIfGpuFailed(ctx);
-  const out = staging.getMappedRange().slice(0, bytes);
+  const staging = readStaging(ctx, size);
+  pendingEncoder(ctx).copyBufferToBuffer(src, offset, staging, 0, size);
+  submit(ctx);
+  try {
+    await staging.mapAsync(GPUMapMode.READ, 0, size);
+    throwIfGpuFailed(ctx);
+  } catch (err) {
+    staging.destroy();
+    throw err;
+  }
+  const out = staging.getMappedRange(0, size).slice(0, bytes);
   staging.unmap();
-  staging.destroy();
+  releaseReadStaging(ctx, staging);
   return out;
+}
+
+/**
+ * Readback buffers (MAP_READ) kept for reuse by size class: a chunk reads back half a dozen small
+ * results, and creating a mappable buffer for each was a tenth of a GPU worker's main thread.
+ */
+const readPools = new WeakMap<GPUDevice, Map<number, GPUBuffer[]>>();
+const READ_POOL_MAX_BYTES = 16 << 20;
+const READ_POOL_PER_SIZE = 8;
+
+/** An unmapped MAP_READ | COPY_DST buffer of at least `bytes` (a multiple of 4). */
+export function readStaging(ctx: GpuContext, bytes: number): GPUBuffer {
+  const size = sizeClass(bytes, Number.MAX_SAFE_INTEGER);
+  const reused = readPools.get(ctx.device)?.get(size)?.pop();
+  return reused ?? ctx.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+}
+
+/** Gives back an unmapped readStaging buffer. */
+export function releaseReadStaging(ctx: GpuContext, buf: GPUBuffer): void {
+  let pool = readPools.get(ctx.device);
+  if (!pool) { pool = new Map(); readPools.set(ctx.device, pool); }
+  const list = pool.get(buf.size) ?? [];
+  pool.set(buf.size, list);
+  if (buf.size > READ_POOL_MAX_BYTES || list.length >= READ_POOL_PER_SIZE) { buf.destroy(); return; }
+  list.push(buf);
 }
 
 /** Validation or device errors surface here, at the next readback, as a RuntimeFailure. */
@@ -259,7 +324,7 @@ export async function readU32(ctx: GpuContext, src: GPUBuffer, count: number, of
 }
 
 /**
- * Fills a buffer with one u32 value, by a kernel submitted at once (a host array written through
+ * Fills a buffer with one u32 value, by a kernel in the pending commands (a host array written through
  * writeBuffer cost a key table's worth of bytes at ~1 GB/s). Storage buffers come zeroed
  * (storageBuffer): zero never needs filling.
  */
@@ -327,17 +392,15 @@ export class GpuKernel {
     return group;
   }
 
-  /** Records a dispatch into `encoder`, or submits it at once when none is given. */
+  /** Records a dispatch into `encoder`, or into the pending commands when none is given. */
   dispatch(entry: string, buffers: readonly (GPUBuffer | null)[], workgroups: number, encoder?: GPUCommandEncoder, timestampWrites?: GPUComputePassTimestampWrites): void {
     const pipeline = this.pipeline(entry);
     const bindGroup = this.bindGroup(entry, pipeline, buffers);
-    const enc = encoder ?? this.ctx.device.createCommandEncoder();
-    const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : {});
+    const pass = (encoder ?? pendingEncoder(this.ctx)).beginComputePass(timestampWrites ? { timestampWrites } : {});
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bindGroup);
     pass.dispatchWorkgroups(workgroups);
     pass.end();
-    if (!encoder) this.ctx.device.queue.submit([enc.finish()]);
   }
 }
 

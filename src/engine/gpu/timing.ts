@@ -16,7 +16,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { RuntimeFailure } from '../errors.js';
-import { throwIfGpuFailed } from './buffers.js';
+import { submit, submittedWorkDone, throwIfGpuFailed } from './buffers.js';
 import type { GpuContext } from './device.js';
 
 export interface TimedLabel {
@@ -95,7 +95,7 @@ export class KernelTimer {
   private markerPass(timestampWrites: GPUComputePassTimestampWrites, encoder?: GPUCommandEncoder): void {
     const enc = encoder ?? this.ctx.device.createCommandEncoder();
     enc.beginComputePass({ timestampWrites }).end();
-    if (!encoder) this.ctx.device.queue.submit([enc.finish()]);
+    if (!encoder) submit(this.ctx, enc.finish());
   }
 
   /**
@@ -112,7 +112,7 @@ export class KernelTimer {
     const enc = this.ctx.device.createCommandEncoder();
     enc.resolveQuerySet(this.querySet, 0, count, this.resolveBuf, 0);
     enc.copyBufferToBuffer(this.resolveBuf, 0, this.readBuf, 0, count * 8);
-    this.ctx.device.queue.submit([enc.finish()]);
+    submit(this.ctx, enc.finish());
     await this.readBuf.mapAsync(GPUMapMode.READ, 0, count * 8);
     throwIfGpuFailed(this.ctx);
     const stamps = new BigUint64Array(this.readBuf.getMappedRange(0, count * 8).slice(0));
@@ -143,8 +143,8 @@ export async function wallClockNs(ctx: GpuContext, encode: (encoder: GPUCommandE
   const run = async (reps: number) => {
     const enc = ctx.device.createCommandEncoder();
     for (let r = 0; r < reps; r++) encode(enc);
-    ctx.device.queue.submit([enc.finish()]);
-    await ctx.device.queue.onSubmittedWorkDone();
+    submit(ctx, enc.finish());
+    await submittedWorkDone(ctx);
   };
   await run(1);
   const t0 = performance.now();
