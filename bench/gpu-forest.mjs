@@ -3,8 +3,9 @@
 // workers (they load and bin the rows; the trees grow on the GPUs), against
 // scikit-learn's RandomForestClassifier on all cores with the same trees, depth and features.
 // Checks the 1- and 2-GPU model files are byte-identical; accuracy on the held-out rows for all.
+// TASK=regression: make-regression rows, R² instead of accuracy, RandomForestRegressor as the peer.
 //   source .devkit/env.sh; node bench/gpu-forest.mjs   (env: ROWS=1e6 TREES=100 DEPTH=16 DIR=/tmp/gpuframe-rf
-//   TIMEOUT=300 CONFIGS=gpu_0,gpu_0_1,gpus_cpu_workers,cpu PEERS=0 BLOCKSIZE=16MB)
+//   TIMEOUT=300 CONFIGS=gpu_0,gpu_0_1,gpus_cpu_workers,cpu PEERS=0 BLOCKSIZE=16MB TASK=classification)
 // The time of the trees alone comes from the run's --trace ('ml grow trees' slices); the
 // command's total includes start-up, reading and binning. `--kernels` times the tree kernels alone.
 
@@ -20,6 +21,9 @@ const TREES = Number(process.env.TREES ?? 100), DEPTH = Number(process.env.DEPTH
 const DIR = process.env.DIR ?? '/tmp/gpuframe-rf';
 const TIMEOUT_S = Number(process.env.TIMEOUT ?? 300);
 const BLOCKSIZE = ['--blocksize', process.env.BLOCKSIZE ?? '16MB'];
+const REGRESSION = process.env.TASK === 'regression';
+/** The held-out score predict prints: accuracy, or R² for regression. */
+const SCORE = REGRESSION ? 'R²' : 'accuracy';
 const { add, print } = resultTable();
 const gpuframe = (args) => runGpuframe([...args, '--no-progress'], { timeoutS: TIMEOUT_S });
 
@@ -99,15 +103,19 @@ async function kernelTimings() {
 }
 
 mkdirSync(DIR, { recursive: true });
-const all = join(DIR, `cls-${ROWS + TEST}x${D}.arrow`), train = join(DIR, `train-${ROWS}.arrow`), test = join(DIR, `test-${TEST}.arrow`);
+const kind = REGRESSION ? 'reg' : 'cls';
+const all = join(DIR, `${kind}-${ROWS + TEST}x${D}.arrow`), train = join(DIR, `${kind}-train-${ROWS}.arrow`), test = join(DIR, `${kind}-test-${TEST}.arrow`);
 if (!existsSync(train)) {
-  log(`make-classification ${ROWS + TEST} x ${D} ...`);
-  const r = gpuframe(['make-classification', '--n-samples', String(ROWS + TEST), '--n-features', String(D), '--n-informative', '16', '--n-redundant', '4', '--seed', '1', '-o', all]);
-  if (r.code !== 0) throw new Error(`make-classification failed: ${r.stderr.slice(-300)}`);
+  const generator = REGRESSION
+    ? ['make-regression', '--n-samples', String(ROWS + TEST), '--n-features', String(D), '--n-informative', '16', '--noise', '1', '--seed', '1', '-o', all]
+    : ['make-classification', '--n-samples', String(ROWS + TEST), '--n-features', String(D), '--n-informative', '16', '--n-redundant', '4', '--seed', '1', '-o', all];
+  log(`${generator[0]} ${ROWS + TEST} x ${D} ...`);
+  const r = gpuframe(generator);
+  if (r.code !== 0) throw new Error(`${generator[0]} failed: ${r.stderr.slice(-300)}`);
   const table = tableFromIPC(readFileSync(all));
   writeFileSync(train, tableToIPC(table.slice(0, ROWS), 'file'));
   writeFileSync(test, tableToIPC(table.slice(ROWS), 'file'));
-  add(`make-classification ${ROWS + TEST} x ${D}, split ${ROWS} / ${TEST}`, `${r.seconds.toFixed(1)} s`);
+  add(`${generator[0]} ${ROWS + TEST} x ${D}, split ${ROWS} / ${TEST}`, `${r.seconds.toFixed(1)} s`);
 }
 
 const configs = [
@@ -127,16 +135,17 @@ for (const c of configs) {
   log(`  trace: ${breakdown(trace)}`);
   for (const line of r.stderr.split('\n').filter((l) => l.startsWith('forest batch'))) log(`  ${line}`);
   // Arrow output keeping only y: the time is the model's, not formatting 32 float columns as text.
-  const p = gpuframe(['predict', test, '--model', model, '--proba', '--keep', 'y', '-o', join(DIR, `pred-${tag}.arrow`), ...BLOCKSIZE, ...c.flags]);
-  const acc = Number(/accuracy ([\d.e-]+)/.exec(p.stderr)?.[1]);
+  const proba = REGRESSION ? [] : ['--proba'];
+  const p = gpuframe(['predict', test, '--model', model, ...proba, '--keep', 'y', '-o', join(DIR, `pred-${tag}.arrow`), ...BLOCKSIZE, ...c.flags]);
+  const acc = Number(new RegExp(`${SCORE} ([\\d.e-]+)`).exec(p.stderr)?.[1]);
   models[c.name] = { text: readFileSync(model, 'utf8'), seconds: r.seconds, forest, acc, predicted: join(DIR, `pred-${tag}.arrow`) };
-  add(`rf-train ${c.name}`, `${r.seconds.toFixed(2)} s total, trees ${forest.toFixed(2)} s`, `held-out accuracy ${acc.toFixed(4)}${r.stderr.match(/warning[^\n]*/i)?.[0] ? ` — ${r.stderr.match(/warning[^\n]*/i)[0]}` : ''}`);
-  add(`predict ${TEST} rows (--proba --keep y, Arrow out), ${c.name}`, p.code === 0 ? `${p.seconds.toFixed(2)} s` : `failed (exit ${p.code})`, p.code === 0 ? '' : p.stderr.slice(-300));
+  add(`rf-train ${c.name}`, `${r.seconds.toFixed(2)} s total, trees ${forest.toFixed(2)} s`, `held-out ${SCORE} ${acc.toFixed(4)}${r.stderr.match(/warning[^\n]*/i)?.[0] ? ` — ${r.stderr.match(/warning[^\n]*/i)[0]}` : ''}`);
+  add(`predict ${TEST} rows (${proba.join("")} --keep y, Arrow out), ${c.name}`, p.code === 0 ? `${p.seconds.toFixed(2)} s` : `failed (exit ${p.code})`, p.code === 0 ? '' : p.stderr.slice(-300));
 }
 if (models['gpu 0,1']) {
   // The same GPU-grown model predicted on CPU workers: the bytes must equal the GPU prediction.
   const out = join(DIR, 'pred-gpu-model-on-cpu.arrow');
-  const p = gpuframe(['predict', test, '--model', join(DIR, 'rf-gpu_0_1.json'), '--proba', '--keep', 'y', '-o', out, ...BLOCKSIZE, '--device', 'cpu', '--workers', String(availableParallelism())]);
+  const p = gpuframe(['predict', test, '--model', join(DIR, 'rf-gpu_0_1.json'), ...(REGRESSION ? [] : ['--proba']), '--keep', 'y', '-o', out, ...BLOCKSIZE, '--device', 'cpu', '--workers', String(availableParallelism())]);
   add(`predict ${TEST} rows, GPU-grown model on ${availableParallelism()} CPU workers`, p.code === 0 ? `${p.seconds.toFixed(2)} s` : `failed (exit ${p.code})`,
     p.code === 0 ? (readFileSync(out).equals(readFileSync(models['gpu 0,1'].predicted)) ? 'output identical to the GPUs\' prediction' : 'OUTPUT DIFFERS from the GPUs\' prediction') : p.stderr.slice(-300));
 }
@@ -158,23 +167,23 @@ if (process.env.PEERS !== '0') {
   raw(train, ROWS); raw(test, TEST);
   const script = `
 import time, numpy as np, os
-from sklearn.ensemble import RandomForestClassifier
+from sklearn.ensemble import ${REGRESSION ? 'RandomForestRegressor as Forest' : 'RandomForestClassifier as Forest'}
 ld = lambda p, n: (np.fromfile(p + '.x.f32', dtype=np.float32).reshape(n, ${D}), np.fromfile(p + '.y.f32', dtype=np.float32))
 xt, yt = ld('${train}', ${ROWS}); xs, ys = ld('${test}', ${TEST})
 t = time.perf_counter()
-rf = RandomForestClassifier(n_estimators=${TREES}, max_depth=${DEPTH}, max_features='sqrt', n_jobs=-1, random_state=1).fit(xt, yt)
+rf = Forest(n_estimators=${TREES}, max_depth=${DEPTH}, max_features='sqrt', n_jobs=-1, random_state=1).fit(xt, yt)
 fit = time.perf_counter() - t
 t = time.perf_counter()
-proba = rf.predict_proba(xs)
+proba = ${REGRESSION ? 'rf.predict(xs)' : 'rf.predict_proba(xs)'}
 pred = time.perf_counter() - t
-print(f"{fit:.2f} s fit on {os.cpu_count()} cores, held-out accuracy {rf.score(xs, ys):.4f}, predict_proba {pred:.2f} s")`;
-  log('scikit-learn RandomForestClassifier ...');
+print(f"{fit:.2f} s fit on {os.cpu_count()} cores, held-out ${SCORE} {rf.score(xs, ys):.4f}, predict {pred:.2f} s")`;
+  log(`scikit-learn ${REGRESSION ? 'RandomForestRegressor' : 'RandomForestClassifier'} ...`);
   const t0 = performance.now();
   const r = spawnSync('python3', ['-c', script], { encoding: 'utf8', timeout: TIMEOUT_S * 1000 });
-  add('scikit-learn RandomForestClassifier, all cores', r.status === 0 ? r.stdout.trim() : 'failed', r.status === 0 ? `${((performance.now() - t0) / 1000).toFixed(1)} s with loading` : (r.stderr ?? '').trim().split('\n').slice(-2).join(' | '));
+  add(`scikit-learn ${REGRESSION ? 'RandomForestRegressor' : 'RandomForestClassifier'}, all cores`, r.status === 0 ? r.stdout.trim() : 'failed', r.status === 0 ? `${((performance.now() - t0) / 1000).toFixed(1)} s with loading` : (r.stderr ?? '').trim().split('\n').slice(-2).join(' | '));
   const fit = Number(/^([\d.]+) s fit/.exec(r.stdout ?? '')?.[1]);
   for (const [name, m] of Object.entries(models)) {
-    if (fit > 0) add(`scikit-learn fit / gpuframe ${name}`, `${(fit / m.seconds).toFixed(1)}× (whole command), ${(fit / m.forest).toFixed(1)}× (trees)`, 'goal ≥ 10× at accuracy within 1 point');
+    if (fit > 0) add(`scikit-learn fit / gpuframe ${name}`, `${(fit / m.seconds).toFixed(1)}× (whole command), ${(fit / m.forest).toFixed(1)}× (trees)`, `goal ≥ 10× at ${SCORE} within 1 point`);
   }
 }
 
