@@ -12,8 +12,9 @@
 // kernels read, growing a forest's trees: GPU and CPU compute these in different precisions) never
 // run on a CPU worker, not even as backups, unless no GPU worker is left.
 // The GPU workers may still be opening (a GPU driver takes most of a second to start) when the
-// first tasks arrive: CPU workers start on them at once, GPU-only tasks wait for the GPUs, and
-// GPU-preferring tasks go to the GPUs as they come up.
+// first tasks arrive: CPU workers start at once on tasks the GPU does not speed up (one of them on a
+// task it does, to time the CPU side), GPU-only tasks wait for the GPUs, and GPU-preferring tasks
+// go to the GPUs as they come up.
 
 import type { FragmentResult, Broadcast, Task } from './fragment.js';
 import { concurrencyOf, NO_WORKERS, type TaskRunner } from './pool.js';
@@ -160,15 +161,16 @@ export class HybridRunner implements TaskRunner {
   }
 
   /**
-   * Whether a CPU worker should take a task the GPU speeds up: while the GPUs open, when none is
-   * left, until both kinds of worker have finished one, and then when the queue ahead of the GPUs
-   * would take them longer than the CPU takes for one task (on 2 H200s + 32 cores a 64 MB CSV
-   * chunk took a CPU worker ~2 s against ~0.1 s per GPU slot: CPU workers that kept taking chunks
-   * only competed with the GPU workers' host threads).
+   * Whether a CPU worker should take a task the GPU speeds up: when no GPU is left; until both
+   * kinds of worker have timed one, only one CPU worker at a time (it times the CPU side: while
+   * the GPUs open, 32 CPU workers that each took a 64 MB chunk at ~2 s held up a 10 GB group-by
+   * that two H200s finish in ~3 s); then when the queue ahead of the GPUs would take them longer
+   * than the CPU takes for one task.
    */
   private cpuWorthIt(): boolean {
     const { gpu: g, cpu: c } = this.taskMs;
-    if (!this.gpu || this.gpu.size === 0 || g === null || c === null) return true;
+    if (this.gpu?.size === 0) return true;
+    if (!this.gpu || g === null || c === null) return this.onCpuAlone.length === 0;
     const queued = this.queue.reduce((n, j) => n + (j.prefersGpu ? 1 : 0), 0);
     return (queued / Math.max(1, concurrencyOf(this.gpu))) * g > c;
   }
