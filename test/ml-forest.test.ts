@@ -4,7 +4,8 @@ import { fitRandomForest } from '../src/engine/ml/forest.js';
 import { generateChunk } from '../src/engine/ml/generate.js';
 import { accuracy, r2 } from '../src/engine/ml/metrics.js';
 import { parseModel, serializeModel } from '../src/engine/ml/model-file.js';
-import { predictBatch } from '../src/engine/ml/predict.js';
+import { forestLeaves, predictBatch } from '../src/engine/ml/predict.js';
+import type { ForestModel } from '../src/engine/ml/model.js';
 import { growBatchOnCpu } from '../src/engine/ml/forest-split-cpu.js';
 import type { BinnedData, TreeSpec } from '../src/engine/ml/forest-tree.js';
 import { Rng } from '../src/engine/ml/random.js';
@@ -60,6 +61,32 @@ describe('random forest', () => {
     const model = await fitRandomForest(partitioned(train, 1000), { task: 'regression', nEstimators: 30, nBins: 64, seed: 2 });
     expect(model.task).toBe('regression');
     expect(r2(test.y, predictBatch(model, test.x, test.rows).prediction)).toBeGreaterThan(0.8);
+  });
+
+  it('forestLeaves reaches the leaves a plain walk of the flat trees reaches (values on thresholds, NaN, -0, infinities, many row blocks)', async () => {
+    const ds = loadFixture('breast-cancer.csv');
+    const model = await fitRandomForest(partitioned(ds, 200), { nEstimators: 12, maxDepth: 10, seed: 4 }) as ForestModel;
+    const { treeOffsets, feature, threshold, left, right } = model.trees;
+    const d = ds.cols, rng = new Rng(9, 'leaves'), rows = 3000;
+    const x = new Float64Array(rows * d);
+    for (let i = 0; i < x.length; i++) {
+      const pick = rng.nextInt(8);
+      x[i] = pick === 0 ? NaN : pick === 1 ? -0 : pick === 2 ? (rng.nextInt(2) ? Infinity : -Infinity)
+        : pick < 6 ? threshold[rng.nextInt(threshold.length)] : ds.x[rng.nextInt(ds.rows) * d + (i % d)];
+    }
+    const trees = treeOffsets.length - 1;
+    const want = new Int32Array(rows * trees);
+    for (let r = 0; r < rows; r++) {
+      for (let t = 0; t < trees; t++) {
+        const base = treeOffsets[t];
+        let node = 0;
+        while (feature[base + node] >= 0) node = x[r * d + feature[base + node]] <= threshold[base + node] ? left[base + node] : right[base + node];
+        want[r * trees + t] = node;
+      }
+    }
+    const got = forestLeaves(model, x, rows, d);
+    expect(got).toEqual(want);
+    expect(new Set(want).size).toBeGreaterThan(20);
   });
 
   it('a tree is the same whether grown alone or in a batch with others', () => {
