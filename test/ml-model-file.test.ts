@@ -6,7 +6,7 @@ import { writeModelFile } from '../src/cli/train.js';
 import { DataError } from '../src/engine/errors.js';
 import { fitKMeans } from '../src/engine/ml/kmeans.js';
 import { fitLinReg } from '../src/engine/ml/linreg.js';
-import { parseModel, readModelFile, saveModelText, serializeModel } from '../src/engine/ml/model-file.js';
+import { parseModel, parseModelHeader, readModelFile, saveModelText, serializeModel } from '../src/engine/ml/model-file.js';
 import { predictBatch } from '../src/engine/ml/predict.js';
 import { Rng } from '../src/engine/ml/random.js';
 import { partitioned } from './ml-helpers.js';
@@ -96,6 +96,29 @@ describe('model files', () => {
     rejects(bad((o) => { o.trees.feature.base64 = '!!!'; }), 'trees.feature.base64');
     rejects(bad((o) => { o.trees.value.base64 = Buffer.from(new Float64Array([NaN, 1, 1, 1, 1, 1, 1, 1]).buffer).toString('base64'); }), 'trees.value');
     rejects(bad((o) => { o.trees.right.base64 = Buffer.from(new Int32Array([2, -1, -1, 0]).buffer).toString('base64'); o.trees.left.base64 = Buffer.from(new Int32Array([0, -1, -1, -1]).buffer).toString('base64'); }), 'left/right');
+  });
+
+  it('parseModelHeader gives the header parseModel gives, from the text before a forest\'s trees or from any key order', async () => {
+    const forest = {
+      kind: 'random-forest', formatVersion: 2, featureNames: ['a', 'x,"trees":{'], featureTypes: ['float64', 'float64'], target: 'y', classes: [0, 1],
+      params: { nEstimators: 1 }, metrics: {}, task: 'classification',
+      trees: { valueWidth: 2, treeOffsets: [0, 3], feature: [1, -1, -1], threshold: [0.25, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [0.5, 0.5, 0.9, 0.1, 0.2, 0.8] },
+    };
+    const header = (m: Record<string, unknown>) => { const { trees: _t, k: _k, centroids: _c, coefficients: _co, intercept: _i, ...rest } = m; return rest; };
+    const texts = [
+      serializeModel(parseModel(JSON.stringify(forest), 'f.json')),
+      JSON.stringify({ trees: forest.trees, ...header(forest) }), // trees first: parsed whole
+      serializeModel(await fitKMeans(partitioned(data, 40), { k: 3, seed: 2 })),
+      serializeModel(await fitLinReg(partitioned(data, 40))),
+    ];
+    for (const text of texts) expect(parseModelHeader(text, 'f.json')).toEqual(header(parseModel(text, 'f.json') as unknown as Record<string, unknown>));
+    // The header is checked as parseModel checks it; the trees are left to parseModel.
+    let err: unknown;
+    try { parseModelHeader(texts[0].replace('"classification"', '"ranking"'), 'f.json'); } catch (e) { err = e; }
+    expect((err as Error).message).toMatch(/f\.json.*task/);
+    const badTrees = texts[0].replace(/"left":\{"type":"int32"/, '"left":{"type":"float64"');
+    expect(parseModelHeader(badTrees, 'f.json')).toEqual(header(forest));
+    rejects(badTrees.replace('f.json', 'm.json'), 'trees.left.type');
   });
 
   it('writeModelFile writes exactly serializeModel\'s text (UTF-8 names, packed arrays written as ASCII)', () => {

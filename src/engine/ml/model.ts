@@ -60,6 +60,9 @@ export interface ForestModel extends ModelBase {
 }
 
 export type Model = KMeansModel | LinRegModel | ForestModel;
+
+/** A model without its parameters: what planning a predict step needs (its input and output columns). */
+export type ModelHeader = ModelBase & ({ kind: 'kmeans' } | { kind: 'linreg' } | { kind: 'random-forest'; task: ForestModel['task'] });
 export type ModelKind = Model['kind'];
 
 /** Common fields of a freshly trained model; callers may set featureTypes and target afterwards. */

@@ -3,16 +3,16 @@
 
 import { selectColumns, type Batch, type Column, type Field } from '../batch.js';
 import { designMatrix } from './design-matrix.js';
-import { parseModel, readModelText } from './model-file.js';
-import type { ForestModel, Model } from './model.js';
+import { parseModel, parseModelHeader, readModelText } from './model-file.js';
+import type { ForestModel, Model, ModelHeader } from './model.js';
 import { predictBatch, predictFromLeaves, type Prediction } from './predict.js';
 
 /** Labels are integers for k-means and for classifiers whose classes are all integers. */
-function integerPredictions(model: Model): boolean {
+function integerPredictions(model: ModelHeader): boolean {
   return model.kind === 'kmeans' || (model.kind === 'random-forest' && model.task === 'classification' && model.classes.every(Number.isInteger));
 }
 
-export function predictionFields(model: Model, outputName: string, proba: boolean): Field[] {
+export function predictionFields(model: ModelHeader, outputName: string, proba: boolean): Field[] {
   const fields: Field[] = [{ name: outputName, type: integerPredictions(model) ? 'int64' : 'float64' }];
   if (proba && model.kind === 'random-forest' && model.task === 'classification') {
     for (const c of model.classes) fields.push({ name: `proba_${c}`, type: 'float64' });
@@ -20,11 +20,11 @@ export function predictionFields(model: Model, outputName: string, proba: boolea
   return fields;
 }
 
-let parsed: { text: string; model: Model } | null = null;
+let parsed: { text: string; model: ModelHeader } | null = null;
 
-/** The model held in a plan node's text (parsed once per process: one model per run keeps memory flat). */
-export function modelOf(node: { modelText: string; modelPath: string }): Model {
-  if (parsed?.text !== node.modelText) parsed = { text: node.modelText, model: parseModel(node.modelText, node.modelPath) };
+/** The header of the model held in a plan node's text (parsed once per process; workers read the whole model: modelInFile). */
+export function modelOf(node: { modelText: string; modelPath: string }): ModelHeader {
+  if (parsed?.text !== node.modelText) parsed = { text: node.modelText, model: parseModelHeader(node.modelText, node.modelPath) };
   return parsed.model;
 }
 

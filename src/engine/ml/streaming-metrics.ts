@@ -6,7 +6,7 @@
 import type { Batch } from '../batch.js';
 import { numericValues } from './design-matrix.js';
 import { Contingency } from './metrics.js';
-import type { Model } from './model.js';
+import type { ModelHeader } from './model.js';
 
 export class MetricAccumulator {
   rows = 0;
@@ -16,7 +16,7 @@ export class MetricAccumulator {
   private sse = 0;
   private readonly contingency = new Contingency();
 
-  constructor(private readonly model: Model, private readonly truth: string, private readonly prediction = 'prediction') {}
+  constructor(private readonly model: ModelHeader, private readonly truth: string, private readonly prediction = 'prediction') {}
 
   add(batch: Batch): void {
     const col = (name: string) => numericValues(batch.columns[batch.schema.findIndex((f) => f.name === name)], name);
