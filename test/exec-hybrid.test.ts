@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import type { FragmentResult, Task } from '../src/engine/exec/fragment.js';
 import { HybridRunner } from '../src/engine/exec/hybrid-pool.js';
+import { BESIDE_GPU_NICENESS, ProcessPool } from '../src/engine/exec/pool.js';
+import { getPriority } from 'node:os';
 import type { TaskRunner } from '../src/engine/exec/pool.js';
 
 function task(index: number, gpu: boolean): Task {
@@ -159,5 +161,21 @@ describe('HybridRunner', () => {
       await expect(hybrid.runOnEach(task(2, false), 'each')).rejects.toThrow(/no usable GPU: test/);
       await hybrid.close();
     });
+  });
+});
+
+describe('CPU workers beside GPU workers', () => {
+  const loadTask: Task = {
+    fragment: { index: 0, source: { kind: 'batch', batch: { schema: [{ name: 'a', type: 'float64' }], length: 1, columns: [{ type: 'float64', values: Float64Array.of(1), valid: null }] } }, ops: [], bytes: 0 },
+    terminal: { kind: 'load-matrix', matrixId: 'nice', features: ['a'], target: null, device: false },
+  };
+  it('run at a lower priority (the GPU workers keep their cores); alone, at the usual one', async () => {
+    for (const [besideGpus, niceness] of [[true, BESIDE_GPU_NICENESS], [false, getPriority()]] as const) {
+      const pool = new ProcessPool(2, undefined, Infinity, besideGpus);
+      const held = await pool.runOnEach(loadTask, 'load');
+      expect(held.length).toBe(2);
+      for (const r of held) expect(getPriority(r.holder!)).toBe(niceness);
+      await pool.close();
+    }
   });
 });

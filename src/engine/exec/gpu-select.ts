@@ -113,8 +113,8 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
   // the GPUs alone).
   const predictsForest = (task: Task) => task.fragment.ops.some((op) => op.kind === 'predict' && op.modelKind === 'random-forest');
   const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || (task.terminal.kind === 'grow-trees' && task.terminal.gpu) || predictsForest(task);
-  // The CPU workers start on the first tasks while the GPU workers open.
-  return new HybridRunner(gpus(opening), new ProcessPool(settings.workers, tracer, settings.memoryLimit), gpuCsvPathApplies, gpuOnly);
+  // The CPU workers start on the first tasks while the GPU workers open; they yield the cores to them.
+  return new HybridRunner(gpus(opening), new ProcessPool(settings.workers, tracer, settings.memoryLimit, true), gpuCsvPathApplies, gpuOnly);
 }
 
 /** The GPUs this machine offers a run with these flags (from the PCI bus; nothing is opened). */

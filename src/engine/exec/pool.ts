@@ -6,6 +6,7 @@
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { deserializeError, RuntimeFailure, type SerializedError } from '../errors.js';
 import type { Broadcast, FragmentResult, Task } from './fragment.js';
@@ -245,10 +246,20 @@ export abstract class WorkerProcessPool implements TaskRunner {
   }
 }
 
+/**
+ * The niceness of CPU workers that run beside GPU workers: a GPU worker's main thread feeds its
+ * device and bounds its speed (a 10 GB group-by's GPU worker was busy 2.2 of 2.3 s), so CPU
+ * workers parsing CSV on every core must not take its core.
+ */
+export const BESIDE_GPU_NICENESS = 10;
+
 /** CPU workers: `size` processes, each replaced by a fresh one when it dies. */
 export class ProcessPool extends WorkerProcessPool {
-  /** `memoryLimit`: the run's --memory-limit; each worker keeps its share (see worker-main.ts). */
-  constructor(private readonly count: number, tracer?: Tracer, private readonly memoryLimit = Infinity) {
+  /**
+   * `memoryLimit`: the run's --memory-limit; each worker keeps its share (see worker-main.ts).
+   * `besideGpus`: the workers run at BESIDE_GPU_NICENESS.
+   */
+  constructor(private readonly count: number, tracer?: Tracer, private readonly memoryLimit = Infinity, private readonly besideGpus = false) {
     super(tracer);
     for (let i = 0; i < count; i++) this.startSlot(i);
   }
@@ -259,6 +270,9 @@ export class ProcessPool extends WorkerProcessPool {
     const share = Math.floor(this.memoryLimit / (this.count + 1));
     const env = Number.isFinite(share) ? { ...process.env, GPUFRAME_WORKER_MEMORY: String(share) } : process.env;
     const child = fork(workerEntry('worker-main.js'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--expose-gc'], env });
+    if (this.besideGpus && child.pid !== undefined) {
+      try { setPriority(child.pid, BESIDE_GPU_NICENESS); } catch { /* not allowed here: they run at the usual priority */ }
+    }
     return { child, name: `cpu-worker-${i}` };
   }
 
