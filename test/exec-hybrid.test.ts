@@ -78,6 +78,19 @@ describe('HybridRunner', () => {
     expect(gpu.ran.length).toBeGreaterThanOrEqual(34);
   });
 
+  it('idle CPU workers back up GPU tasks only once nothing is queued for the GPUs', async () => {
+    const gpu = fake('gpu', 1, () => 20);
+    const cpu = fake('cpu', 2, () => 200);
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => hybrid.run(task(i, true), `t${i}`)));
+    expect(results.map((r) => r.rows)).toEqual(Array.from({ length: 10 }, (_, i) => i));
+    // One CPU worker times a task (the last); the other waits while the GPU works through the
+    // queue, then backs up what the GPU holds at the end (not the GPU's first tasks).
+    expect(cpu.ran[0]).toBe(9);
+    expect(cpu.ran.slice(1).every((i) => i >= 7)).toBe(true);
+    expect(cpu.backups).toBeLessThanOrEqual(2);
+  });
+
   it('a fast GPU keeps its result; CPU-only tasks never go to the GPU', async () => {
     const gpu = fake('gpu', 1, () => 1);
     const cpu = fake('cpu', 1, () => 50);

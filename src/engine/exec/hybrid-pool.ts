@@ -153,6 +153,9 @@ export class HybridRunner implements TaskRunner {
       const other = this.queue.findIndex((j) => !j.prefersGpu && this.cpuMayRun(j));
       const at = other >= 0 ? other : this.cpuWorthIt() ? this.lastCpuMayRun() : -1;
       if (at >= 0) { this.start(this.queue.splice(at, 1)[0], false); continue; }
+      // A GPU task is a straggler only once nothing is queued for the GPUs: backups before that
+      // only took cores from the GPU workers (10 GB group-by: nine 64 MB chunks parsed twice).
+      if (this.queue.some((j) => j.prefersGpu)) return;
       const i = this.onGpuAlone.findIndex((j) => this.cpuMayRun(j));
       if (i < 0) return;
       const straggler = this.onGpuAlone.splice(i, 1)[0];
