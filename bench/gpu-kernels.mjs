@@ -80,7 +80,9 @@ const generatedMs = performance.now() - generating;
 // ---- device --------------------------------------------------------------------------------
 
 const { describeAdapter, openGpu } = await import('../dist/engine/gpu/device.js');
-const { StagingRing, storageBuffer, freeBuffer, uniformWords, kernelFor, readU32, workgroupsFor } = await import('../dist/engine/gpu/buffers.js');
+// Queue operations go through submit / writeBuffer / submittedWorkDone: the library records
+// commands made without an encoder (clears of recycled buffers, single dispatches) for the next one.
+const { StagingRing, storageBuffer, freeBuffer, uniformWords, kernelFor, readU32, workgroupsFor, submit, writeBuffer, submittedWorkDone } = await import('../dist/engine/gpu/buffers.js');
 const { KernelTimer, timestampsUnavailable, wallClockNs } = await import('../dist/engine/gpu/timing.js');
 const { exclusiveScan } = await import('../dist/kernels/prefix-scan.js');
 const { PREFIX_SCAN_WGSL } = await import('../dist/kernels/prefix-scan.wgsl.js');
@@ -126,17 +128,17 @@ async function timeKernel(name, bytes, record, prepare = () => {}) {
   if (timer) {
     const warm = device.createCommandEncoder();
     prepare(warm); record(warm, undefined);
-    device.queue.submit([warm.finish()]);
+    submit(ctx, warm.finish());
     const enc = device.createCommandEncoder();
     for (let r = 0; r < REPEAT; r++) { prepare(enc); record(enc, timer.writes(name)); }
-    device.queue.submit([enc.finish()]);
+    submit(ctx, enc.finish());
     const t = (await timer.read()).get(name);
     ns = t.ns / t.passes;
     if (timer.quantized) console.log('warning: timestamps are rounded to 65.5 µs (Dawn timestamp_quantization is on)');
   } else {
     ns = await wallClockNs(ctx, (enc) => { prepare(enc); record(enc, undefined); }, Math.max(20, REPEAT));
   }
-  await device.queue.onSubmittedWorkDone();
+  await submittedWorkDone(ctx);
   if (ctx.lostReason || ctx.errors.length > errorsBefore) {
     const error = ctx.lostReason ?? ctx.errors[errorsBefore];
     results.push({ name, error });
@@ -204,7 +206,7 @@ async function roofline() {
     const enc = device.createCommandEncoder();
     copy(enc);
     for (let r = 0; r < REPEAT; r++) { timer.spanStart('copyBufferToBuffer', enc); copy(enc); timer.spanEnd('copyBufferToBuffer', enc); }
-    device.queue.submit([enc.finish()]);
+    submit(ctx, enc.finish());
     const t = (await timer.read()).get('copyBufferToBuffer');
     copyNs = t.ns / t.passes;
   } else {
@@ -224,7 +226,7 @@ async function upload(data, label) {
   const buf = storageBuffer(ctx, data.byteLength, label);
   const t0 = performance.now();
   await ring.upload(data, buf);
-  await device.queue.onSubmittedWorkDone();
+  await submittedWorkDone(ctx);
   uploads.ms += performance.now() - t0;
   uploads.bytes += data.byteLength;
   return buf;
@@ -247,7 +249,7 @@ async function groupby() {
     const params = uniformWords(ctx, [n, 0, isFloat ? 1 : 0]);
     const sum = storageBuffer(ctx, slots * (isFloat ? 14 : 8) * 4, 'sums');
     const minMax = storageBuffer(ctx, slots * 16, 'min/max');
-    device.queue.writeBuffer(minMax, 0, new Uint32Array(slots * 4).map((_, i) => (i % 4 < 2 ? 0 : 0xffffffff)));
+    writeBuffer(ctx, minMax, 0, new Uint32Array(slots * 4).map((_, i) => (i % 4 < 2 ? 0 : 0xffffffff)));
     const run = (k, entry, acc) => (enc, tw) => kernelFor(ctx, k, isFloat ? G.GROUPBY_FLOAT_SUM_WGSL : G.GROUPBY_INT_SUM_WGSL)
       .dispatch(entry, [rowSlot, values, noNulls, acc, params], workgroupsFor(n), enc, tw);
     if (isFloat) {
@@ -299,7 +301,7 @@ async function csv() {
   await timeKernel('quote_counts', nbytes + 4 * nwords, (enc, tw) => boundaries.dispatch('quote_counts', [data, quotes, null, null, params], wg, enc, tw));
   exclusiveScan(ctx, quotes, nwords);
   await timeKernel('count_records', nbytes + 8 * nwords, (enc, tw) => boundaries.dispatch('count_records', [data, quotes, recs, unused, params], wg, enc, tw));
-  device.queue.writeBuffer(recs, nwords * 4, new Uint32Array(1));
+  writeBuffer(ctx, recs, nwords * 4, new Uint32Array(1));
   exclusiveScan(ctx, recs, nwords + 1);
   const [records] = await readU32(ctx, recs, 1, nwords);
   if (records !== csvLines) console.log(`warning: ${records} records found, ${csvLines} written`);
@@ -363,7 +365,7 @@ async function join() {
   const matchSlot = storageBuffer(ctx, nl * 4, 'match slots'), outStart = storageBuffer(ctx, (nl + 1) * 4, 'output offsets');
   await timeKernel('probe_rows', 16 * nl, (enc, tw) => kernelFor(ctx, 'join-probe', J.JOIN_PROBE_WGSL)
     .dispatch('probe_rows', [left, noNulls, right, owner, segStart, matchSlot, outStart, probeParams], workgroupsFor(nl), enc, tw));
-  device.queue.writeBuffer(outStart, nl * 4, new Uint32Array(1));
+  writeBuffer(ctx, outStart, nl * 4, new Uint32Array(1));
   exclusiveScan(ctx, outStart, nl + 1);
   const [total] = await readU32(ctx, outStart, 1, nl);
   const outLeft = storageBuffer(ctx, Math.max(1, total) * 4, 'left rows'), outRight = storageBuffer(ctx, Math.max(1, total) * 4, 'right rows');
