@@ -15,7 +15,7 @@ import { gpuPartialAggregate, gpuSupports } from './gpu-aggregate.js';
 import { gpuCsvOptionsFromEnv, gpuCsvPartialAggregate } from './gpu-csv-aggregate.js';
 import type { ResidentCache } from './gpu-resident.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
-import { aggregateBelowJoin } from './join-aggregate.js';
+import { aggregateBelowJoin, runAggregateBelowJoin } from './join-aggregate.js';
 
 export interface GpuWorkerState {
   gpu: GpuContext;
@@ -31,10 +31,7 @@ export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuW
   if (isMatrixTask(task)) return matrixOnGpu(task, cache, worker);
   if (terminal.kind === 'grow-trees') return treesOnGpu(terminal, worker);
   const below = aggregateBelowJoin(task);
-  if (below !== null) {
-    const left = await runGpuTask(below.leftTask, cache, worker);
-    return { ...left, partial: below.finish(left.partial!, cache.get(below.broadcastId).table) };
-  }
+  if (below !== null) return runAggregateBelowJoin(below, cache, (t) => runGpuTask(t, cache, worker));
   if (terminal.kind !== 'partial-aggregate' || !gpuSupports(terminal.spec, terminal.inputSchema)) return runTask(task, cache);
   const direct = await csvOnGpu(task, worker);
   if (!('warning' in direct)) return direct;

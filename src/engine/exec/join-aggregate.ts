@@ -5,7 +5,8 @@
 
 import type { PartialAggregate } from '../ops/aggregate/index.js';
 import { planJoinAggregate, type JoinBuildTable } from '../ops/join/index.js';
-import type { OpSpec, Task } from './fragment.js';
+import type { FragmentResult, OpSpec, Task } from './fragment.js';
+import type { BroadcastCache } from './run-fragment.js';
 
 export interface AggregateBelowJoin {
   /** The partial aggregate over the left rows (the ops before the probe, then leftSpec). */
@@ -29,4 +30,10 @@ export function aggregateBelowJoin(task: Task): AggregateBelowJoin | null {
     broadcastId: probe.broadcastId,
     finish: plan.finish,
   };
+}
+
+/** The rewritten task's result: its left task run by `run` (a CPU or GPU worker's runner), then finished. */
+export async function runAggregateBelowJoin(below: AggregateBelowJoin, cache: BroadcastCache, run: (task: Task) => Promise<FragmentResult>): Promise<FragmentResult> {
+  const left = await run(below.leftTask);
+  return { ...left, partial: below.finish(left.partial!, cache.get(below.broadcastId).table) };
 }

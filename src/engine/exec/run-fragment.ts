@@ -17,7 +17,7 @@ import { appendPredictions, modelInFile } from '../ml/predict-columns.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import type { Broadcast, FragmentResult, OpSpec, SourceSpec, Task } from './fragment.js';
 import { growTreesTask } from './forest-trees.js';
-import { aggregateBelowJoin } from './join-aggregate.js';
+import { aggregateBelowJoin, runAggregateBelowJoin } from './join-aggregate.js';
 import { writeSpillFile } from './spill-file.js';
 
 /** Build tables of broadcast joins, kept for the life of the worker. */
@@ -57,10 +57,7 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
   }
   if (terminal.kind === 'grow-trees') return growTreesTask(terminal);
   const below = aggregateBelowJoin(task);
-  if (below !== null) {
-    const left = await runTask(below.leftTask, cache);
-    return { ...left, partial: below.finish(left.partial!, cache.get(below.broadcastId).table) };
-  }
+  if (below !== null) return runAggregateBelowJoin(below, cache, (t) => runTask(t, cache));
   let batches = await readSource(fragment.source, warnings);
   const matched: Record<string, Uint8Array> = {};
   for (const op of fragment.ops) {
