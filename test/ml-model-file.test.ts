@@ -90,6 +90,10 @@ describe('model files', () => {
     const rows = new Float64Array([0, 0.1, 0, 0.3]);
     expect(Array.from(predictBatch(back, rows, 2, true).proba!)).toEqual(Array.from(predictBatch(model, rows, 2, true).proba!));
     expect(Array.from(predictBatch(back, rows, 2, true).proba!)).toEqual([(0.9 + 0.3) / 2, (0.1 + 0.7) / 2, (0.2 + 0.3) / 2, (0.8 + 0.7) / 2]);
+    // A base64 text written with a JSON escape (not by this gpuframe) reads the same.
+    const escaped = text.replace(/"base64":"([A-Za-z0-9+/])/, (_m, c: string) => `"base64":"\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+    expect(escaped).not.toBe(text);
+    expect(serializeModel(parseModel(escaped, 'f.json'))).toBe(text);
     const bad = (f: (o: any) => void): string => { const o = structuredClone(obj); f(o); return JSON.stringify(o); };
     rejects(bad((o) => { o.trees.left.type = 'float64'; }), 'trees.left.type');
     rejects(bad((o) => { o.trees.threshold.base64 = o.trees.threshold.base64.slice(4); }), 'trees.threshold');
