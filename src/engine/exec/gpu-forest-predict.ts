@@ -57,14 +57,15 @@ async function leavesOnGpu(ctx: GpuContext, forest: DeviceForest, x: Float64Arra
 
 async function uploadForest(ctx: GpuContext, model: ForestModel): Promise<DeviceForest> {
   const t = model.trees, ring = stagingRingOf(ctx);
-  return {
-    trees: t.treeOffsets.length - 1,
-    treeOffsets: await uploadNew(ctx, Uint32Array.from(t.treeOffsets), 'forest tree offsets', ring),
-    feature: await uploadNew(ctx, t.feature, 'forest features', ring),
-    thresholdKey: await uploadNew(ctx, sortableKeys(t.threshold), 'forest thresholds', ring),
-    left: await uploadNew(ctx, t.left, 'forest left children', ring),
-    right: await uploadNew(ctx, t.right, 'forest right children', ring),
-  };
+  // All at once: the ring's slots then fill and copy while the next array's are written.
+  const [treeOffsets, feature, thresholdKey, left, right] = await Promise.all([
+    uploadNew(ctx, Uint32Array.from(t.treeOffsets), 'forest tree offsets', ring),
+    uploadNew(ctx, t.feature, 'forest features', ring),
+    uploadNew(ctx, sortableKeys(t.threshold), 'forest thresholds', ring),
+    uploadNew(ctx, t.left, 'forest left children', ring),
+    uploadNew(ctx, t.right, 'forest right children', ring),
+  ]);
+  return { trees: t.treeOffsets.length - 1, treeOffsets, feature, thresholdKey, left, right };
 }
 
 function freeForest(ctx: GpuContext, f: DeviceForest): void {
