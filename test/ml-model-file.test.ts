@@ -112,6 +112,7 @@ describe('model files', () => {
     const texts = [
       serializeModel(parseModel(JSON.stringify(forest), 'f.json')),
       JSON.stringify({ trees: forest.trees, ...header(forest) }), // trees first: parsed whole
+      JSON.stringify({ kind: forest.kind, trees: forest.trees, ...header(forest) }), // header fields after the trees: parsed whole
       serializeModel(await fitKMeans(partitioned(data, 40), { k: 3, seed: 2 })),
       serializeModel(await fitLinReg(partitioned(data, 40))),
     ];

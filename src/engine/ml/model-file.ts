@@ -169,11 +169,14 @@ export function parseModelHeader(text: string, fileName: string): ModelHeader {
   const fail = failureFor(fileName);
   // Inside a JSON string every quote is escaped, so this key text can only be a key.
   const cut = text.indexOf(',"trees":{');
-  let raw: unknown = null;
   if (cut > 0) {
-    try { raw = parseJson(`${text.slice(0, cut)}}`, fileName, fail); } catch { raw = null; }
+    // Fields after "trees" (another key order) or a bad header: the whole file, with its errors.
+    try { return headerOf(new Reader(parseJson(`${text.slice(0, cut)}}`, fileName, fail), fail), fail); } catch { /* below */ }
   }
-  const r = new Reader(raw ?? parseJson(text, fileName, fail), fail);
+  return headerOf(new Reader(parseJson(text, fileName, fail), fail), fail);
+}
+
+function headerOf(r: Reader, fail: (field: string, what: string) => never): ModelHeader {
   const { kind, task, ...common } = readHeader(r, fail);
   return kind === 'random-forest' ? { kind, ...common, task: task! } : { kind, ...common };
 }
