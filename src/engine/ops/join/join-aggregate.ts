@@ -100,14 +100,13 @@ export function planJoinAggregate(join: JoinSpec, leftSchema: Schema, rightSchem
         for (let j = table.starts[id]; j < table.starts[id + 1]; j++) { groups.push(g); rights.push(table.rows[j]); }
       }
       let group = Int32Array.from(groups), right = Int32Array.from(rights);
-      const keysOf = () => keySources.map((k) => (k.side === 'left' ? takeColumn(left.keys[k.column], group) : takeColumn(table.right.columns[k.column], right)));
-      let keys = keysOf();
+      let keys = keySources.map((k) => (k.side === 'left' ? takeColumn(left.keys[k.column], group) : takeColumn(table.right.columns[k.column], right)));
       const nullKey = spec.dropna ? nullKeyMask(keys, group.length) : null;
       if (nullKey !== null) {
         const kept = Int32Array.from(group.keys()).filter((i) => nullKey[i] === 0);
         group = kept.map((i) => group[i]);
         right = kept.map((i) => right[i]);
-        keys = keysOf();
+        keys = keys.map((c) => takeColumn(c, kept));
       }
       const rowsOfGroup = floatValues(left.states[rowCount].perGroup[0]);
       const counts = Float64Array.from(group, (g) => rowsOfGroup[g]);
