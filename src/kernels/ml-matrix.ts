@@ -102,7 +102,8 @@ export class GpuWork {
 
   /** A temporary buffer holding `data` (small inputs: centres, shifts), written before the commands run. */
   input(data: Float32Array | Uint32Array, label: string): GPUBuffer {
-    // Cleared at once, not in the encoder: the write below goes to the queue before the encoder's commands.
+    // Not cleared in the encoder: the write below reaches the queue before the encoder's commands
+    // (writeBuffer submits the pending clear of a recycled buffer first).
     const b = storageBuffer(this.ctx, data.byteLength, label);
     this.temps.push(b);
     if (data.byteLength > 0) writeBuffer(this.ctx, b, 0, data);

@@ -308,9 +308,9 @@ export function releaseReadStaging(ctx: GpuContext, buf: GPUBuffer): void {
   let pool = readPools.get(ctx.device);
   if (!pool) { pool = new Map(); readPools.set(ctx.device, pool); }
   const list = pool.get(buf.size) ?? [];
-  pool.set(buf.size, list);
   if (buf.size > READ_POOL_MAX_BYTES || list.length >= READ_POOL_PER_SIZE) { buf.destroy(); return; }
   list.push(buf);
+  pool.set(buf.size, list);
 }
 
 /** Validation or device errors surface here, at the next readback, as a RuntimeFailure. */

@@ -27,7 +27,6 @@ export function readBytes(fd: number, start: number, length: number): Buffer {
   return got === length ? buf : buf.subarray(0, got);
 }
 
-/** Fills `view` from the open file at `position`; how many bytes it got (fewer only at the end of the file). */
 /** readInto on libuv's threads: the main thread goes on meanwhile (the view must stay valid until it resolves). */
 export async function readIntoAsync(fd: number, view: Uint8Array, position: number): Promise<number> {
   let got = 0;
@@ -41,6 +40,7 @@ export async function readIntoAsync(fd: number, view: Uint8Array, position: numb
 
 const readAsync = promisify(read);
 
+/** Fills `view` from the open file at `position`; how many bytes it got (fewer only at the end of the file). */
 export function readInto(fd: number, view: Uint8Array, position: number): number {
   let got = 0;
   while (got < view.length) {
