@@ -76,6 +76,23 @@ describe.skipIf(skipGpuTests)('groupby --device gpu through the CLI', () => {
     }
   }, 60_000);
 
+  it('--trace puts the GPU worker\'s start-up (process, device) on its row, before its first task', async () => {
+    const trace = join(dir, 'gpu-trace.json');
+    const res = await run('traced', ['--by', 'ki', '--agg', 'count()', '--device', 'gpu', '--trace', trace]);
+    expect(res.code, res.stderr).toBe(0);
+    const events: { name: string; ph: string; tid: number; ts: number; dur: number; args?: { name: string } }[] = JSON.parse(readFileSync(trace, 'utf8')).traceEvents;
+    const tidOf = (name: string) => events.find((e) => e.ph === 'M' && e.args?.name === name)!.tid;
+    const on = (tid: number) => events.filter((e) => e.ph === 'X' && e.tid === tid);
+    const worker = on(tidOf('gpu-worker-0'));
+    const [start, open] = ['start GPU worker (Node, modules)', 'open GPU device'].map((name) => worker.find((e) => e.name === name)!);
+    const firstTask = worker.filter((e) => e.name.startsWith('groupby')).sort((a, b) => a.ts - b.ts)[0];
+    expect(start.dur).toBeGreaterThan(0);
+    expect(start.ts + start.dur).toBeLessThanOrEqual(open.ts + 1);
+    expect(open.ts + open.dur).toBeLessThanOrEqual(firstTask.ts + 1);
+    // The parent's row begins with its own start (time 0 is the parent process's start).
+    expect(on(tidOf('parent')).find((e) => e.name.startsWith('start gpuframe'))!.ts).toBe(0);
+  }, 30_000);
+
   it('a GPU worker killed mid-run has its task retried; the output does not change', async () => {
     const marker = join(dir, 'killed.marker');
     const args = ['--by', 'ki', '--agg', GPU_AGGS, '--dropna'];

@@ -12,7 +12,7 @@ import { RuntimeFailure } from '../errors.js';
 import type { AdapterDescription, GpuInfo } from '../gpu/device.js';
 import { pinnedEnv } from '../gpu/pci.js';
 import { WorkerProcessPool, workerEntry, type WorkerMessage, type WorkerSlot } from './pool.js';
-import type { Tracer } from './trace.js';
+import type { Tracer, WallSlice } from './trace.js';
 
 /**
  * Node flags of GPU workers: none. The dawn.node crash of notes/webgpu.md (a process holding a
@@ -118,6 +118,7 @@ export class GpuProcessPool extends WorkerProcessPool {
     const i = this.slots.indexOf(slot);
     if (i < 0) return;
     const s = this.info[i];
+    if (Array.isArray(msg.phases)) this.tracer?.recordWall(slot.name, msg.phases as WallSlice[]);
     if (msg.type === 'ready') {
       s.device.adapter = (msg.adapter as AdapterDescription | null) ?? null;
       s.onReady?.(s.device.adapter);
@@ -157,8 +158,10 @@ export class GpuProcessPool extends WorkerProcessPool {
       setTimeout(() => { if (s.onReady === resolve) { s.onReady = null; this.retire(i); resolve(null); } }, READY_TIMEOUT_MS).unref();
     }));
     const adapters = await Promise.all(ready);
-    // The layer writes to stderr before the device opens; give the pipe a moment to deliver it.
-    await new Promise((r) => setTimeout(r, 150));
+    // The layer writes to stderr before the device opens, but the pipe may deliver it after the
+    // ready message: wait until each opened worker's selection has arrived (or 150 ms, without the layer).
+    const selectionSeen = () => this.info.every((s, i) => adapters[i] === null || parseDeviceSelect(s.selectLines).selected !== null);
+    for (const deadline = performance.now() + 150; !selectionSeen() && performance.now() < deadline;) await new Promise((r) => setTimeout(r, 5));
     adapters.forEach((a, i) => {
       if (a) return;
       this.info[i].gone ??= 'no WebGPU adapter in its worker';

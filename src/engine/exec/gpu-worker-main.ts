@@ -1,6 +1,7 @@
 // Entry point of a GPU worker process (one per GPU; gpu-pool.ts starts it pinned to its GPU and
 // with node flags that avoid the dawn.node crash). Same IPC protocol as worker-main.ts, plus:
-//   -> { type: 'ready', adapter }        once the device is open (adapter null: none could be opened)
+//   -> { type: 'ready', adapter, phases } once the device is open (adapter null: none could be opened)
+//   -> { type: 'phases', phases }        start-up steps timed later (kernel compilation), for --trace
 //   -> { type: 'device-lost', reason }   then exits: the pool retries its task on another GPU
 // Test hook: GPUFRAME_GPU_FAULT=lose-device@K destroys the device at the K-th task.
 
@@ -15,6 +16,7 @@ import { warmUpKernels } from './gpu-warmup.js';
 import { useForestLeafFinder } from '../ml/predict-columns.js';
 import { gpuForestLeafFinder } from './gpu-forest-predict.js';
 import { BroadcastCache } from './run-fragment.js';
+import { wallSlice, type WallSlice } from './trace.js';
 
 type ParentMessage =
   | { type: 'broadcast'; broadcast: Broadcast }
@@ -24,6 +26,10 @@ const cache = new BroadcastCache();
 let tasksRun = 0;
 let worker: GpuWorkerState | null = null;
 
+// Everything before this line (Node, the modules and dawn.node) is the process's start-up.
+const startup: WallSlice[] = [wallSlice('start GPU worker (Node, modules)', 0)];
+const openStart = performance.now();
+
 const opened: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.GPUFRAME_GPU_SOFTWARE === '1' }).catch((err) => {
   process.stderr.write(`gpuframe: GPU worker could not open its device: ${err instanceof Error ? err.message : String(err)}\n`);
   return null;
@@ -32,13 +38,16 @@ const opened: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.
 // Tasks wait for the warm-up, which runs once the parent knows the worker is ready (it plans then).
 const warmed: Promise<void> = opened.then((gpu) => new Promise((resolve) => {
   setImmediate(() => {
+    const start = performance.now();
     try { if (gpu) warmUpKernels(gpu); } catch { /* a kernel that fails to compile fails its task later, with context */ }
+    if (gpu && !gpu.isSoftware) process.send!({ type: 'phases', phases: [wallSlice('compile kernels', start)] });
     resolve();
   });
 }));
 
 void opened.then((gpu) => {
-  process.send!({ type: 'ready', adapter: gpu ? describeAdapter(gpu) : null });
+  startup.push(wallSlice('open GPU device', openStart));
+  process.send!({ type: 'ready', adapter: gpu ? describeAdapter(gpu) : null, phases: startup });
   if (!gpu) return;
   // Half the device budget may stay resident between tasks; the rest is for the task at hand.
   worker = { gpu, resident: new ResidentCache(memoryBudget(gpu).limitBytes / 2) };
