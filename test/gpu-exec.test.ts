@@ -93,6 +93,25 @@ describe.skipIf(skipGpuTests)('groupby --device gpu through the CLI', () => {
     expect(on(tidOf('parent')).find((e) => e.name.startsWith('start gpuframe'))!.ts).toBe(0);
   }, 30_000);
 
+  it('a GPU worker started before oclif loads is adopted by the run; a run that fails first still exits at once', async () => {
+    const trace = join(dir, 'early-trace.json');
+    const env = { GPUFRAME_EARLY_GPU_WORKERS: '1' };
+    const early = await run('early', ['--by', 'ki', '--agg', GPU_AGGS, '--device', 'gpu', '--trace', trace], env);
+    expect(early.code, early.stderr).toBe(0);
+    const cpu = await run('early-ref', ['--by', 'ki', '--agg', GPU_AGGS, '--device', 'cpu']);
+    expect(early.out!.equals(cpu.out!)).toBe(true);
+    const events: { name: string; ph: string; ts: number; dur: number }[] = JSON.parse(readFileSync(trace, 'utf8')).traceEvents;
+    const slice = (prefix: string) => events.find((e) => e.ph === 'X' && e.name.startsWith(prefix))!;
+    // The worker's process started while the parent was still loading the CLI and building the plan.
+    const parentStart = slice('start gpuframe');
+    expect(slice('start GPU worker').ts).toBeLessThan(parentStart.ts + parentStart.dur);
+    // Only one worker: the pool adopted the early one rather than starting another.
+    expect(events.filter((e) => e.ph === 'X' && e.name.startsWith('open GPU device')).length).toBe(1);
+    const failed = await run('early-fails', ['--by', 'nope', '--agg', 'count()', '--device', 'gpu'], env);
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toMatch(/unknown key column 'nope'/);
+  }, 30_000);
+
   it('a GPU worker killed mid-run has its task retried; the output does not change', async () => {
     const marker = join(dir, 'killed.marker');
     const args = ['--by', 'ki', '--agg', GPU_AGGS, '--dropna'];

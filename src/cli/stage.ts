@@ -1,7 +1,6 @@
 // The end of every plan-building command: either hand the plan on (stdout is a pipe), explain
 // it, or run it and write the rows where the contract says.
 
-import { fstatSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import type { Batch, Schema } from '../engine/batch.js';
@@ -12,7 +11,9 @@ import { explainDot, explainText } from '../engine/plan/explain.js';
 import { scansOf, type PlanNode } from '../engine/plan/nodes.js';
 import { serializePlan } from '../engine/plan/serialize.js';
 import { onInterrupt, runPlan, type RunSettings } from '../engine/run.js';
-import { parseGpuList, type DeviceMode } from '../engine/exec/gpu-select.js';
+import type { DeviceMode } from '../engine/exec/gpu-select.js';
+import { parseGpuList } from '../engine/gpu/pci.js';
+import { stdoutIsPipe } from './early-gpu-workers.js';
 import { parseSize } from './sizes.js';
 
 export interface RunFlagValues {
@@ -56,8 +57,7 @@ function destination(flags: StageFlags): Destination {
   if (flags.format === 'plan') return { kind: 'plan' };
   if (flags.format) return { kind: 'stdout', format: flags.format as OutputFormat };
   if (process.stdout.isTTY) return { kind: 'stdout', format: 'table' };
-  const st = fstatSync(1);
-  if (st.isFIFO() || st.isSocket()) return { kind: 'plan' };
+  if (stdoutIsPipe()) return { kind: 'plan' };
   return { kind: 'stdout', format: 'csv' };
 }
 

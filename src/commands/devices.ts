@@ -2,7 +2,8 @@ import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { RuntimeFailure } from '../engine/errors.js';
 import { listGpus, type GpuInfo } from '../engine/gpu/device.js';
-import { chooseGpus, parseGpuList, type DeviceMode } from '../engine/exec/gpu-select.js';
+import { chooseGpus, type DeviceMode } from '../engine/exec/gpu-select.js';
+import { parseGpuList } from '../engine/gpu/pci.js';
 
 /** The limits that decide chunk sizes and kernel shapes. */
 const KEY_LIMITS = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupsPerDimension'];

@@ -6,23 +6,12 @@
 // A crashed worker is restarted a bounded number of times; a lost device retires its worker;
 // tasks of either are retried on the other workers (queue, retries: WorkerProcessPool).
 
-import { fork, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import { RuntimeFailure } from '../errors.js';
 import type { AdapterDescription, GpuInfo } from '../gpu/device.js';
-import { pinnedEnv } from '../gpu/pci.js';
-import { WorkerProcessPool, workerEntry, type WorkerMessage, type WorkerSlot } from './pool.js';
+import { gpuWorkerFor } from './gpu-worker-process.js';
+import { WorkerProcessPool, type WorkerMessage, type WorkerSlot } from './pool.js';
 import type { Tracer, WallSlice } from './trace.js';
-
-/**
- * Node flags of GPU workers: none. The dawn.node crash of notes/webgpu.md (a process holding a
- * GPUDevice dying on a hot JS loop) is the GPU instance or adapter being garbage-collected while
- * their device lives: the reproducers c7, c9 and t5 all pass without flags once both are kept
- * referenced, and all crash otherwise (lavapipe, 3-4 runs each). device.ts keeps both for the
- * life of the process (gpuInstance, GpuContext.adapter), so workers no longer need
- * --no-use-osr --single-threaded-gc, which made their JS loops ~3.7x slower.
- */
-export const GPU_WORKER_NODE_FLAGS: string[] = [];
 
 /**
  * Tasks a GPU worker runs at once: one reads and uploads its chunk while others wait on the GPU.
@@ -94,17 +83,13 @@ export class GpuProcessPool extends WorkerProcessPool {
   }
 
   protected spawnChild(i: number): { child: ChildProcess; name: string } {
-    const { gpu } = this.info[i].device;
-    const env = { ...(gpu.driPrime ? pinnedEnv(gpu.driPrime) : process.env), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: this.options.allowSoftware ? '1' : '0' };
-    const child = fork(workerEntry('gpu-worker-main.js'), [], {
-      env,
-      execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...GPU_WORKER_NODE_FLAGS],
-      serialization: 'advanced',
-      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
-    });
+    // A restart always starts a fresh process; the first start may adopt one started early.
+    const worker = gpuWorkerFor(this.info[i].device.gpu, this.options.allowSoftware);
     this.info[i].selectLines = [];
-    createInterface({ input: child.stderr! }).on('line', (line) => this.onStderrLine(i, line));
-    return { child, name: `gpu-worker-${i}` };
+    worker.onLine((line) => this.onStderrLine(i, line));
+    // After startSlot has attached its own 'message' listener (synchronously, after this returns).
+    queueMicrotask(() => worker.replayMessages());
+    return { child: worker.child, name: `gpu-worker-${i}` };
   }
 
   /** Device-select debug lines are kept for identification; Dawn's limit notices are dropped; the rest is passed on. */

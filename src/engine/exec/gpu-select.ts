@@ -4,7 +4,7 @@
 
 import { RuntimeFailure, UsageError } from '../errors.js';
 import type { GpuInfo } from '../gpu/device.js';
-import { driPrimeOf, gpuBusIds } from '../gpu/pci.js';
+import { driPrimeOf, gpuBusIds, gpuCandidates } from '../gpu/pci.js';
 import type { Task } from './fragment.js';
 import { HybridRunner } from './hybrid-pool.js';
 import { InProcessRunner, NO_WORKERS, ProcessPool, type TaskRunner } from './pool.js';
@@ -20,18 +20,6 @@ export interface DeviceSettings {
   /** --memory-limit, shared out to the workers. */
   memoryLimit?: number;
   warn(message: string): void;
-}
-
-/** Parses --gpus '0,1' into distinct non-negative indices. */
-export function parseGpuList(text: string): number[] {
-  const parts = text.split(',').map((p) => p.trim());
-  const out: number[] = [];
-  for (const p of parts) {
-    if (!/^\d+$/.test(p)) throw new UsageError(`--gpus '${text}': expected GPU indices such as 0,1 (see \`gpuframe devices\`)`);
-    if (out.includes(Number(p))) throw new UsageError(`--gpus '${text}' lists GPU ${p} twice`);
-    out.push(Number(p));
-  }
-  return out;
 }
 
 export interface GpuChoice {
@@ -69,23 +57,6 @@ export async function chooseGpus(device: DeviceMode, indices: number[] | undefin
     throw new RuntimeFailure(`--device gpu: no usable GPU: ${why}`);
   }
   return { use: picked, found: all, allowSoftware: true, reason: `--device gpu: ${picked.length} GPU(s)` };
-}
-
-/**
- * The GPUs a run starts workers for, from the PCI bus alone (no probe process: each worker reports
- * what it opened, and one that opens nothing is retired). Without GPUs on the bus: none for
- * --device auto, one unpinned worker (a software adapter such as lavapipe) for --device gpu.
- */
-export function gpuCandidates(device: DeviceMode, indices: number[] | undefined, busIds: string[], driPrimeOf: (busId: string) => string): GpuInfo[] {
-  if (device === 'cpu') return [];
-  if (busIds.length === 0) {
-    for (const i of indices ?? []) if (i >= 1) throw new UsageError(`--gpus: there is no GPU ${i}; this machine has no GPU on its PCI bus (see \`gpuframe devices\`)`);
-    return device === 'gpu' ? [{ busId: null, driPrime: null, adapter: null }] : [];
-  }
-  for (const i of indices ?? []) {
-    if (i >= busIds.length) throw new UsageError(`--gpus: there is no GPU ${i}; the PCI bus has ${busIds.length} (${busIds.map((b, k) => `${k}: ${b}`).join(', ')})`);
-  }
-  return (indices ?? busIds.map((_, i) => i)).map((i) => ({ busId: busIds[i], driPrime: driPrimeOf(busIds[i]), adapter: null }));
 }
 
 /**

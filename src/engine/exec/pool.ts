@@ -5,13 +5,12 @@
 // GpuProcessPool (one worker per GPU, gpu-pool.ts) say how to start a worker and what a death means.
 
 import { fork, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { deserializeError, RuntimeFailure, type SerializedError } from '../errors.js';
 import type { Broadcast, FragmentResult, Task } from './fragment.js';
 import { BroadcastCache, runTask } from './run-fragment.js';
 import type { Tracer } from './trace.js';
+import { workerEntry } from './worker-entry.js';
 
 export interface TaskRunner {
   /** Workers. */
@@ -141,6 +140,9 @@ export abstract class WorkerProcessPool implements TaskRunner {
         setTimeout(() => { if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL'); }, 1000).unref();
       } else {
         s.child.kill('SIGKILL');
+        // A killed GPU worker takes ~0.1-0.2 s to die (the driver tears its device down); this
+        // process need not wait for that before exiting.
+        unrefChild(s.child);
       }
     }
   }
@@ -281,11 +283,9 @@ export class ProcessPool extends WorkerProcessPool {
   protected noWorkersLeft(): string { return `all ${this.count} worker processes are gone`; }
 }
 
-/** A compiled worker entry next to this file; under vitest (running .ts sources) the built copy in dist/. */
-export function workerEntry(file: string): string {
-  const here = fileURLToPath(new URL(`./${file}`, import.meta.url));
-  if (existsSync(here)) return here;
-  const built = here.replace(/([/\\])src([/\\])engine/, '$1dist$2engine');
-  if (existsSync(built)) return built;
-  throw new RuntimeFailure(`cannot find the worker entry (${here}); run \`npm run build\` first`);
+/** Lets this process exit while `child` (already killed) is still dying: its handle, IPC channel and pipes stop holding the event loop. */
+function unrefChild(child: ChildProcess): void {
+  child.unref();
+  child.channel?.unref();
+  for (const pipe of [child.stdin, child.stdout, child.stderr]) (pipe as { unref?: () => void } | null)?.unref?.();
 }

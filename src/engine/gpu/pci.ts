@@ -4,6 +4,9 @@
 
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { UsageError } from '../errors.js';
+import type { DeviceMode } from '../exec/gpu-select.js';
+import type { GpuInfo } from './device.js';
 
 /** The env that pins a child process to one GPU through Mesa's device-select layer. */
 export function pinnedEnv(driPrime: string): NodeJS.ProcessEnv {
@@ -17,8 +20,15 @@ export function driPrimeOf(busId: string): string {
   return `pci-${m[1].padStart(4, '0')}_${m[2]}_${m[3]}_${m[4]}`.toLowerCase();
 }
 
-/** PCI bus ids of the machine's GPUs: nvidia-smi when present, else display-class PCI devices. */
+let busIdsSeen: string[] | null = null;
+
+/** PCI bus ids of the machine's GPUs: nvidia-smi when present, else display-class PCI devices (asked once per process). */
 export function gpuBusIds(): string[] {
+  busIdsSeen ??= findGpuBusIds();
+  return busIdsSeen;
+}
+
+function findGpuBusIds(): string[] {
   try {
     const out = execFileSync('nvidia-smi', ['--query-gpu=pci.bus_id', '--format=csv,noheader'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 10_000 });
     const ids = out.split('\n').map((s) => s.trim()).filter(Boolean);
@@ -32,4 +42,33 @@ export function gpuBusIds(): string[] {
   } catch {
     return [];
   }
+}
+
+/** Parses --gpus '0,1' into distinct non-negative indices. */
+export function parseGpuList(text: string): number[] {
+  const parts = text.split(',').map((p) => p.trim());
+  const out: number[] = [];
+  for (const p of parts) {
+    if (!/^\d+$/.test(p)) throw new UsageError(`--gpus '${text}': expected GPU indices such as 0,1 (see \`gpuframe devices\`)`);
+    if (out.includes(Number(p))) throw new UsageError(`--gpus '${text}' lists GPU ${p} twice`);
+    out.push(Number(p));
+  }
+  return out;
+}
+
+/**
+ * The GPUs a run starts workers for, from the PCI bus alone (no probe process: each worker reports
+ * what it opened, and one that opens nothing is retired). Without GPUs on the bus: none for
+ * --device auto, one unpinned worker (a software adapter such as lavapipe) for --device gpu.
+ */
+export function gpuCandidates(device: DeviceMode, indices: number[] | undefined, busIds: string[], driPrimeOf: (busId: string) => string): GpuInfo[] {
+  if (device === 'cpu') return [];
+  if (busIds.length === 0) {
+    for (const i of indices ?? []) if (i >= 1) throw new UsageError(`--gpus: there is no GPU ${i}; this machine has no GPU on its PCI bus (see \`gpuframe devices\`)`);
+    return device === 'gpu' ? [{ busId: null, driPrime: null, adapter: null }] : [];
+  }
+  for (const i of indices ?? []) {
+    if (i >= busIds.length) throw new UsageError(`--gpus: there is no GPU ${i}; the PCI bus has ${busIds.length} (${busIds.map((b, k) => `${k}: ${b}`).join(', ')})`);
+  }
+  return (indices ?? busIds.map((_, i) => i)).map((i) => ({ busId: busIds[i], driPrime: driPrimeOf(busIds[i]), adapter: null }));
 }

@@ -1,0 +1,89 @@
+// Starting a GPU worker process, and starting them early.
+//
+// A GPU worker takes about half a second before it can take a task (2 × H200: ~0.2 s for Node and
+// its modules, ~0.3 s to open the device), and the command used to start it only once oclif had
+// loaded, the plan was built and the runner created (~0.35 s into the process). bin/run.js calls
+// startGpuWorkersEarly when the command line says the run will use GPUs, so these overlap; the
+// pool then adopts the waiting workers, with everything they said meanwhile. Workers nobody
+// adopts (the command failed, or chose other GPUs) never keep this process alive.
+
+import { fork, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { GpuInfo } from '../gpu/device.js';
+import { pinnedEnv } from '../gpu/pci.js';
+import { workerEntry } from './worker-entry.js';
+
+/**
+ * Node flags of GPU workers: none. The dawn.node crash of notes/webgpu.md (a process holding a
+ * GPUDevice dying on a hot JS loop) is the GPU instance or adapter being garbage-collected while
+ * their device lives: the reproducers c7, c9 and t5 all pass without flags once both are kept
+ * referenced, and all crash otherwise (lavapipe, 3-4 runs each). device.ts keeps both for the
+ * life of the process (gpuInstance, GpuContext.adapter), so workers no longer need
+ * --no-use-osr --single-threaded-gc, which made their JS loops ~3.7x slower.
+ */
+export const GPU_WORKER_NODE_FLAGS: string[] = [];
+
+/** A started GPU worker; what it writes to stderr and sends before its owner listens is kept. */
+export class GpuWorkerProcess {
+  readonly child: ChildProcess;
+  private lines: string[] | null = [];
+  private lineReceiver: ((line: string) => void) | null = null;
+  private readonly early: unknown[] = [];
+  private readonly keep = (msg: unknown) => { this.early.push(msg); };
+
+  constructor(readonly gpu: GpuInfo, readonly allowSoftware: boolean) {
+    const env = { ...(gpu.driPrime ? pinnedEnv(gpu.driPrime) : process.env), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0' };
+    this.child = fork(workerEntry('gpu-worker-main.js'), [], {
+      env,
+      execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...GPU_WORKER_NODE_FLAGS],
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+    });
+    this.child.on('message', this.keep);
+    createInterface({ input: this.child.stderr! }).on('line', (line) => {
+      if (this.lineReceiver) this.lineReceiver(line);
+      else this.lines!.push(line);
+    });
+  }
+
+  /** Hands every stderr line, the kept ones first, to `receive`. */
+  onLine(receive: (line: string) => void): void {
+    for (const line of this.lines ?? []) receive(line);
+    this.lines = null;
+    this.lineReceiver = receive;
+  }
+
+  /** Re-emits the messages kept so far to the child's other 'message' listeners, and stops keeping them. */
+  replayMessages(): void {
+    this.child.off('message', this.keep);
+    for (const msg of this.early.splice(0)) this.child.emit('message', msg);
+  }
+
+  /** Whether this process's event loop waits for the worker (its handle, IPC channel and stderr pipe). */
+  hold(held: boolean): void {
+    for (const h of [this.child, this.child.channel, this.child.stderr] as ({ ref?: () => void; unref?: () => void } | null | undefined)[]) {
+      if (held) h?.ref?.(); else h?.unref?.();
+    }
+  }
+}
+
+const waiting: GpuWorkerProcess[] = [];
+
+/** Starts a worker for each of `gpus` now, for a pool created later to adopt. */
+export function startGpuWorkersEarly(gpus: readonly GpuInfo[], allowSoftware: boolean): void {
+  if (waiting.length === 0 && gpus.length > 0) process.once('exit', () => { for (const w of waiting) w.child.kill('SIGKILL'); });
+  for (const gpu of gpus) {
+    const w = new GpuWorkerProcess(gpu, allowSoftware);
+    w.hold(false);
+    waiting.push(w);
+  }
+}
+
+/** A worker started early for this GPU with the same settings, now owned by the caller; else a fresh one. */
+export function gpuWorkerFor(gpu: GpuInfo, allowSoftware: boolean): GpuWorkerProcess {
+  const at = waiting.findIndex((w) => w.gpu.busId === gpu.busId && w.allowSoftware === allowSoftware && w.child.exitCode === null && w.child.signalCode === null);
+  if (at < 0) return new GpuWorkerProcess(gpu, allowSoftware);
+  const [w] = waiting.splice(at, 1);
+  w.hold(true);
+  return w;
+}
