@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { stringAt, type StringColumn } from '../src/engine/batch.js';
+import { gpuframe } from './helpers/cli.js';
 import {
   DEFAULT_CSV_OPTIONS, chunkFirstLine, inferCsvLayout, planCsvChunks, readCsvChunk, type CsvOptions,
 } from '../src/engine/io/csv/index.js';
@@ -137,4 +138,74 @@ describe('planCsvChunks', () => {
       }
     }
   });
+
+  // Large files start on guessed cuts (the next line break after each grid point) while the exact
+  // pass runs; GPUFRAME_PLAN_THREADS=2 makes these small files count as large. The built modules:
+  // the exact pass runs in worker threads.
+  it('guessed cuts are confirmed exactly when they equal the planned ones', async () => {
+    const built = await import('../dist/engine/io/csv/chunks.js');
+    process.env.GPUFRAME_PLAN_THREADS = '2';
+    const outcomes = new Set<string>();
+    try {
+      const plainQuoted = join(dir, 'quoted-no-breaks.csv');
+      writeFileSync(plainQuoted, 'a,b\n' + Array.from({ length: 300 }, (_, i) => `"k ""${i}"", x",${i}`).join('\n') + '\n');
+      const files = [plainQuoted, ...[1, 2, 3].map((seed) => {
+        const path = join(dir, `guess-${seed}.csv`);
+        writeFileSync(path, awkwardCsv(seed, 300, 3));
+        return path;
+      })];
+      for (const path of files) {
+        const layout = await inferCsvLayout(path, path, DEFAULT_CSV_OPTIONS);
+        for (const blocksize of [7, 64, 1000]) {
+          const exact = await built.planCsvChunks(layout, DEFAULT_CSV_OPTIONS, blocksize);
+          const { chunks, confirmed } = await built.guessCsvChunks(layout, DEFAULT_CSV_OPTIONS, blocksize);
+          expect(confirmed).not.toBeNull();
+          const same = JSON.stringify(chunks) === JSON.stringify(exact);
+          if (same) await expect(confirmed).resolves.toBeUndefined();
+          else await expect(confirmed).rejects.toBeInstanceOf(built.GuessedCutsWrong);
+          if (path === plainQuoted) expect(same).toBe(true);
+          outcomes.add(same ? 'confirmed' : 'wrong');
+        }
+      }
+    } finally {
+      delete process.env.GPUFRAME_PLAN_THREADS;
+    }
+    expect([...outcomes].sort()).toEqual(['confirmed', 'wrong']);
+  });
+
+  it('a run on guessed cuts that were wrong starts again on exact ones: same bytes, to a file or streamed to stdout', async () => {
+    const path = join(dir, 'guess-run.csv');
+    writeFileSync(path, awkwardCsv(4, 2000, 3));
+    const guessing = { GPUFRAME_PLAN_THREADS: '2' };
+    const trace = join(dir, 'guess-run.json');
+    const args = (out: string) => ['read-csv', path, '--blocksize', '64B', '--device', 'cpu', '--workers', '2', '-o', out];
+    const exactOut = join(dir, 'guess-run-exact.csv');
+    const guessedOut = join(dir, 'guess-run-guessed.csv');
+    expect((await gpuframe(args(exactOut))).code).toBe(0);
+    const guessed = await gpuframe([...args(guessedOut), '--trace', trace], { env: guessing });
+    expect(guessed.code, guessed.stderr).toBe(0);
+    expect(readFileSync(guessedOut).equals(readFileSync(exactOut))).toBe(true);
+    // The first attempt planned (guessed) and confirmed chunks; the second planned exact ones.
+    const names = (JSON.parse(readFileSync(trace, 'utf8')).traceEvents as { name: string }[]).map((e) => e.name);
+    expect(names.filter((n) => n.startsWith('confirm chunks')).length).toBe(1);
+    expect(names.filter((n) => n.startsWith('plan chunks')).length).toBe(2);
+    const streamed = await gpuframe(['read-csv', path, '--blocksize', '64B', '--device', 'cpu', '--workers', '2', '--format', 'csv'], { env: guessing });
+    expect(streamed.code, streamed.stderr).toBe(0);
+    expect(streamed.stdoutBytes.equals(readFileSync(exactOut))).toBe(true);
+  }, 60_000);
+
+  it('an error in a file planned on guessed cuts is reported as on exact ones (file, line, column)', async () => {
+    const path = join(dir, 'guess-bad.csv');
+    const rows = Array.from({ length: 400 }, (_, i) => `${i},"t ${i}"`);
+    rows[333] = 'x333,"t 333"';
+    writeFileSync(path, 'n,t\n' + rows.join('\n') + '\n');
+    const args = ['groupby', path, '--by', 't', '--agg', 'sum(n)', '--dtypes', 'n=int64', '--blocksize', '100B', '--device', 'cpu', '--workers', '2', '-o', join(dir, 'guess-bad.out.csv')];
+    const exact = await gpuframe(args);
+    const guessed = await gpuframe(args, { env: { GPUFRAME_PLAN_THREADS: '2' } });
+    expect(exact.code).toBe(3);
+    expect(exact.stderr).toMatch(/guess-bad\.csv:335:1: cannot parse 'x333'/);
+    expect(guessed.code).toBe(exact.code);
+    expect(guessed.stderr).toBe(exact.stderr);
+  }, 60_000);
 });
+

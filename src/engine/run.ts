@@ -10,6 +10,7 @@ import type { TextFormat } from './io/output/index.js';
 import { Interrupted } from './errors.js';
 import type { RunContext } from './exec/context.js';
 import { physical } from './exec/physical.js';
+import { GuessedCutsWrong } from './io/csv/index.js';
 import { createRunner, type DeviceMode } from './exec/gpu-select.js';
 import { silentProgress, terminalProgress } from './exec/progress.js';
 import { runStream, TASK_MEMORY_FACTOR } from './exec/stream.js';
@@ -38,19 +39,34 @@ export interface ResultSink {
   encoded?: { format: TextFormat; write(bytes: Uint8Array, rows: number): Promise<void> };
 }
 
-/** Optimises and runs `plan`, handing its rows, in order, to the sink that `open` returns. */
+/**
+ * Optimises and runs `plan`, handing its rows, in order, to the sink that `open` returns. Large
+ * CSV inputs start on guessed chunk cuts (RunContext.guessCsvCuts); in the rare file where a
+ * quoted line break made a guess wrong, nothing has reached the sink yet, and the run starts
+ * again on exact cuts.
+ */
 export async function runPlan(plan: PlanNode, settings: RunSettings, open: (schema: Schema) => Promise<ResultSink>): Promise<void> {
   await withRunContext(settings, plan, async (ctx) => {
     const optimised = optimize(plan, { memoryLimit: settings.memoryLimit });
-    const stream = await physical(optimised, ctx);
-    const sink = await open(schemaOf(optimised));
-    const encoded = sink.encoded;
-    if (encoded) {
-      await runStream(ctx, stream, { kind: 'encode', format: encoded.format }, 'run', (r) => encoded.write(r.encoded!, r.rows));
-    } else {
-      await runStream(ctx, stream, { kind: 'collect' }, 'run', async (r) => {
-        for (const b of r.batches!) await sink.write(b);
-      });
+    let sink: ResultSink | null = null;
+    const run = async (guessCsvCuts: boolean) => {
+      const runCtx = { ...ctx, guessCsvCuts };
+      const stream = await physical(optimised, runCtx);
+      const out = (sink ??= await open(schemaOf(optimised)));
+      const encoded = out.encoded;
+      if (encoded) {
+        await runStream(runCtx, stream, { kind: 'encode', format: encoded.format }, 'run', (r) => encoded.write(r.encoded!, r.rows));
+      } else {
+        await runStream(runCtx, stream, { kind: 'collect' }, 'run', async (r) => {
+          for (const b of r.batches!) await out.write(b);
+        });
+      }
+    };
+    try {
+      await run(true);
+    } catch (err) {
+      if (!(err instanceof GuessedCutsWrong)) throw err;
+      await run(false);
     }
   });
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { concatBatches, emptyBatch, type Batch, type Schema } from '../batch.js';
 import { DataError } from '../errors.js';
 import { planArrowChunks } from '../io/arrow.js';
-import { inferCsvLayout, materializeCsvInput, planCsvChunks } from '../io/csv/index.js';
+import { guessCsvChunks, inferCsvLayout, materializeCsvInput, planCsvChunks } from '../io/csv/index.js';
 import { planParquetChunks } from '../io/parquet.js';
 import { saveModelText } from '../ml/model-file.js';
 import { modelOf } from '../ml/predict-columns.js';
@@ -54,6 +54,7 @@ export async function collect(stream: Stream, ctx: RunContext, label: string): P
 async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
   const columns = scan.columns ?? scan.schema.map((f) => f.name);
   const fragments: Fragment[] = [];
+  const confirmations: Promise<void>[] = [];
   const add = (f: Omit<Fragment, 'index' | 'ops'>) => fragments.push({ ...f, index: fragments.length, ops: [] });
   for (const file of scan.files) {
     if (scan.format === 'csv') {
@@ -61,7 +62,10 @@ async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
       const plain = await materializeCsvInput(file.path, ctx.tmpDir);
       const layout = await inferCsvLayout(plain, file.displayName, options);
       checkSameColumns(scan, layout.schema, file.displayName);
-      const chunks = await traced(ctx.tracer, `plan chunks of ${file.displayName}`, () => planCsvChunks(layout, options, ctx.blocksize));
+      const { chunks, confirmed } = await traced(ctx.tracer, `plan chunks of ${file.displayName}`, async () => (
+        ctx.guessCsvCuts ? guessCsvChunks(layout, options, ctx.blocksize) : { chunks: await planCsvChunks(layout, options, ctx.blocksize), confirmed: null }
+      ));
+      if (confirmed) confirmations.push(traced(ctx.tracer, `confirm chunks of ${file.displayName}`, () => confirmed));
       for (const chunk of chunks) {
         add({ source: { kind: 'csv', chunk, layout, options, columns }, bytes: chunk.end - chunk.start });
       }
@@ -77,7 +81,10 @@ async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
       for (const chunk of chunks) add({ source: { kind: 'arrow', chunk, columns }, bytes: per });
     }
   }
-  return { schema: schemaOf(scan), fragments };
+  if (confirmations.length === 0) return { schema: schemaOf(scan), fragments };
+  const confirmed = Promise.all(confirmations).then(() => {});
+  confirmed.catch(() => {}); // awaited when results are used; unused if the run stops first
+  return { schema: schemaOf(scan), fragments, confirmed };
 }
 
 /** Rows per generated chunk: fixed, so generated data never depends on workers or block size. */

@@ -12,6 +12,9 @@ export interface Stream {
   /** Fragments that can only be built after all others ran (the unmatched build rows of a
    *  right/outer broadcast join), given the build rows every fragment matched, by broadcast id. */
   epilogue?: (matched: Record<string, Uint8Array>) => Fragment[];
+  /** Resolves when the fragments are known to be right (CSV chunks cut at guessed record ends);
+   *  no result, and no task error, is used before. Rejects when they are not. */
+  confirmed?: Promise<void>;
 }
 
 export function withOp(stream: Stream, op: OpSpec, schema: Schema): Stream {
@@ -21,6 +24,7 @@ export function withOp(stream: Stream, op: OpSpec, schema: Schema): Stream {
     schema,
     fragments: stream.fragments.map(add),
     epilogue: epilogue && ((matched) => epilogue(matched).map(add)),
+    confirmed: stream.confirmed,
   };
 }
 
@@ -40,7 +44,7 @@ export async function runStream(
   // Streams built in the parent (aggregate results) cover no input bytes: nothing to show.
   if (totalBytes > 0) ctx.progress.start(totalBytes, label);
   try {
-    await runOrdered(ctx, stream.fragments, terminal, label, async (result, fragment) => {
+    await runOrdered(ctx, stream.fragments, terminal, label, stream.confirmed ?? null, async (result, fragment) => {
       for (const [id, flags] of Object.entries(result.matched ?? {})) orInto(matched, id, flags);
       for (const w of result.warnings) ctx.warn(w);
       ctx.progress.advance(fragment.bytes, result.rows);
@@ -48,7 +52,7 @@ export async function runStream(
     });
     if (stream.epilogue) {
       const extra = stream.epilogue(matched);
-      await runOrdered(ctx, extra, terminal, `${label} (epilogue)`, async (result, fragment) => consume(result, fragment));
+      await runOrdered(ctx, extra, terminal, `${label} (epilogue)`, null, async (result, fragment) => consume(result, fragment));
     }
   } finally {
     ctx.progress.stop();
@@ -60,6 +64,7 @@ async function runOrdered(
   fragments: Fragment[],
   terminal: Terminal,
   label: string,
+  confirmed: Promise<void> | null,
   consume: (result: FragmentResult, fragment: Fragment) => Promise<void>,
 ): Promise<void> {
   const window = taskWindow(ctx);
@@ -76,7 +81,10 @@ async function runOrdered(
   };
   launch();
   for (let i = 0; i < fragments.length; i++) {
-    const result = await inFlight.get(i)!;
+    // A task's error, like its result, counts only once its fragment is confirmed (a chunk cut
+    // inside a quoted field fails for that reason alone).
+    const result = await inFlight.get(i)!.catch(async (err) => { await confirmed; throw err; });
+    await confirmed;
     inFlight.delete(i);
     launch();
     await consume(result, fragments[i]);

@@ -4,7 +4,7 @@
 // whatever the blocksize (cut-points.ts).
 import { closeSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { findCuts } from './cut-points.js';
+import { findCuts, guessCuts, worthGuessing, type CutRequest } from './cut-points.js';
 import { dialectOf, LF, type CsvOptions } from './options.js';
 import type { CsvLayout } from './layout.js';
 import { openInput, readBytes } from './input-file.js';
@@ -29,10 +29,48 @@ const READ_BYTES = 8 << 20;
  * are only needed for messages, which compute them on demand (chunkFirstLine).
  */
 export async function planCsvChunks(layout: CsvLayout, opts: CsvOptions, blocksize: number): Promise<CsvChunk[]> {
+  checkBlocksize(blocksize);
+  return chunksAt(layout, await findCuts(cutRequest(layout, opts), layout.dataStart, blocksize));
+}
+
+/** Thrown (by `confirmed` of guessCsvChunks) when guessed cuts were not all record ends. */
+export class GuessedCutsWrong extends Error {
+  constructor(displayName: string) {
+    super(`${displayName}: a quoted field holds a line break at a chunk boundary; the chunks are planned again`);
+  }
+}
+
+/**
+ * planCsvChunks' chunks without waiting for its pass over a large file: cut where each grid
+ * point's next line break is (cut-points.ts guessCuts), while findCuts checks them in the
+ * background. `confirmed` resolves when they agree and rejects with GuessedCutsWrong when a
+ * quoted line break spans a grid point; results of these chunks must not be used before it
+ * resolves. Small files (or quoting off) get exact chunks and `confirmed` null.
+ */
+export async function guessCsvChunks(layout: CsvLayout, opts: CsvOptions, blocksize: number): Promise<{ chunks: CsvChunk[]; confirmed: Promise<void> | null }> {
+  checkBlocksize(blocksize);
+  const req = cutRequest(layout, opts);
+  if (!worthGuessing(req, layout.dataStart)) return { chunks: await planCsvChunks(layout, opts, blocksize), confirmed: null };
+  const guessed = guessCuts(req, layout.dataStart, blocksize);
+  const confirmed = findCuts(req, layout.dataStart, blocksize).then((exact) => {
+    if (exact.length !== guessed.length || exact.some((c, i) => c !== guessed[i])) throw new GuessedCutsWrong(layout.displayName);
+  });
+  confirmed.catch(() => {}); // awaited by whoever uses the results; unused if the run stops first
+  return { chunks: chunksAt(layout, guessed), confirmed };
+}
+
+function checkBlocksize(blocksize: number): void {
   if (!(blocksize >= 1)) throw new UsageError(`--blocksize must be positive, got ${blocksize}`);
+}
+
+function cutRequest(layout: CsvLayout, opts: CsvOptions): CutRequest {
+  return { path: layout.path, displayName: layout.displayName, quote: dialectOf(opts).quote, fileSize: layout.fileSize };
+}
+
+/** Chunks from the data start to each cut and from the last cut to the end of the file. */
+function chunksAt(layout: CsvLayout, cuts: readonly number[]): CsvChunk[] {
   const { path, displayName, fileSize } = layout;
   const lineOrigin = { offset: layout.dataStart, line: layout.dataStartLine };
-  const cuts = await findCuts({ path, displayName, quote: dialectOf(opts).quote, fileSize }, layout.dataStart, blocksize);
   // The last chunk runs to the end (also the one empty chunk of a header-only file, so readers still see the schema).
   const starts = [layout.dataStart, ...cuts];
   return starts.map((start, i) => ({

@@ -2,6 +2,6 @@
 export { DEFAULT_CSV_OPTIONS, type CsvOptions } from './options.js';
 export { isGzipFile, materializeCsvInput } from './gzip.js';
 export { inferCsvLayout, type CsvLayout } from './layout.js';
-export { chunkFirstLine, planCsvChunks, type CsvChunk } from './chunks.js';
+export { chunkFirstLine, guessCsvChunks, GuessedCutsWrong, planCsvChunks, type CsvChunk } from './chunks.js';
 export { readCsvChunk } from './read-chunk.js';
 export { readCsvFile, type ReadCsvFileOptions } from './read-file.js';
