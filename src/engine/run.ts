@@ -41,9 +41,9 @@ export interface ResultSink {
 
 /**
  * Optimises and runs `plan`, handing its rows, in order, to the sink that `open` returns. Large
- * CSV inputs start on guessed chunk cuts (RunContext.guessCsvCuts); in the rare file where a
- * quoted line break made a guess wrong, nothing has reached the sink yet, and the run starts
- * again on exact cuts.
+ * CSV inputs start on guessed chunk cuts (RunContext.guessCsvCuts): rows reach the sink only
+ * once the cuts are confirmed, so in the rare file where a quoted line break made a guess wrong
+ * the run starts again on exact cuts with nothing written.
  */
 export async function runPlan(plan: PlanNode, settings: RunSettings, open: (schema: Schema) => Promise<ResultSink>): Promise<void> {
   await withRunContext(settings, plan, async (ctx) => {
@@ -55,11 +55,11 @@ export async function runPlan(plan: PlanNode, settings: RunSettings, open: (sche
       const out = (sink ??= await open(schemaOf(optimised)));
       const encoded = out.encoded;
       if (encoded) {
-        await runStream(runCtx, stream, { kind: 'encode', format: encoded.format }, 'run', (r) => encoded.write(r.encoded!, r.rows));
+        await runStream(runCtx, stream, { kind: 'encode', format: encoded.format }, 'run', (r) => encoded.write(r.encoded!, r.rows), true);
       } else {
         await runStream(runCtx, stream, { kind: 'collect' }, 'run', async (r) => {
           for (const b of r.batches!) await out.write(b);
-        });
+        }, true);
       }
     };
     try {

@@ -14,7 +14,7 @@ export interface RunContext {
   tmpDir: string;
   progress: Progress;
   tracer?: Tracer;
-  /** Plan large CSV inputs' chunks from guessed cuts, confirmed while tasks run (Stream.confirmed). */
+  /** Plan large CSV inputs' chunks from guessed cuts (Stream.confirm). */
   guessCsvCuts?: boolean;
   warn(message: string): void;
 }

@@ -54,7 +54,7 @@ export async function collect(stream: Stream, ctx: RunContext, label: string): P
 async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
   const columns = scan.columns ?? scan.schema.map((f) => f.name);
   const fragments: Fragment[] = [];
-  const confirmations: Promise<void>[] = [];
+  const confirms: (() => Promise<void>)[] = [];
   const add = (f: Omit<Fragment, 'index' | 'ops'>) => fragments.push({ ...f, index: fragments.length, ops: [] });
   for (const file of scan.files) {
     if (scan.format === 'csv') {
@@ -62,10 +62,10 @@ async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
       const plain = await materializeCsvInput(file.path, ctx.tmpDir);
       const layout = await inferCsvLayout(plain, file.displayName, options);
       checkSameColumns(scan, layout.schema, file.displayName);
-      const { chunks, confirmed } = await traced(ctx.tracer, `plan chunks of ${file.displayName}`, async () => (
-        ctx.guessCsvCuts ? guessCsvChunks(layout, options, ctx.blocksize) : { chunks: await planCsvChunks(layout, options, ctx.blocksize), confirmed: null }
+      const { chunks, confirm } = await traced(ctx.tracer, `plan chunks of ${file.displayName}`, async () => (
+        ctx.guessCsvCuts ? guessCsvChunks(layout, options, ctx.blocksize) : { chunks: await planCsvChunks(layout, options, ctx.blocksize), confirm: null }
       ));
-      if (confirmed) confirmations.push(traced(ctx.tracer, `confirm chunks of ${file.displayName}`, () => confirmed));
+      if (confirm) confirms.push(() => traced(ctx.tracer, `confirm chunks of ${file.displayName}`, confirm));
       for (const chunk of chunks) {
         add({ source: { kind: 'csv', chunk, layout, options, columns }, bytes: chunk.end - chunk.start });
       }
@@ -81,10 +81,9 @@ async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
       for (const chunk of chunks) add({ source: { kind: 'arrow', chunk, columns }, bytes: per });
     }
   }
-  if (confirmations.length === 0) return { schema: schemaOf(scan), fragments };
-  const confirmed = Promise.all(confirmations).then(() => {});
-  confirmed.catch(() => {}); // awaited when results are used; unused if the run stops first
-  return { schema: schemaOf(scan), fragments, confirmed };
+  if (confirms.length === 0) return { schema: schemaOf(scan), fragments };
+  let confirmed: Promise<void> | null = null;
+  return { schema: schemaOf(scan), fragments, confirm: () => (confirmed ??= Promise.all(confirms.map((c) => c())).then(() => {})) };
 }
 
 /** Rows per generated chunk: fixed, so generated data never depends on workers or block size. */

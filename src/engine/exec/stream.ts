@@ -12,9 +12,10 @@ export interface Stream {
   /** Fragments that can only be built after all others ran (the unmatched build rows of a
    *  right/outer broadcast join), given the build rows every fragment matched, by broadcast id. */
   epilogue?: (matched: Record<string, Uint8Array>) => Fragment[];
-  /** Resolves when the fragments are known to be right (CSV chunks cut at guessed record ends);
-   *  no result, and no task error, is used before. Rejects when they are not. */
-  confirmed?: Promise<void>;
+  /** Fragments cut at guessed CSV record ends (guessCsvChunks): resolves when the guesses are
+   *  known right, rejects with GuessedCutsWrong when not. Results consumed in fragment order are
+   *  right without it; a task error counts only after it. */
+  confirm?: () => Promise<void>;
 }
 
 export function withOp(stream: Stream, op: OpSpec, schema: Schema): Stream {
@@ -24,13 +25,15 @@ export function withOp(stream: Stream, op: OpSpec, schema: Schema): Stream {
     schema,
     fragments: stream.fragments.map(add),
     epilogue: epilogue && ((matched) => epilogue(matched).map(add)),
-    confirmed: stream.confirmed,
+    confirm: stream.confirm,
   };
 }
 
 /**
  * Runs every fragment of `stream` with `terminal` and hands each result to `consume` in fragment
  * order. At most `window` results are in flight or waiting, which bounds memory (backpressure).
+ * `confirmFirst`: no result is consumed before the stream's fragments are confirmed (results
+ * that leave the run, which a rerun could not take back).
  */
 export async function runStream(
   ctx: RunContext,
@@ -38,13 +41,16 @@ export async function runStream(
   terminal: Terminal,
   label: string,
   consume: (result: FragmentResult, fragment: Fragment) => Promise<void> | void,
+  confirmFirst = false,
 ): Promise<void> {
   const matched: Record<string, Uint8Array> = {};
   const totalBytes = stream.fragments.reduce((s, f) => s + f.bytes, 0);
   // Streams built in the parent (aggregate results) cover no input bytes: nothing to show.
   if (totalBytes > 0) ctx.progress.start(totalBytes, label);
   try {
-    await runOrdered(ctx, stream.fragments, terminal, label, stream.confirmed ?? null, async (result, fragment) => {
+    const confirm = stream.confirm ?? null;
+    if (confirmFirst) void confirm?.().catch(() => {}); // starts it now; awaited before the first result
+    await runOrdered(ctx, stream.fragments, terminal, label, confirm, confirmFirst, async (result, fragment) => {
       for (const [id, flags] of Object.entries(result.matched ?? {})) orInto(matched, id, flags);
       for (const w of result.warnings) ctx.warn(w);
       ctx.progress.advance(fragment.bytes, result.rows);
@@ -52,7 +58,7 @@ export async function runStream(
     });
     if (stream.epilogue) {
       const extra = stream.epilogue(matched);
-      await runOrdered(ctx, extra, terminal, `${label} (epilogue)`, null, async (result, fragment) => consume(result, fragment));
+      await runOrdered(ctx, extra, terminal, `${label} (epilogue)`, null, false, async (result, fragment) => consume(result, fragment));
     }
   } finally {
     ctx.progress.stop();
@@ -64,7 +70,8 @@ async function runOrdered(
   fragments: Fragment[],
   terminal: Terminal,
   label: string,
-  confirmed: Promise<void> | null,
+  confirm: (() => Promise<void>) | null,
+  confirmFirst: boolean,
   consume: (result: FragmentResult, fragment: Fragment) => Promise<void>,
 ): Promise<void> {
   const window = taskWindow(ctx);
@@ -81,10 +88,10 @@ async function runOrdered(
   };
   launch();
   for (let i = 0; i < fragments.length; i++) {
-    // A task's error, like its result, counts only once its fragment is confirmed (a chunk cut
-    // inside a quoted field fails for that reason alone).
-    const result = await inFlight.get(i)!.catch(async (err) => { await confirmed; throw err; });
-    await confirmed;
+    // A task's error counts only once its fragment is confirmed: a chunk cut inside a quoted field
+    // fails for that reason alone (then confirm rejects, and the run plans again).
+    const result = await inFlight.get(i)!.catch(async (err) => { await confirm?.(); throw err; });
+    if (confirmFirst) await confirm?.();
     inFlight.delete(i);
     launch();
     await consume(result, fragments[i]);

@@ -33,7 +33,7 @@ export async function planCsvChunks(layout: CsvLayout, opts: CsvOptions, blocksi
   return chunksAt(layout, await findCuts(cutRequest(layout, opts), layout.dataStart, blocksize));
 }
 
-/** Thrown (by `confirmed` of guessCsvChunks) when guessed cuts were not all record ends. */
+/** Thrown (by `confirm` of guessCsvChunks) when guessed cuts were not all record ends. */
 export class GuessedCutsWrong extends Error {
   constructor(displayName: string) {
     super(`${displayName}: a quoted field holds a line break at a chunk boundary; the chunks are planned again`);
@@ -41,22 +41,25 @@ export class GuessedCutsWrong extends Error {
 }
 
 /**
- * planCsvChunks' chunks without waiting for its pass over a large file: cut where each grid
- * point's next line break is (cut-points.ts guessCuts), while findCuts checks them in the
- * background. `confirmed` resolves when they agree and rejects with GuessedCutsWrong when a
- * quoted line break spans a grid point; results of these chunks must not be used before it
- * resolves. Small files (or quoting off) get exact chunks and `confirmed` null.
+ * planCsvChunks' chunks without its pass over a large file: cut where each grid point's next line
+ * break is (cut-points.ts guessCuts). A guess is wrong only where a quoted field's line break spans
+ * a grid point, and then the chunk before it ends inside quotes, which every reader refuses (the
+ * CPU tokenizer's "unterminated quoted field"; the GPU path sends such a chunk to it). So chunks
+ * that all read without error were cut right, and a chunk whose predecessors all read is right.
+ * `confirm` (started on first call, once) runs findCuts and rejects with GuessedCutsWrong when
+ * the guesses differ: callers use it to tell a wrong guess from an error in the data, and before
+ * results leave the run. Small files (or quoting off) get exact chunks and `confirm` null.
  */
-export async function guessCsvChunks(layout: CsvLayout, opts: CsvOptions, blocksize: number): Promise<{ chunks: CsvChunk[]; confirmed: Promise<void> | null }> {
+export async function guessCsvChunks(layout: CsvLayout, opts: CsvOptions, blocksize: number): Promise<{ chunks: CsvChunk[]; confirm: (() => Promise<void>) | null }> {
   checkBlocksize(blocksize);
   const req = cutRequest(layout, opts);
-  if (!worthGuessing(req, layout.dataStart)) return { chunks: await planCsvChunks(layout, opts, blocksize), confirmed: null };
+  if (!worthGuessing(req, layout.dataStart)) return { chunks: await planCsvChunks(layout, opts, blocksize), confirm: null };
   const guessed = guessCuts(req, layout.dataStart, blocksize);
-  const confirmed = findCuts(req, layout.dataStart, blocksize).then((exact) => {
+  let confirmed: Promise<void> | null = null;
+  const confirm = () => (confirmed ??= findCuts(req, layout.dataStart, blocksize).then((exact) => {
     if (exact.length !== guessed.length || exact.some((c, i) => c !== guessed[i])) throw new GuessedCutsWrong(layout.displayName);
-  });
-  confirmed.catch(() => {}); // awaited by whoever uses the results; unused if the run stops first
-  return { chunks: chunksAt(layout, guessed), confirmed };
+  }));
+  return { chunks: chunksAt(layout, guessed), confirm };
 }
 
 function checkBlocksize(blocksize: number): void {
