@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { groupbyAggregate, groupbyAggregateCpu, type AggColumnInput, type GroupAggregates, type GroupKeys } from '../src/kernels/groupby-aggregate.js';
+import { DecodedColumn, groupbyAggregate, groupbyAggregateCpu, type AggColumnInput, type GroupAggregates, type GroupKeys } from '../src/kernels/groupby-aggregate.js';
+import * as W from '../src/kernels/groupby-aggregate.wgsl.js';
+import { freeBuffer, kernelFor, readU32, sharedUniform, storageBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
 import { exactSumValue } from '../src/kernels/float-sum.js';
 import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 
@@ -104,5 +106,190 @@ describe.skipIf(skipGpuTests)('groupby-aggregate kernel', () => {
     expect(gpu.columns[0].min[3]).toBe(-2.5);
     expect(exactSumValue(gpu.columns[0].floatSum![0])).toBe(sums[0]);
     expectSame(gpu, groupbyAggregateCpu(keys, [col]));
+  });
+});
+
+/** Group of each row in first-appearance order (the order of both implementations' results). */
+function rowGroups(keys: GroupKeys): { group: Int32Array; groups: number } {
+  const n = keys.words.length / 2;
+  const seen = new Map<string, number>();
+  const group = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const k = keys.valid && !keys.valid[i] ? 'null' : `${keys.words[2 * i] >>> 0},${keys.words[2 * i + 1] >>> 0}`;
+    let g = seen.get(k);
+    if (g === undefined) { g = seen.size; seen.set(k, g); }
+    group[i] = g;
+  }
+  return { group, groups: seen.size };
+}
+
+const bitsOf = new Float64Array(1);
+const wordsOf = new Uint32Array(bitsOf.buffer);
+const limbsOf = (x: bigint, count: number) => Array.from({ length: count }, (_, k) => Number(BigInt.asUintN(32, x >> BigInt(32 * k))));
+
+/**
+ * The accumulator words the kernels define (groupby-aggregate.wgsl.ts), per group, as
+ * DecodedColumn.sumWords holds them. int64: [sum of the values' unsigned bit patterns, 4 limbs;
+ * negatives lo, hi]. float64: [count lo, hi; largest exponent; special flags; positive limbs
+ * 0..4; negative limbs 0..4], each mantissa shifted to 64 bits below the group's largest
+ * exponent (bits below that unit dropped). A lost carry or a limb added at the wrong place
+ * shows here even where the rounded sum would hide it.
+ */
+function expectedSumWords(group: Int32Array, groups: number, col: AggColumnInput): Uint32Array {
+  const n = group.length;
+  const present = (i: number) => col.valid === null || col.valid[i] === 1;
+  if (col.type === 'int64') {
+    const vals = new BigInt64Array(col.words.buffer, col.words.byteOffset, n);
+    const sum = new Array<bigint>(groups).fill(0n);
+    const neg = new Array<bigint>(groups).fill(0n);
+    for (let i = 0; i < n; i++) {
+      if (!present(i)) continue;
+      sum[group[i]] += BigInt.asUintN(64, vals[i]);
+      if (vals[i] < 0n) neg[group[i]]++;
+    }
+    return Uint32Array.from(sum.flatMap((s, g) => [...limbsOf(s, 4), ...limbsOf(neg[g], 2)]));
+  }
+  const count = new Array<number>(groups).fill(0), maxExp = new Array<number>(groups).fill(0), flags = new Array<number>(groups).fill(0);
+  const pos = new Array<bigint>(groups).fill(0n), neg = new Array<bigint>(groups).fill(0n);
+  const parts = (v: number) => { bitsOf[0] = v; return { lo: wordsOf[0], hi: wordsOf[1], e: (wordsOf[1] >>> 20) & 0x7ff }; };
+  for (let i = 0; i < n; i++) {
+    if (!present(i)) continue;
+    const g = group[i], { lo, hi, e } = parts(col.values[i]);
+    count[g]++;
+    if (e === 0x7ff) flags[g] |= (hi & 0xfffff) !== 0 || lo !== 0 ? 1 : hi >>> 31 ? 4 : 2;
+    else maxExp[g] = Math.max(maxExp[g], Math.max(e, 1));
+  }
+  for (let i = 0; i < n; i++) {
+    if (!present(i)) continue;
+    const g = group[i], { lo, hi, e } = parts(col.values[i]);
+    if (e === 0x7ff) continue;
+    const m = (BigInt((hi & 0xfffff) | (e ? 0x100000 : 0)) << 32n) | BigInt(lo);
+    const shift = Math.max(e, 1) - maxExp[g] + 64;
+    const c = shift >= 0 ? m << BigInt(shift) : m >> BigInt(-shift);
+    if (hi >>> 31) neg[g] += c; else pos[g] += c;
+  }
+  return Uint32Array.from(count.flatMap((c, g) => [c >>> 0, Math.floor(c / 2 ** 32), maxExp[g], flags[g], ...limbsOf(pos[g], 5), ...limbsOf(neg[g], 5)]));
+}
+
+function expectSameWords(gpu: GroupAggregates<DecodedColumn>, keys: GroupKeys, cols: readonly AggColumnInput[]) {
+  const { group, groups } = rowGroups(keys);
+  cols.forEach((col, c) => expect(firstDifference(gpu.columns[c].sumWords, expectedSumWords(group, groups, col))).toBe(-1));
+}
+
+/** Floats of one group: exponents spread over ~100 binades around 2^center, so a group's values
+ *  land above, across and below the unit 64 bits under its largest; both signs. */
+function spreadFloat(rand: () => number, center: number): number {
+  const e = Math.min(1023, center + Math.floor(rand() * 100) - 80);
+  return (rand() < 0.4 ? -1 : 1) * (1 + rand()) * 2 ** e;
+}
+
+function int64Near62(rand: () => number): bigint {
+  const r = rand();
+  if (r < 0.001) return -(1n << 63n);
+  if (r < 0.002) return (1n << 63n) - 1n;
+  return (r < 0.5 ? -1n : 1n) * ((1n << 62n) + BigInt(Math.floor(rand() * 2 ** 50)));
+}
+
+describe.skipIf(skipGpuTests)('groupby-aggregate kernel: workgroup-local pre-aggregation', () => {
+  it.each([1, 3])('%i group(s) of 100k rows: local limbs carry (int64 near ±2^62, floats over 2000 binades, NaN/±inf, null keys)', async (k) => {
+    const ctx = await testGpu();
+    const rand = rng(10 + k);
+    const n = 100_000;
+    const keyVals = Array.from({ length: n }, () => BigInt(Math.floor(rand() * k)) * -0x1_0000_0003n);
+    const keys = int64Keys(keyVals, k === 1 ? 0 : 29);
+    const centers = [0, 900, -1000]; // the last group's values are mostly subnormal
+    const group = (i: number) => (keys.valid && !keys.valid[i] ? 1 : Number(keyVals[i] / -0x1_0000_0003n));
+    const floats = Float64Array.from({ length: n }, (_, i) => {
+      const r = rand();
+      if (group(i) === k - 1 && r < 0.003) return [NaN, Infinity, -Infinity][Math.floor(r * 1000)];
+      if (r < 0.01) return r < 0.005 ? 0 : -0;
+      return spreadFloat(rand, centers[group(i)]);
+    });
+    const ints = Array.from({ length: n }, () => int64Near62(rand));
+    const valid = Uint8Array.from({ length: n }, () => (rand() < 0.05 ? 0 : 1));
+    // The third column's values share a few hi words, so many rows take part in minmax_lo.
+    const cols: AggColumnInput[] = [intColumn(ints, valid), { type: 'float64', values: floats, valid }, intColumn(ints.map((v) => v >> 40n))];
+    const gpu = await groupbyAggregate(ctx, keys, cols);
+    const cpu = groupbyAggregateCpu(keys, cols);
+    expect(cpu.groups).toBe(k === 1 ? 1 : k + 1);
+    expectSame(gpu, cpu);
+    expectSameWords(gpu, keys, cols);
+  });
+
+  it.each([
+    ['5 000 groups', 5_000, 200_000],
+    ['60 000 groups', 60_000, 200_000],
+    ['every row its own group', 0, 40_000],
+  ])('%s: more slots than a workgroup caches, so rows also take the global fallback', async (_name, k, n) => {
+    const ctx = await testGpu();
+    const rand = rng(k + 5);
+    const keyVals = Array.from({ length: n }, (_, i) => (k ? BigInt(Math.floor(rand() * k)) : BigInt(i)) * 0x9e37_79b9_7f4a_7c15n % (1n << 63n));
+    const keys = int64Keys(keyVals, 23);
+    const ints = Array.from({ length: n }, () => BigInt.asIntN(64, BigInt(Math.floor(rand() * 2 ** 32)) << 32n | BigInt(Math.floor(rand() * 2 ** 32))));
+    const floats = Float64Array.from({ length: n }, () => (rand() < 0.002 ? NaN : rand() < 0.002 ? -Infinity : (rand() - 0.5) * 2 ** Math.floor(rand() * 80 - 40)));
+    const fValid = Uint8Array.from({ length: n }, () => (rand() < 0.1 ? 0 : 1));
+    const cols: AggColumnInput[] = [intColumn(ints), { type: 'float64', values: floats, valid: fValid }];
+    const gpu = await groupbyAggregate(ctx, keys, cols, { expectedGroups: k || n });
+    const cpu = groupbyAggregateCpu(keys, cols);
+    expectSame(gpu, cpu);
+    expectSameWords(gpu, keys, cols);
+  });
+
+  it('carries out of a workgroup\'s local limbs into the device limbs above them (one workgroup takes every row)', async () => {
+    const ctx = await testGpu();
+    const rand = rng(99);
+    const n = 12_000, slots = 3;
+    // Slot per row given directly (as insert_keys would write it); one workgroup then sums
+    // ~4000 rows per slot, most at the top of one binade: > 2^128 in 64-bit units, past the
+    // four local limbs of a float sum.
+    const rowSlot = Uint32Array.from({ length: n }, (_, i) => i % slots);
+    const floats = Float64Array.from({ length: n }, (_, i) => {
+      if (i % 10 === 1) return (rand() - 0.5) * 2 ** 100;
+      return (i % 7 === 0 ? -1 : 1) * (2 ** 53 - 1 - Math.floor(rand() * 1000)) * 2 ** 150;
+    });
+    const ints = Array.from({ length: n }, () => int64Near62(rand));
+    const keys = int64Keys(Array.from(rowSlot, BigInt));
+    const cols: AggColumnInput[] = [intColumn(ints), { type: 'float64', values: floats, valid: null }];
+    const slotBuf = await uploadNew(ctx, rowSlot, 'row slots');
+    const noNulls = storageBuffer(ctx, 16, 'validity (no nulls)');
+    const cpu = groupbyAggregateCpu(keys, cols);
+    const { group, groups } = rowGroups(keys);
+    for (const workgroups of [1, 2]) {
+      for (const [c, col] of cols.entries()) {
+        const isFloat = col.type === 'float64';
+        const words = isFloat ? new Uint32Array(col.values.buffer) : col.words;
+        const values = await uploadNew(ctx, words, 'values');
+        const params = sharedUniform(ctx, [n, 0, isFloat ? 1 : 0]);
+        const sum = storageBuffer(ctx, slots * (isFloat ? 14 : 8) * 4, 'sums');
+        const minMax = storageBuffer(ctx, slots * 16, 'min/max');
+        const mm = kernelFor(ctx, 'groupby-min-max', W.GROUPBY_MIN_MAX_WGSL);
+        mm.dispatch('minmax_init', [null, null, null, minMax, sharedUniform(ctx, [slots, 0, 0])], 1);
+        const bind = (acc: GPUBuffer) => [slotBuf, values, noNulls, acc, params];
+        if (isFloat) {
+          const k = kernelFor(ctx, 'groupby-float-sum', W.GROUPBY_FLOAT_SUM_WGSL);
+          k.dispatch('float_exponents', bind(sum), workgroups);
+          k.dispatch('float_sum', bind(sum), workgroups);
+        } else {
+          kernelFor(ctx, 'groupby-int-sum', W.GROUPBY_INT_SUM_WGSL).dispatch('sum_int', bind(sum), workgroups);
+        }
+        mm.dispatch('minmax_hi', bind(minMax), workgroups);
+        mm.dispatch('minmax_lo', bind(minMax), workgroups);
+        const decoded = new DecodedColumn(col.type, { sum: await readU32(ctx, sum, slots * (isFloat ? 14 : 8)), minMax: await readU32(ctx, minMax, slots * 4) }, [0, 1, 2]);
+        for (const b of [values, sum, minMax]) freeBuffer(ctx, b);
+        const want = cpu.columns[c];
+        expect(firstDifference(decoded.sumWords, expectedSumWords(group, groups, col))).toBe(-1);
+        expect(firstDifference(decoded.count, want.count)).toBe(-1);
+        expect(firstDifference(decoded.min, want.min)).toBe(-1);
+        expect(firstDifference(decoded.max, want.max)).toBe(-1);
+        if (isFloat) {
+          expect(firstDifference(decoded.floatSumValue!, want.floatSumValue!)).toBe(-1);
+          expect(decoded.sumWords[4 + 4]).not.toBe(0); // the positive sums did pass 2^128
+        } else {
+          expect(decoded.intSum).toEqual(want.intSum);
+        }
+      }
+    }
+    freeBuffer(ctx, slotBuf);
+    freeBuffer(ctx, noNulls);
   });
 });

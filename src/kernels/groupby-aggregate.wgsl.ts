@@ -17,7 +17,64 @@
 //                2^64 below the group's largest value;
 //   min/max      on an order-preserving 64-bit image of the value: hi word first (atomicMax/Min),
 //                then the lo word among rows whose hi word won.
+//
+// Workgroup-local pre-aggregation. Why: with few groups every row's atomics hit the same few
+// hundred device words, and the kernels ran at a few % of memory bandwidth, serialised on them.
+// How: a workgroup (grid-stride loop: many rows) aggregates in workgroup memory first, through a
+// small cache table from slot to local entry (claimed by compare-exchange, LC_PROBES probes at
+// most); after the loop it adds each used entry into the slot's device words once. A row whose
+// slot finds no entry (table full) adds straight to device memory, so any number of groups works;
+// the operations commute, so the device words end exactly as without the cache. Local sums are
+// u32 limbs with carries; a carry out of the top local limb goes on into the device limb above.
+// Local words start at 0 (a minimum is kept as the maximum of ~value). A word final since the
+// previous pass (float_sum: the largest exponent; minmax_lo: the winning hi words) is read from
+// device memory once per entry and copied into it.
 import { WGSL_GRID, WGSL_HASH2, WGSL_VALID } from './wgsl-common.js';
+
+/** WebGPU's default maxComputeWorkgroupStorageSize, which the local tables stay within. */
+const WORKGROUP_STORAGE_BYTES = 16384;
+
+/**
+ * The local cache table: `entries` entries of `words` u32 each, plus a tag per entry (the slot it
+ * caches). lcFind(s) gives slot s's entry or LC_NONE; lcWord(e, w) the index of its word w (LC_NONE
+ * when e is). Entries are probed from s % LC with growing steps (1, 2, 3, ...). A slot may end up
+ * with two entries (after a spurious compare-exchange failure): both are flushed, which is fine.
+ */
+function localCache(entries: number, words: number): string {
+  const bytes = entries * (words + 1) * 4;
+  if (bytes > WORKGROUP_STORAGE_BYTES) throw new Error(`local group-by cache of ${bytes} bytes exceeds ${WORKGROUP_STORAGE_BYTES}`);
+  return /* wgsl */ `
+const LC: u32 = ${entries}u;
+const LW: u32 = ${words}u;
+const LC_PROBES: u32 = 8u;
+const LC_NONE: u32 = 0xffffffffu;
+var<workgroup> lcTag: array<atomic<u32>, LC>;
+var<workgroup> lcAcc: array<atomic<u32>, ${entries * words}u>;
+
+// Every entry free, every word 0. Call before a workgroupBarrier().
+fn lcClear(lid: u32) {
+  for (var e = lid; e < LC; e += WG) { atomicStore(&lcTag[e], LC_NONE); }
+  for (var j = lid; j < LC * LW; j += WG) { atomicStore(&lcAcc[j], 0u); }
+}
+
+fn lcFind(s: u32) -> u32 {
+  var e = s % LC;
+  for (var k = 1u; k <= LC_PROBES; k++) {
+    var t = atomicLoad(&lcTag[e]);
+    if (t == LC_NONE) {
+      let r = atomicCompareExchangeWeak(&lcTag[e], LC_NONE, s);
+      if (r.exchanged) { return e; }
+      t = r.old_value; // still LC_NONE after a spurious failure: go on probing
+    }
+    if (t == s) { return e; }
+    e = (e + k) % LC;
+  }
+  return LC_NONE;
+}
+
+fn lcWord(e: u32, w: u32) -> u32 { return select(e * LW + w, LC_NONE, e == LC_NONE); }
+`;
+}
 
 const INSERT = /* wgsl */ `
 struct Params { n: u32, capacity: u32, hasNulls: u32, _pad: u32 }
@@ -53,16 +110,36 @@ fn findSlot(i: u32) -> u32 {
   return 0xffffffffu;
 }
 
+// Local words per entry: [rows (a carry out goes to the device's high count word), ~first row].
 @compute @workgroup_size(256)
-fn insert_keys(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+fn insert_keys(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u) {
+  lcClear(lid);
+  workgroupBarrier();
   for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
     var s = p.capacity;
     if (isPresent(p.hasNulls, i)) { s = findSlot(i); }
     rowSlot[i] = s;
     if (s == 0xffffffffu) { continue; }
-    let old = atomicAdd(&counts[2u * s], 1u);
-    if (old == 0xffffffffu) { atomicAdd(&counts[2u * s + 1u], 1u); }
-    atomicMin(&firstRow[s], i);
+    let at = lcWord(lcFind(s), 0u);
+    if (at == LC_NONE) {
+      let old = atomicAdd(&counts[2u * s], 1u);
+      if (old == 0xffffffffu) { atomicAdd(&counts[2u * s + 1u], 1u); }
+      atomicMin(&firstRow[s], i);
+    } else {
+      let old = atomicAdd(&lcAcc[at], 1u);
+      if (old == 0xffffffffu) { atomicAdd(&counts[2u * s + 1u], 1u); }
+      atomicMax(&lcAcc[at + 1u], ~i);
+    }
+  }
+  workgroupBarrier();
+  for (var e = lid; e < LC; e += WG) {
+    let s = atomicLoad(&lcTag[e]);
+    if (s == LC_NONE) { continue; }
+    let rows = atomicLoad(&lcAcc[lcWord(e, 0u)]);
+    let old = atomicAdd(&counts[2u * s], rows);
+    if (old + rows < old) { atomicAdd(&counts[2u * s + 1u], 1u); }
+    let first = atomicLoad(&lcAcc[lcWord(e, 1u)]);
+    if (first != 0u) { atomicMin(&firstRow[s], ~first); }
   }
 }
 `;
@@ -143,47 +220,137 @@ fn rowOf(i: u32) -> u32 {
 }
 `;
 
+// Accumulation through the local cache (after localCache's WGSL). `at` is a local word index from
+// lcWord, LC_NONE for a row whose slot has no entry: those go to device memory directly.
+const COLUMN_LOCAL = /* wgsl */ `
+// Adds v into limb \`first\` of the nl local limbs at lcAcc[at], carrying upward; what carries out
+// of the top local limb (or all of v, when at is LC_NONE) goes into the same limb of the gnl
+// device limbs at acc[base].
+fn addLocal(at: u32, first: u32, v: u32, nl: u32, base: u32, gnl: u32) {
+  var k = first;
+  var add = v;
+  if (at != LC_NONE) {
+    loop {
+      if (add == 0u || k >= nl) { break; }
+      let old = atomicAdd(&lcAcc[at + k], add);
+      add = select(0u, 1u, old + add < old);
+      k += 1u;
+    }
+  }
+  addLimb(base, k, add, gnl);
+}
+
+fn maxLocal(at: u32, v: u32, g: u32) {
+  if (at == LC_NONE) { atomicMax(&acc[g], v); } else { atomicMax(&lcAcc[at], v); }
+}
+
+fn minLocal(at: u32, v: u32, g: u32) {
+  if (at == LC_NONE) { atomicMin(&acc[g], v); } else { atomicMax(&lcAcc[at], ~v); }
+}
+
+// Flushing an entry: local limb k into device limb k (carrying); local max / min words.
+fn flushLimbs(at: u32, nl: u32, base: u32, gnl: u32) {
+  for (var k = 0u; k < nl; k++) { addLimb(base, k, atomicLoad(&lcAcc[at + k]), gnl); }
+}
+
+fn flushMax(at: u32, g: u32) {
+  let v = atomicLoad(&lcAcc[at]);
+  if (v != 0u) { atomicMax(&acc[g], v); }
+}
+
+fn flushMin(at: u32, g: u32) {
+  let v = atomicLoad(&lcAcc[at]);
+  if (v != 0u) { atomicMin(&acc[g], ~v); }
+}
+`;
+
 // Per slot: [count lo, count hi, sum limbs 0..3, negatives lo, negatives hi]
+// Local words per entry: [count, sum limbs 0..2, negatives].
 const INT_SUM = /* wgsl */ `
 @compute @workgroup_size(256)
-fn sum_int(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+fn sum_int(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u) {
+  lcClear(lid);
+  workgroupBarrier();
   for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
     let s = rowOf(i);
     if (s == 0xffffffffu) { continue; }
     let base = s * 8u;
+    let e = lcFind(s);
     let lo = values[2u * i];
     let hi = values[2u * i + 1u];
-    addLimb(base, 0u, 1u, 2u);
-    addLimb(base + 2u, 0u, lo, 4u);
-    addLimb(base + 2u, 1u, hi, 4u);
-    if ((hi & 0x80000000u) != 0u) { addLimb(base + 6u, 0u, 1u, 2u); }
+    addLocal(lcWord(e, 0u), 0u, 1u, 1u, base, 2u);
+    addLocal(lcWord(e, 1u), 0u, lo, 3u, base + 2u, 4u);
+    addLocal(lcWord(e, 1u), 1u, hi, 3u, base + 2u, 4u);
+    if ((hi & 0x80000000u) != 0u) { addLocal(lcWord(e, 4u), 0u, 1u, 1u, base + 6u, 2u); }
+  }
+  workgroupBarrier();
+  for (var e = lid; e < LC; e += WG) {
+    let s = atomicLoad(&lcTag[e]);
+    if (s == LC_NONE) { continue; }
+    let base = s * 8u;
+    flushLimbs(lcWord(e, 0u), 1u, base, 2u);
+    flushLimbs(lcWord(e, 1u), 3u, base + 2u, 4u);
+    flushLimbs(lcWord(e, 4u), 1u, base + 6u, 2u);
   }
 }
 `;
 
 // Per slot: [count lo, count hi, max biased exponent, special flags (1 NaN, 2 +inf, 4 -inf),
 //            positive limbs 0..4, negative limbs 0..4]; the unit is 2^(maxExp − 1075 − 64).
+// Local words per entry: float_exponents [count, max exponent, flags]; float_sum [copy of the
+// max exponent (0: not read yet), positive limbs 0..3, negative limbs 0..3]. A value is below
+// 2^117 units, so a local sum passes four limbs only past 2^11 such rows (carried to limb 4).
 const FLOAT_SUM = /* wgsl */ `
 @compute @workgroup_size(256)
-fn float_exponents(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+fn float_exponents(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u) {
+  lcClear(lid);
+  workgroupBarrier();
   for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
     let s = rowOf(i);
     if (s == 0xffffffffu) { continue; }
     let base = s * 14u;
+    let ent = lcFind(s);
     let hi = values[2u * i + 1u];
     let e = (hi >> 20u) & 0x7ffu;
-    addLimb(base, 0u, 1u, 2u);
+    addLocal(lcWord(ent, 0u), 0u, 1u, 1u, base, 2u);
     if (e == 0x7ffu) {
       let isNan = (hi & 0xfffffu) != 0u || values[2u * i] != 0u;
-      atomicOr(&acc[base + 3u], select(select(2u, 4u, (hi >> 31u) == 1u), 1u, isNan));
+      let flag = select(select(2u, 4u, (hi >> 31u) == 1u), 1u, isNan);
+      let at = lcWord(ent, 2u);
+      if (at == LC_NONE) { atomicOr(&acc[base + 3u], flag); } else { atomicOr(&lcAcc[at], flag); }
     } else {
-      atomicMax(&acc[base + 2u], max(e, 1u));
+      maxLocal(lcWord(ent, 1u), max(e, 1u), base + 2u);
     }
+  }
+  workgroupBarrier();
+  for (var ent = lid; ent < LC; ent += WG) {
+    let s = atomicLoad(&lcTag[ent]);
+    if (s == LC_NONE) { continue; }
+    let base = s * 14u;
+    flushLimbs(lcWord(ent, 0u), 1u, base, 2u);
+    flushMax(lcWord(ent, 1u), base + 2u);
+    let flags = atomicLoad(&lcAcc[lcWord(ent, 2u)]);
+    if (flags != 0u) { atomicOr(&acc[base + 3u], flags); }
   }
 }
 
+// Slot s's largest exponent, final since float_exponents: read from device memory once per
+// entry, then from the entry's copy (a single word, 0 until written; the exponent is ≥ 1).
+fn maxExponent(ent: u32, s: u32) -> u32 {
+  let at = lcWord(ent, 0u);
+  if (at != LC_NONE) {
+    let copy = atomicLoad(&lcAcc[at]);
+    if (copy != 0u) { return copy; }
+  }
+  let x = atomicLoad(&acc[s * 14u + 2u]);
+  if (at != LC_NONE) { atomicStore(&lcAcc[at], x); }
+  return x;
+}
+
 @compute @workgroup_size(256)
-fn float_sum(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+fn float_sum(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u) {
+  lcClear(lid);
+  workgroupBarrier();
   for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
     let s = rowOf(i);
     if (s == 0xffffffffu) { continue; }
@@ -196,18 +363,21 @@ fn float_sum(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
     if (e != 0u) { m1 = m1 | 0x100000u; }
     let m0 = lo;
     if (m0 == 0u && m1 == 0u) { continue; }
-    let limbs = base + select(4u, 9u, (hi >> 31u) == 1u);
-    let shift = i32(max(e, 1u)) - i32(atomicLoad(&acc[base + 2u])) + 64;
+    let ent = lcFind(s);
+    let negative = (hi >> 31u) == 1u;
+    let limbs = base + select(4u, 9u, negative);
+    let at = lcWord(ent, select(1u, 5u, negative));
+    let shift = i32(max(e, 1u)) - i32(maxExponent(ent, s)) + 64;
     if (shift >= 0) {
       let q = u32(shift) / 32u;
       let r = u32(shift) % 32u;
       if (r == 0u) {
-        addLimb(limbs, q, m0, 5u);
-        addLimb(limbs, q + 1u, m1, 5u);
+        addLocal(at, q, m0, 4u, limbs, 5u);
+        addLocal(at, q + 1u, m1, 4u, limbs, 5u);
       } else {
-        addLimb(limbs, q, m0 << r, 5u);
-        addLimb(limbs, q + 1u, (m1 << r) | (m0 >> (32u - r)), 5u);
-        addLimb(limbs, q + 2u, m1 >> (32u - r), 5u);
+        addLocal(at, q, m0 << r, 4u, limbs, 5u);
+        addLocal(at, q + 1u, (m1 << r) | (m0 >> (32u - r)), 4u, limbs, 5u);
+        addLocal(at, q + 2u, m1 >> (32u - r), 4u, limbs, 5u);
       }
     } else {
       // More than 64 bits below the group's largest value: keep what lands above the unit.
@@ -216,9 +386,16 @@ fn float_sum(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
       var w1 = 0u;
       if (t < 32u) { w0 = (m0 >> t) | (m1 << (32u - t)); w1 = m1 >> t; }
       else if (t < 64u) { w0 = m1 >> (t - 32u); }
-      addLimb(limbs, 0u, w0, 5u);
-      addLimb(limbs, 1u, w1, 5u);
+      addLocal(at, 0u, w0, 4u, limbs, 5u);
+      addLocal(at, 1u, w1, 4u, limbs, 5u);
     }
+  }
+  workgroupBarrier();
+  for (var ent = lid; ent < LC; ent += WG) {
+    let s = atomicLoad(&lcTag[ent]);
+    if (s == LC_NONE) { continue; }
+    flushLimbs(lcWord(ent, 1u), 4u, s * 14u + 4u, 5u);
+    flushLimbs(lcWord(ent, 5u), 4u, s * 14u + 9u, 5u);
   }
 }
 `;
@@ -249,33 +426,78 @@ fn minmax_init(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroup
   }
 }
 
+// Local words per entry: minmax_hi [max hi, ~min hi]; minmax_lo [copy of the slot's max hi and
+// min hi (see finalHi), max lo, ~min lo].
 @compute @workgroup_size(256)
-fn minmax_hi(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+fn minmax_hi(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u) {
+  lcClear(lid);
+  workgroupBarrier();
   for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
     let s = rowOf(i);
     if (s == 0xffffffffu || isNanAt(i)) { continue; }
     let o = ordered(i);
-    atomicMax(&acc[4u * s], o.x);
-    atomicMin(&acc[4u * s + 2u], o.x);
+    let e = lcFind(s);
+    maxLocal(lcWord(e, 0u), o.x, 4u * s);
+    minLocal(lcWord(e, 1u), o.x, 4u * s + 2u);
+  }
+  workgroupBarrier();
+  for (var e = lid; e < LC; e += WG) {
+    let s = atomicLoad(&lcTag[e]);
+    if (s == LC_NONE) { continue; }
+    flushMax(lcWord(e, 0u), 4u * s);
+    flushMin(lcWord(e, 1u), 4u * s + 2u);
   }
 }
 
+// Slot s's (max hi, min hi), final since minmax_hi: read from device memory once per entry, then
+// from the entry's copy in three words [1 | max hi >> 1 (the 1 in bit 31), 1 | min hi >> 1,
+// 4 | their low bits]. Each word is 0 until written and then holds its final value (every
+// writer stores the same), so a reader that sees all three non-zero needs no ordering between them.
+fn finalHi(e: u32, s: u32) -> vec2u {
+  let at = lcWord(e, 0u);
+  if (at != LC_NONE) {
+    let a = atomicLoad(&lcAcc[at]);
+    let b = atomicLoad(&lcAcc[at + 1u]);
+    let c = atomicLoad(&lcAcc[at + 2u]);
+    if (a != 0u && b != 0u && c != 0u) { return vec2u((a << 1u) | (c & 1u), (b << 1u) | ((c >> 1u) & 1u)); }
+  }
+  let g = vec2u(atomicLoad(&acc[4u * s]), atomicLoad(&acc[4u * s + 2u]));
+  if (at != LC_NONE) {
+    atomicStore(&lcAcc[at], 0x80000000u | (g.x >> 1u));
+    atomicStore(&lcAcc[at + 1u], 0x80000000u | (g.y >> 1u));
+    atomicStore(&lcAcc[at + 2u], 4u | (g.x & 1u) | ((g.y & 1u) << 1u));
+  }
+  return g;
+}
+
 @compute @workgroup_size(256)
-fn minmax_lo(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+fn minmax_lo(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(num_workgroups) nwg: vec3u) {
+  lcClear(lid);
+  workgroupBarrier();
   for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
     let s = rowOf(i);
     if (s == 0xffffffffu || isNanAt(i)) { continue; }
     let o = ordered(i);
-    if (atomicLoad(&acc[4u * s]) == o.x) { atomicMax(&acc[4u * s + 1u], o.y); }
-    if (atomicLoad(&acc[4u * s + 2u]) == o.x) { atomicMin(&acc[4u * s + 3u], o.y); }
+    let e = lcFind(s);
+    let hiWords = finalHi(e, s);
+    if (hiWords.x == o.x) { maxLocal(lcWord(e, 3u), o.y, 4u * s + 1u); }
+    if (hiWords.y == o.x) { minLocal(lcWord(e, 4u), o.y, 4u * s + 3u); }
+  }
+  workgroupBarrier();
+  for (var e = lid; e < LC; e += WG) {
+    let s = atomicLoad(&lcTag[e]);
+    if (s == LC_NONE) { continue; }
+    flushMax(lcWord(e, 3u), 4u * s + 1u);
+    flushMin(lcWord(e, 4u), 4u * s + 3u);
   }
 }
 `;
 
-export const GROUPBY_INSERT_WGSL = WGSL_GRID + WGSL_HASH2 + WGSL_VALID + INSERT;
+// Local tables: 15 KiB of workgroup memory or less per entry point (entries × (LW + 1) × 4 bytes).
+export const GROUPBY_INSERT_WGSL = WGSL_GRID + WGSL_HASH2 + WGSL_VALID + localCache(1024, 2) + INSERT;
 export const GROUPBY_MARK_WGSL = WGSL_GRID + COMPACT;
 export const GROUPBY_COMPACT_WGSL = WGSL_GRID + GATHER;
 export const GROUPBY_GATHER_WGSL = WGSL_GRID + GATHER_ROWS;
-export const GROUPBY_INT_SUM_WGSL = WGSL_GRID + WGSL_VALID + COLUMN_HEAD + INT_SUM;
-export const GROUPBY_FLOAT_SUM_WGSL = WGSL_GRID + WGSL_VALID + COLUMN_HEAD + FLOAT_SUM;
-export const GROUPBY_MIN_MAX_WGSL = WGSL_GRID + WGSL_VALID + COLUMN_HEAD + MIN_MAX;
+export const GROUPBY_INT_SUM_WGSL = WGSL_GRID + WGSL_VALID + COLUMN_HEAD + localCache(640, 5) + COLUMN_LOCAL + INT_SUM;
+export const GROUPBY_FLOAT_SUM_WGSL = WGSL_GRID + WGSL_VALID + COLUMN_HEAD + localCache(384, 9) + COLUMN_LOCAL + FLOAT_SUM;
+export const GROUPBY_MIN_MAX_WGSL = WGSL_GRID + WGSL_VALID + COLUMN_HEAD + localCache(640, 5) + COLUMN_LOCAL + MIN_MAX;
