@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { describeAdapter, listGpus } from '../src/engine/gpu/device.js';
 import { driPrimeOf } from '../src/engine/gpu/pci.js';
-import { readU32, StagingRing, storageBuffer, freeBuffer, MemoryBudget } from '../src/engine/gpu/buffers.js';
+import { readU32, StagingRing, storageBuffer, freeBuffer, MemoryBudget, kernelFor } from '../src/engine/gpu/buffers.js';
+import { CSV_GROUPBY_KERNELS } from '../src/engine/exec/gpu-warmup.js';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 
 describe('gpu device', () => {
@@ -27,6 +28,16 @@ describe('gpu device', () => {
     expect(ctx.device.limits.maxStorageBufferBindingSize).toBe(d.limits.maxStorageBufferBindingSize);
     expect(d.isSoftware).toBe(/llvmpipe|lavapipe|swiftshader/i.test(`${d.name} ${d.architecture} ${d.vendor}`) || d.isSoftware);
     expect(ctx.hasSubgroups).toBe(d.features.includes('subgroups'));
+  });
+
+  // The warm-up of GPU workers (hardware adapters only) swallows compile errors: check here that
+  // every kernel and entry point it names compiles, asynchronously, and that a bad entry rejects.
+  it.skipIf(skipGpuTests)('the warm-up\'s kernels all compile ahead of use; an unknown entry point rejects', async () => {
+    const ctx = await testGpu();
+    await Promise.all(CSV_GROUPBY_KERNELS.map(([label, code, entries]) => kernelFor(ctx, label, code).prepare(entries)));
+    expect(ctx.errors).toEqual([]);
+    const [label, code] = CSV_GROUPBY_KERNELS[0];
+    await expect(kernelFor(ctx, label, code).prepare(['no_such_entry'])).rejects.toThrow();
   });
 
   it.skipIf(skipGpuTests)('uploads through the staging ring across several slots and reads back', async () => {

@@ -1,10 +1,11 @@
 // Compiling a kernel's pipelines costs the NVIDIA driver about a second for the whole CSV
-// group-by (the first chunk of a run took ~1 s longer than the others). A GPU worker on a hardware
-// adapter compiles them right after reporting ready, while the parent is still planning chunks.
+// group-by (the first chunk of a run took ~1 s longer than the others; ~0.1-0.15 s once NVIDIA's
+// shader disk cache holds them). A GPU worker on a hardware adapter compiles them right after
+// reporting ready, while the parent is still planning chunks.
 // (On lavapipe compiling is slow too, but tests start many short-lived workers: it stays lazy.)
 
 import type { GpuContext } from '../gpu/device.js';
-import { kernelFor } from '../gpu/buffers.js';
+import { kernelFor, stagingRingOf } from '../gpu/buffers.js';
 import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from '../../kernels/csv-rows.wgsl.js';
 import { CSV_BOUNDARIES_WGSL } from '../../kernels/csv-scan.wgsl.js';
 import * as G from '../../kernels/groupby-aggregate.wgsl.js';
@@ -12,7 +13,7 @@ import { KEY_VERIFY_WGSL } from '../../kernels/key-hash.wgsl.js';
 import { PREFIX_SCAN_WGSL } from '../../kernels/prefix-scan.wgsl.js';
 
 /** Label, WGSL and entry points of every kernel the CSV group-by path dispatches (labels as in their host files). */
-const CSV_GROUPBY_KERNELS: [string, string, string[]][] = [
+export const CSV_GROUPBY_KERNELS: [string, string, string[]][] = [
   ['csv-boundaries', CSV_BOUNDARIES_WGSL, ['quote_counts', 'count_records', 'list_records']],
   ['prefix-scan', PREFIX_SCAN_WGSL, ['scan_blocks', 'add_block_offsets']],
   ['csv-rows', CSV_ROWS_WGSL, ['split_rows']],
@@ -27,7 +28,13 @@ const CSV_GROUPBY_KERNELS: [string, string, string[]][] = [
   ['groupby-gather', G.GROUPBY_GATHER_WGSL, ['gather']],
 ];
 
-export function warmUpKernels(gpu: GpuContext): void {
+/**
+ * Compiles those kernels and, while the driver compiles, maps the staging ring's slots (~80 ms on
+ * an H200, which the first chunk's upload used to wait for). Rejects if a kernel fails to compile.
+ */
+export async function warmUpKernels(gpu: GpuContext): Promise<void> {
   if (gpu.isSoftware) return;
-  for (const [label, code, entries] of CSV_GROUPBY_KERNELS) kernelFor(gpu, label, code).prepare(entries);
+  const compiling = CSV_GROUPBY_KERNELS.map(([label, code, entries]) => kernelFor(gpu, label, code).prepare(entries));
+  stagingRingOf(gpu);
+  await Promise.all(compiling);
 }

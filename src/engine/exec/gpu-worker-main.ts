@@ -37,10 +37,10 @@ const opened: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.
 
 // Tasks wait for the warm-up, which runs once the parent knows the worker is ready (it plans then).
 const warmed: Promise<void> = opened.then((gpu) => new Promise((resolve) => {
-  setImmediate(() => {
+  setImmediate(async () => {
     const start = performance.now();
-    try { if (gpu) warmUpKernels(gpu); } catch { /* a kernel that fails to compile fails its task later, with context */ }
-    if (gpu && !gpu.isSoftware) process.send!({ type: 'phases', phases: [wallSlice('compile kernels', start)] });
+    try { if (gpu) await warmUpKernels(gpu); } catch { /* a kernel that fails to compile fails its task later, with context */ }
+    if (gpu && !gpu.isSoftware) process.send!({ type: 'phases', phases: [wallSlice('compile kernels, map staging', start)] });
     resolve();
   });
 }));
