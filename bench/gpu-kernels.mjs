@@ -84,8 +84,8 @@ const { describeAdapter, openGpu } = await import('../dist/engine/gpu/device.js'
 // commands made without an encoder (clears of recycled buffers, single dispatches) for the next one.
 const { StagingRing, storageBuffer, freeBuffer, uniformWords, kernelFor, readU32, workgroupsFor, submit, writeBuffer, submittedWorkDone } = await import('../dist/engine/gpu/buffers.js');
 const { KernelTimer, timestampsUnavailable, wallClockNs } = await import('../dist/engine/gpu/timing.js');
-const { exclusiveScan } = await import('../dist/kernels/prefix-scan.js');
-const { PREFIX_SCAN_WGSL } = await import('../dist/kernels/prefix-scan.wgsl.js');
+const { exclusiveScan, scanVariant } = await import('../dist/kernels/prefix-scan.js');
+const { PREFIX_SCAN_SUBGROUPS_WGSL, PREFIX_SCAN_WGSL } = await import('../dist/kernels/prefix-scan.wgsl.js');
 const G = await import('../dist/kernels/groupby-aggregate.wgsl.js');
 const J = await import('../dist/kernels/hash-join.wgsl.js');
 const { CSV_BOUNDARIES_WGSL } = await import('../dist/kernels/csv-scan.wgsl.js');
@@ -102,6 +102,7 @@ if (!ctx) { console.error('no WebGPU adapter'); process.exit(1); }
 const device = ctx.device;
 const d = describeAdapter(ctx);
 console.log(`adapter: ${d.name} (${d.vendor}, ${d.isSoftware ? 'software' : 'hardware'}), timestamp-query=${ctx.hasTimestamps}, maxStorageBufferBindingSize=${device.limits.maxStorageBufferBindingSize}`);
+console.log(`subgroups: ${ctx.subgroupLayout.detail}; exclusiveScan uses the ${scanVariant(ctx)} scan_blocks (GPUFRAME_GPU_SUBGROUPS=0: plain)`);
 console.log(`rows=${ROWS} groups=${GROUPS} build rows=${BUILD_ROWS} csv=${(csvLength / 1e6).toFixed(1)} MB (${csvLines} lines) repeat=${REPEAT}; inputs generated in ${(generatedMs / 1000).toFixed(1)} s`);
 const noTimestamps = process.env.TIMING === 'wall' ? 'TIMING=wall: timing by wall clock' : timestampsUnavailable(ctx);
 if (noTimestamps) console.log(`note: ${noTimestamps}`);
@@ -384,6 +385,11 @@ async function scan() {
   const params = uniformWords(ctx, [n]);
   const kernel = kernelFor(ctx, 'prefix-scan', PREFIX_SCAN_WGSL);
   await timeKernel('scan_blocks', 8 * n, (enc, tw) => kernel.dispatch('scan_blocks', [data, sums, params], Math.min(blocks, 8192), enc, tw));
+  // The subgroup variant (same bindings and output), where the device's subgroups allow it.
+  if (ctx.subgroupLayout.usable) {
+    const sub = kernelFor(ctx, 'prefix-scan-subgroups', PREFIX_SCAN_SUBGROUPS_WGSL);
+    await timeKernel(`scan_blocks (subgroups of ${ctx.subgroupLayout.size})`, 8 * n, (enc, tw) => sub.dispatch('scan_blocks', [data, sums, params], Math.min(blocks, 8192), enc, tw));
+  }
   exclusiveScan(ctx, sums, blocks);
   await timeKernel('add_block_offsets', 8 * n, (enc, tw) => kernel.dispatch('add_block_offsets', [data, sums, params], workgroupsFor(n), enc, tw));
   freeBuffer(ctx, data); freeBuffer(ctx, sums); params.destroy();

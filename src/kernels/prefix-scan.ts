@@ -2,25 +2,44 @@
 // hash-join for output offsets, and by groupby-aggregate to number groups).
 
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, sharedUniform, storageBuffer, workgroupsFor } from '../engine/gpu/buffers.js';
-import { PREFIX_SCAN_WGSL } from './prefix-scan.wgsl.js';
+import { freeBuffer, kernelFor, sharedUniform, storageBuffer, workgroupsFor, type GpuKernel } from '../engine/gpu/buffers.js';
+import { PREFIX_SCAN_SUBGROUPS_WGSL, PREFIX_SCAN_WGSL } from './prefix-scan.wgsl.js';
 
 const BLOCK = 1024;
 
+/** The two scan_blocks kernels: 'plain' (workgroup memory only) and 'subgroups'. */
+export type ScanVariant = 'plain' | 'subgroups';
+
+/**
+ * The scan_blocks kernel exclusiveScan uses on this device: 'subgroups' where openGpu found
+ * subgroups laid out as that kernel assumes, unless GPUFRAME_GPU_SUBGROUPS=0 (to measure or test
+ * the plain one; read at each call, so a test can switch it).
+ */
+export function scanVariant(ctx: GpuContext): ScanVariant {
+  return ctx.subgroupLayout.usable && process.env.GPUFRAME_GPU_SUBGROUPS !== '0' ? 'subgroups' : 'plain';
+}
+
+/** The compiled module holding that variant's scan_blocks (add_block_offsets is in the plain one). */
+export function scanBlocksKernel(ctx: GpuContext, variant: ScanVariant): GpuKernel {
+  return variant === 'subgroups'
+    ? kernelFor(ctx, 'prefix-scan-subgroups', PREFIX_SCAN_SUBGROUPS_WGSL)
+    : kernelFor(ctx, 'prefix-scan', PREFIX_SCAN_WGSL);
+}
+
 /**
  * Replaces words [0, n) of `buf` with their exclusive prefix sum. To get the total as well,
- * scan n+1 words with the last one 0: it becomes the total. Submits its own work.
+ * scan n+1 words with the last one 0: it becomes the total. Submits its own work. `variant` is
+ * for tests and benchmarks ('subgroups' only where scanVariant could pick it).
  */
-export function exclusiveScan(ctx: GpuContext, buf: GPUBuffer, n: number): void {
+export function exclusiveScan(ctx: GpuContext, buf: GPUBuffer, n: number, variant = scanVariant(ctx)): void {
   if (n === 0) return;
-  const kernel = kernelFor(ctx, 'prefix-scan', PREFIX_SCAN_WGSL);
   const blocks = Math.ceil(n / BLOCK);
   const sums = storageBuffer(ctx, blocks * 4, 'scan block sums');
   const params = sharedUniform(ctx, [n]);
-  kernel.dispatch('scan_blocks', [buf, sums, params], Math.min(blocks, 8192));
+  scanBlocksKernel(ctx, variant).dispatch('scan_blocks', [buf, sums, params], Math.min(blocks, 8192));
   if (blocks > 1) {
-    exclusiveScan(ctx, sums, blocks);
-    kernel.dispatch('add_block_offsets', [buf, sums, params], workgroupsFor(n));
+    exclusiveScan(ctx, sums, blocks, variant);
+    scanBlocksKernel(ctx, 'plain').dispatch('add_block_offsets', [buf, sums, params], workgroupsFor(n));
   }
   freeBuffer(ctx, sums);
 }

@@ -1,14 +1,20 @@
 // Exclusive prefix sum of u32 words, in place: each workgroup scans blocks of 1024 words
 // (4 per thread, then a Hillis-Steele scan of thread totals in workgroup memory) and writes
 // each block's total; the host scans the totals recursively and adds them back.
+// PREFIX_SCAN_SUBGROUPS_WGSL is a scan_blocks with the same bindings, blocks and results that
+// scans thread totals with subgroup operations; prefix-scan.ts picks it where subgroups are
+// laid out as it assumes (engine/gpu/subgroups.ts).
 import { WGSL_GRID } from './wgsl-common.js';
 
-export const PREFIX_SCAN_WGSL = /* wgsl */ `
-${WGSL_GRID}
+const SCAN_BINDINGS = /* wgsl */ `
 struct Params { n: u32, _a: u32, _b: u32, _c: u32 }
 @group(0) @binding(0) var<storage, read_write> data: array<u32>;
 @group(0) @binding(1) var<storage, read_write> blockSums: array<u32>;
-@group(0) @binding(2) var<uniform> p: Params;
+@group(0) @binding(2) var<uniform> p: Params;`;
+
+export const PREFIX_SCAN_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${SCAN_BINDINGS}
 var<workgroup> totals: array<u32, 256>;
 
 @compute @workgroup_size(256)
@@ -48,6 +54,60 @@ fn scan_blocks(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) 
 fn add_block_offsets(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
     data[i] += blockSums[i / 1024u];
+  }
+}
+`;
+
+// Assumes full subgroups of one size S (4 ≤ S ≤ 256, dividing 256) laid out linearly: subgroup k
+// holds local indices k·S … k·S+S−1, lane = index − k·S. Per block: a subgroup scan of the thread
+// totals, one total per subgroup into workgroup memory, one barrier; then every subgroup scans the
+// 256/S subgroup totals itself, S at a time (once when S ≥ 16), instead of one subgroup scanning
+// them behind a second barrier. Sums wrap like the plain kernel's, so results match bit for bit.
+export const PREFIX_SCAN_SUBGROUPS_WGSL = /* wgsl */ `
+enable subgroups;
+${SCAN_BINDINGS}
+// Two sets of up to 64 subgroup totals, used by alternate blocks: a subgroup may write the next
+// block's totals while slower ones still read this block's, so the trailing barrier goes too.
+var<workgroup> sgTotals: array<u32, 128>;
+
+@compute @workgroup_size(256)
+fn scan_blocks(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u,
+               @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sgSize: u32) {
+  let nblocks = (p.n + 1023u) / 1024u;
+  let sg = li / sgSize; // this thread's subgroup (linear layout)
+  let nsg = 256u / sgSize;
+  var half = 0u; // which set of subgroup totals this block uses: 0 or 64
+  for (var b = wid.x; b < nblocks; b += nwg.x) {
+    let base = b * 1024u + li * 4u;
+    var before: array<u32, 4>;
+    var t = 0u;
+    for (var k = 0u; k < 4u; k++) {
+      let i = base + k;
+      var x = 0u;
+      if (i < p.n) { x = data[i]; }
+      before[k] = t;
+      t += x;
+    }
+    let inSubgroup = subgroupExclusiveAdd(t);
+    if (lane == sgSize - 1u) { sgTotals[half + sg] = inSubgroup + t; }
+    workgroupBarrier();
+    // Scan the subgroup totals S at a time; keep the exclusive sum at this thread's subgroup.
+    var sgOffset = 0u;
+    var total = 0u;
+    for (var c = 0u; c < nsg; c += sgSize) {
+      var x = 0u;
+      if (c + lane < nsg) { x = sgTotals[half + c + lane]; }
+      let atMine = subgroupShuffle(subgroupExclusiveAdd(x), sg % sgSize);
+      if (sg / sgSize == c / sgSize) { sgOffset = total + atMine; }
+      total += subgroupAdd(x);
+    }
+    let excl = sgOffset + inSubgroup;
+    for (var k = 0u; k < 4u; k++) {
+      let i = base + k;
+      if (i < p.n) { data[i] = before[k] + excl; }
+    }
+    if (li == 0u) { blockSums[b] = total; }
+    half = 64u - half;
   }
 }
 `;

@@ -11,6 +11,7 @@ import { CSV_BOUNDARIES_WGSL } from '../../kernels/csv-scan.wgsl.js';
 import * as G from '../../kernels/groupby-aggregate.wgsl.js';
 import { KEY_VERIFY_WGSL } from '../../kernels/key-hash.wgsl.js';
 import { PREFIX_SCAN_WGSL } from '../../kernels/prefix-scan.wgsl.js';
+import { scanBlocksKernel, scanVariant } from '../../kernels/prefix-scan.js';
 
 /** Label, WGSL and entry points of every kernel the CSV group-by path dispatches (labels as in their host files). */
 export const CSV_GROUPBY_KERNELS: [string, string, string[]][] = [
@@ -35,6 +36,8 @@ export const CSV_GROUPBY_KERNELS: [string, string, string[]][] = [
 export async function warmUpKernels(gpu: GpuContext): Promise<void> {
   if (gpu.isSoftware) return;
   const compiling = CSV_GROUPBY_KERNELS.map(([label, code, entries]) => kernelFor(gpu, label, code).prepare(entries));
+  // The list holds the plain scan_blocks; where subgroups are usable, the scans run this one.
+  if (scanVariant(gpu) === 'subgroups') compiling.push(scanBlocksKernel(gpu, 'subgroups').prepare(['scan_blocks']));
   stagingRingOf(gpu);
   await Promise.all(compiling);
 }

@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import { create, globals } from 'webgpu';
 import { driPrimeOf, gpuBusIds, pinnedEnv } from './pci.js';
+import { checkSubgroupLayout, UNCHECKED_LAYOUT, type SubgroupLayout } from './subgroups.js';
 
 export interface GpuContext {
   adapter: GPUAdapter;
@@ -12,6 +13,8 @@ export interface GpuContext {
   /** Features the device was created with. */
   features: ReadonlySet<string>;
   hasSubgroups: boolean;
+  /** Whether subgroup kernels may run here (checked once by openGpu: subgroups.ts). */
+  subgroupLayout: SubgroupLayout;
   hasTimestamps: boolean;
   isSoftware: boolean;
   /** Set once the device is lost; callers stop dispatching and report a RuntimeFailure. */
@@ -73,8 +76,8 @@ function limitsOf(limits: GPUSupportedLimits): Record<string, number> {
 
 /**
  * Opens the process's GPU with the adapter's maximum limits and the subgroups/timestamp-query
- * features when offered. Null when there is no adapter, or only a software one and
- * `allowSoftware` is not set.
+ * features when offered, and checks how its subgroups are laid out (subgroups.ts). Null when
+ * there is no adapter, or only a software one and `allowSoftware` is not set.
  */
 export async function openGpu(options: { allowSoftware?: boolean } = {}): Promise<GpuContext | null> {
   const adapter = await gpu().requestAdapter({ powerPreference: 'high-performance' });
@@ -91,6 +94,7 @@ export async function openGpu(options: { allowSoftware?: boolean } = {}): Promis
     device,
     features: new Set(requiredFeatures),
     hasSubgroups: requiredFeatures.includes('subgroups'),
+    subgroupLayout: UNCHECKED_LAYOUT,
     hasTimestamps: requiredFeatures.includes('timestamp-query'),
     isSoftware,
     lostReason: null,
@@ -98,6 +102,8 @@ export async function openGpu(options: { allowSoftware?: boolean } = {}): Promis
   };
   device.onuncapturederror = (ev) => { ctx.errors.push(ev.error.message); };
   void device.lost.then((info) => { ctx.lostReason = info.message || info.reason || 'device lost'; });
+  // Here, where opening is asynchronous anyway: kernels that rely on it are recorded synchronously.
+  ctx.subgroupLayout = await checkSubgroupLayout(ctx);
   return ctx;
 }
 
