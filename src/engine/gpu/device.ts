@@ -13,8 +13,10 @@ export interface GpuContext {
   /** Features the device was created with. */
   features: ReadonlySet<string>;
   hasSubgroups: boolean;
-  /** Whether subgroup kernels may run here (checked once by openGpu: subgroups.ts). */
+  /** Whether subgroup kernels may run here (subgroups.ts); 'not checked' until `subgroupsChecked` resolves. */
   subgroupLayout: SubgroupLayout;
+  /** The layout check openGpu starts; kernels recorded before it resolves use their plain forms. */
+  subgroupsChecked: Promise<void>;
   hasTimestamps: boolean;
   isSoftware: boolean;
   /** Set once the device is lost; callers stop dispatching and report a RuntimeFailure. */
@@ -76,8 +78,9 @@ function limitsOf(limits: GPUSupportedLimits): Record<string, number> {
 
 /**
  * Opens the process's GPU with the adapter's maximum limits and the subgroups/timestamp-query
- * features when offered, and checks how its subgroups are laid out (subgroups.ts). Null when
- * there is no adapter, or only a software one and `allowSoftware` is not set.
+ * features when offered, and starts the check of how its subgroups are laid out (subgroups.ts,
+ * GpuContext.subgroupsChecked). Null when there is no adapter, or only a software one and
+ * `allowSoftware` is not set.
  */
 export async function openGpu(options: { allowSoftware?: boolean } = {}): Promise<GpuContext | null> {
   const adapter = await gpu().requestAdapter({ powerPreference: 'high-performance' });
@@ -95,6 +98,7 @@ export async function openGpu(options: { allowSoftware?: boolean } = {}): Promis
     features: new Set(requiredFeatures),
     hasSubgroups: requiredFeatures.includes('subgroups'),
     subgroupLayout: UNCHECKED_LAYOUT,
+    subgroupsChecked: Promise.resolve(),
     hasTimestamps: requiredFeatures.includes('timestamp-query'),
     isSoftware,
     lostReason: null,
@@ -102,8 +106,9 @@ export async function openGpu(options: { allowSoftware?: boolean } = {}): Promis
   };
   device.onuncapturederror = (ev) => { ctx.errors.push(ev.error.message); };
   void device.lost.then((info) => { ctx.lostReason = info.message || info.reason || 'device lost'; });
-  // Here, where opening is asynchronous anyway: kernels that rely on it are recorded synchronously.
-  ctx.subgroupLayout = await checkSubgroupLayout(ctx);
+  // Not awaited here: a GPU worker reports ready without it (its warm-up waits for it, beside the
+  // kernel compiles), so it stays off the start-up path.
+  ctx.subgroupsChecked = checkSubgroupLayout(ctx).then((layout) => { ctx.subgroupLayout = layout; });
   return ctx;
 }
 

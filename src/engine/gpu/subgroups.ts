@@ -55,8 +55,10 @@ export async function checkSubgroupLayout(ctx: Pick<GpuContext, 'device' | 'hasS
 }
 
 /**
- * The check kernel's output, WORDS per invocation. Raw device calls inside an error scope: a
- * failure must not land in GpuContext.errors, which fails every later readback.
+ * The check kernel's output, WORDS per invocation. Raw device calls inside error scopes: a
+ * failure must not land in GpuContext.errors, which fails every later readback. The scopes hold
+ * only synchronous calls (the device's other work goes on while the pipeline compiles; its
+ * errors must not land here either); the asynchronous compile rejects by itself.
  */
 async function runLayoutKernel(device: GPUDevice): Promise<Uint32Array> {
   const bytes = WORKGROUP * WORKGROUPS * WORDS * 4;
@@ -64,10 +66,12 @@ async function runLayoutKernel(device: GPUDevice): Promise<Uint32Array> {
   const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
   try {
     device.pushErrorScope('validation');
-    let pipeline: GPUComputePipeline | null = null;
+    const module = device.createShaderModule({ code: CHECK_WGSL, label: 'subgroup layout check' });
+    const moduleError = await device.popErrorScope();
+    if (moduleError) throw new Error(moduleError.message);
+    const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'check_layout' } });
+    device.pushErrorScope('validation');
     try {
-      const module = device.createShaderModule({ code: CHECK_WGSL, label: 'subgroup layout check' });
-      pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'check_layout' } });
       const enc = device.createCommandEncoder();
       const pass = enc.beginComputePass();
       pass.setPipeline(pipeline);
