@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DecodedColumn, groupbyAggregate, groupbyAggregateCpu, type AggColumnInput, type GroupAggregates, type GroupKeys } from '../src/kernels/groupby-aggregate.js';
-import * as W from '../src/kernels/groupby-aggregate.wgsl.js';
-import { freeBuffer, kernelFor, readU32, sharedUniform, storageBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
+import { accumulateColumn, DecodedColumn, groupbyAggregate, groupbyAggregateCpu, type AggColumnInput, type GroupAggregates, type GroupKeys } from '../src/kernels/groupby-aggregate.js';
+import { freeBuffer, readU32, storageBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
 import { exactSumValue } from '../src/kernels/float-sum.js';
 import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 
@@ -259,21 +258,7 @@ describe.skipIf(skipGpuTests)('groupby-aggregate kernel: workgroup-local pre-agg
         const isFloat = col.type === 'float64';
         const words = isFloat ? new Uint32Array(col.values.buffer) : col.words;
         const values = await uploadNew(ctx, words, 'values');
-        const params = sharedUniform(ctx, [n, 0, isFloat ? 1 : 0]);
-        const sum = storageBuffer(ctx, slots * (isFloat ? 14 : 8) * 4, 'sums');
-        const minMax = storageBuffer(ctx, slots * 16, 'min/max');
-        const mm = kernelFor(ctx, 'groupby-min-max', W.GROUPBY_MIN_MAX_WGSL);
-        mm.dispatch('minmax_init', [null, null, null, minMax, sharedUniform(ctx, [slots, 0, 0])], 1);
-        const bind = (acc: GPUBuffer) => [slotBuf, values, noNulls, acc, params];
-        if (isFloat) {
-          const k = kernelFor(ctx, 'groupby-float-sum', W.GROUPBY_FLOAT_SUM_WGSL);
-          k.dispatch('float_exponents', bind(sum), workgroups);
-          k.dispatch('float_sum', bind(sum), workgroups);
-        } else {
-          kernelFor(ctx, 'groupby-int-sum', W.GROUPBY_INT_SUM_WGSL).dispatch('sum_int', bind(sum), workgroups);
-        }
-        mm.dispatch('minmax_hi', bind(minMax), workgroups);
-        mm.dispatch('minmax_lo', bind(minMax), workgroups);
+        const { sum, minMax } = accumulateColumn(ctx, slotBuf, slots, { type: col.type, values, mask: noNulls, hasNulls: false }, n, workgroups);
         const decoded = new DecodedColumn(col.type, { sum: await readU32(ctx, sum, slots * (isFloat ? 14 : 8)), minMax: await readU32(ctx, minMax, slots * 4) }, [0, 1, 2]);
         for (const b of [values, sum, minMax]) freeBuffer(ctx, b);
         const want = cpu.columns[c];

@@ -159,7 +159,7 @@ export type DeviceGroupAggregates = Omit<GroupAggregates<DecodedColumn>, 'keyWor
  * brings the per-group records, decoded on the host in first-appearance order.
  */
 export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: readonly DeviceAggColumn[], n: number): Promise<DeviceGroupAggregates> {
-  const accs = columns.map((col) => accumulateColumn(ctx, t, col, n));
+  const accs = columns.map((col) => accumulateColumn(ctx, t.rowSlot, t.capacity + 1, col, n));
   const { groups, slotOfGroup } = await numberGroups(ctx, t);
   // Every per-group record in one gather and one readback.
   const parts = await gatherEntries(ctx, slotOfGroup, groups, [
@@ -211,15 +211,17 @@ export async function gatherEntries(ctx: GpuContext, index: GPUBuffer, count: nu
   return sources.map((x, k) => words.subarray(offsets[k], offsets[k] + count * x.width));
 }
 
-/** Submits one column's accumulation over the table's slots; the caller frees the accumulators. */
-function accumulateColumn(ctx: GpuContext, t: KeyTable, col: DeviceAggColumn, n: number): { sum: GPUBuffer; minMax: GPUBuffer } {
-  const slots = t.capacity + 1;
+/**
+ * Submits one column's accumulation over `slots` slots, given each row's slot (`rowSlot`, as
+ * insert_keys writes it); the caller frees the accumulators. `wg` (workgroups) is for tests that
+ * make one workgroup take many rows, to reach the carries of its local sums.
+ */
+export function accumulateColumn(ctx: GpuContext, rowSlot: GPUBuffer, slots: number, col: DeviceAggColumn, n: number, wg = workgroupsFor(n)): { sum: GPUBuffer; minMax: GPUBuffer } {
   const isFloat = col.type === 'float64';
   const params = sharedUniform(ctx, [n, col.hasNulls ? 1 : 0, isFloat ? 1 : 0]);
   const sum = storageBuffer(ctx, slots * (isFloat ? FLOAT_WIDTH : INT_WIDTH) * 4, 'sum accumulators');
   const minMax = storageBuffer(ctx, slots * MINMAX_WIDTH * 4, 'min/max accumulators');
-  const bindings = (acc: GPUBuffer) => [t.rowSlot, col.values, col.mask, acc, params];
-  const wg = workgroupsFor(n);
+  const bindings = (acc: GPUBuffer) => [rowSlot, col.values, col.mask, acc, params];
   const mm = kernelFor(ctx, 'groupby-min-max', W.GROUPBY_MIN_MAX_WGSL);
   const slotParams = sharedUniform(ctx, [slots, 0, 0]);
   mm.dispatch('minmax_init', [null, null, null, minMax, slotParams], workgroupsFor(slots));

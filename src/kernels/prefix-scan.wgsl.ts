@@ -10,7 +10,30 @@ const SCAN_BINDINGS = /* wgsl */ `
 struct Params { n: u32, _a: u32, _b: u32, _c: u32 }
 @group(0) @binding(0) var<storage, read_write> data: array<u32>;
 @group(0) @binding(1) var<storage, read_write> blockSums: array<u32>;
-@group(0) @binding(2) var<uniform> p: Params;`;
+@group(0) @binding(2) var<uniform> p: Params;
+
+// A thread's four consecutive words from base: each one's exclusive sum within the four, and their total.
+struct Four { before: array<u32, 4>, total: u32 }
+
+fn loadFour(base: u32) -> Four {
+  var f: Four;
+  for (var k = 0u; k < 4u; k++) {
+    let i = base + k;
+    var x = 0u;
+    if (i < p.n) { x = data[i]; }
+    f.before[k] = f.total;
+    f.total += x;
+  }
+  return f;
+}
+
+// Writes the four words' exclusive sums, each plus offset (the sum of everything before them).
+fn storeFour(base: u32, f: Four, offset: u32) {
+  for (var k = 0u; k < 4u; k++) {
+    let i = base + k;
+    if (i < p.n) { data[i] = f.before[k] + offset; }
+  }
+}`;
 
 export const PREFIX_SCAN_WGSL = /* wgsl */ `
 ${WGSL_GRID}
@@ -22,15 +45,8 @@ fn scan_blocks(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) 
   let nblocks = (p.n + 1023u) / 1024u;
   for (var b = wid.x; b < nblocks; b += nwg.x) {
     let base = b * 1024u + lid.x * 4u;
-    var before: array<u32, 4>;
-    var t = 0u;
-    for (var k = 0u; k < 4u; k++) {
-      let i = base + k;
-      var x = 0u;
-      if (i < p.n) { x = data[i]; }
-      before[k] = t;
-      t += x;
-    }
+    let four = loadFour(base);
+    let t = four.total;
     totals[lid.x] = t;
     workgroupBarrier();
     for (var off = 1u; off < 256u; off *= 2u) {
@@ -40,11 +56,7 @@ fn scan_blocks(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) 
       totals[lid.x] += add;
       workgroupBarrier();
     }
-    let excl = totals[lid.x] - t;
-    for (var k = 0u; k < 4u; k++) {
-      let i = base + k;
-      if (i < p.n) { data[i] = before[k] + excl; }
-    }
+    storeFour(base, four, totals[lid.x] - t);
     if (lid.x == 255u) { blockSums[b] = totals[255]; }
     workgroupBarrier();
   }
@@ -79,15 +91,8 @@ fn scan_blocks(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
   var half = 0u; // which set of subgroup totals this block uses: 0 or 64
   for (var b = wid.x; b < nblocks; b += nwg.x) {
     let base = b * 1024u + li * 4u;
-    var before: array<u32, 4>;
-    var t = 0u;
-    for (var k = 0u; k < 4u; k++) {
-      let i = base + k;
-      var x = 0u;
-      if (i < p.n) { x = data[i]; }
-      before[k] = t;
-      t += x;
-    }
+    let four = loadFour(base);
+    let t = four.total;
     let inSubgroup = subgroupExclusiveAdd(t);
     if (lane == sgSize - 1u) { sgTotals[half + sg] = inSubgroup + t; }
     workgroupBarrier();
@@ -101,11 +106,7 @@ fn scan_blocks(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) 
       if (sg / sgSize == c / sgSize) { sgOffset = total + atMine; }
       total += subgroupAdd(x);
     }
-    let excl = sgOffset + inSubgroup;
-    for (var k = 0u; k < 4u; k++) {
-      let i = base + k;
-      if (i < p.n) { data[i] = before[k] + excl; }
-    }
+    storeFour(base, four, sgOffset + inSubgroup);
     if (li == 0u) { blockSums[b] = total; }
     half = 64u - half;
   }
