@@ -112,6 +112,26 @@ describe.skipIf(skipGpuTests)('groupby --device gpu through the CLI', () => {
     expect(failed.stderr).toMatch(/unknown key column 'nope'/);
   }, 30_000);
 
+  it('guessed chunk cuts that land inside quoted line breaks: the GPU path refuses the chunk, the run replans, same bytes', async () => {
+    // Quoted keys with line breaks, one every few records, and 300-byte chunks: many guesses
+    // (the next line break after each grid point) fall inside quotes. GPUFRAME_PLAN_THREADS=2
+    // makes this small file count as large (cut-points.ts worthGuessing).
+    const path = join(dir, 'quoted-breaks.csv');
+    const rows = Array.from({ length: 3000 }, (_, i) => `${i % 7 === 0 ? `"k${i % 11}\nline"` : `k${i % 11}`},${i},${(i % 13) * 0.5}`);
+    writeFileSync(path, 'ks,i,f\n' + rows.join('\n') + '\n');
+    const out = (name: string) => join(dir, `${name}.csv`);
+    const args = (name: string, device: string) => ['groupby', path, '--by', 'ks', '--agg', 'count(),sum(i),max(f)', '--blocksize', '300B', '--device', device, '--workers', device === 'gpu' ? '0' : '2', '-o', out(name)];
+    const trace = join(dir, 'quoted-gpu.json');
+    const gpu = await gpuframe([...args('quoted-gpu', 'gpu'), '--trace', trace], { env: { GPUFRAME_PLAN_THREADS: '2' } });
+    const cpu = await gpuframe(args('quoted-cpu', 'cpu'));
+    expect(gpu.code, gpu.stderr).toBe(0);
+    expect(cpu.code, cpu.stderr).toBe(0);
+    expect(readFileSync(out('quoted-gpu')).equals(readFileSync(out('quoted-cpu')))).toBe(true);
+    // Planned twice: on guessed cuts, then (after a chunk refused to end inside quotes) on exact ones.
+    const names = (JSON.parse(readFileSync(trace, 'utf8')).traceEvents as { name: string }[]).map((e) => e.name);
+    expect(names.filter((n) => n.startsWith('plan chunks')).length).toBe(2);
+  }, 60_000);
+
   it('a GPU worker killed mid-run has its task retried; the output does not change', async () => {
     const marker = join(dir, 'killed.marker');
     const args = ['--by', 'ki', '--agg', GPU_AGGS, '--dropna'];
