@@ -139,7 +139,8 @@ describe('HybridRunner', () => {
       const gpu = fake('gpu', 1, () => 1);
       const cpu = fake('cpu', 1, () => 5);
       const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: 2, runner: later(200, gpu) }, cpu, isGpuTask, isLoad);
-      expect(hybrid.gpuConcurrency).toBe(2); // expected before the GPU opens
+      expect(hybrid.gpuWorkers).toBe(1); // expected before the GPU opens
+      expect(hybrid.concurrency).toBe(2 + 1);
       expect(hybrid.size).toBe(2);
       const started = performance.now();
       const first = await hybrid.run(task(0, false), 'c0');
@@ -152,7 +153,8 @@ describe('HybridRunner', () => {
       expect(cpu.ran).toEqual([0]); // the GPU-only load waited for the GPU
       await later(1, null); // the load's slot is given back after its result
       expect((await hybrid.run(task(2, true), 'g2')).warnings).toEqual(['gpu']);
-      expect(hybrid.gpuConcurrency).toBe(1);
+      expect(hybrid.gpuWorkers).toBe(1);
+      expect(hybrid.concurrency).toBe(1 + 1);
       expect((await hybrid.runOnEach(task(9, false), 'each')).map((r) => r.warnings[0])).toEqual(['gpu', 'cpu']);
       await hybrid.close();
     });
@@ -161,7 +163,7 @@ describe('HybridRunner', () => {
       const cpu = fake('cpu', 1, () => 1);
       const hybrid = new HybridRunner({ workers: 2, tasksPerWorker: 2, runner: later(20, null) }, cpu, isGpuTask, isLoad);
       expect((await hybrid.run(load(0), 'l0')).warnings).toEqual(['cpu']);
-      expect(hybrid.gpuConcurrency).toBe(0);
+      expect(hybrid.gpuWorkers).toBe(0);
       expect((await hybrid.runOnEach(task(1, false), 'each')).map((r) => r.warnings[0])).toEqual(['cpu']);
     });
 

@@ -54,8 +54,8 @@ interface SlotInfo {
 export class GpuProcessPool extends WorkerProcessPool {
   private readonly info: SlotInfo[];
 
-  get gpuConcurrency(): number {
-    return this.concurrency;
+  get gpuWorkers(): number {
+    return this.size;
   }
 
   /** Starts one worker per GPU, waits until each has opened its device, and checks the pinning. */

@@ -83,11 +83,11 @@ export class HybridRunner implements TaskRunner {
   }
 
   get concurrency(): number {
-    return this.gpuConcurrency + concurrencyOf(this.cpu);
+    return (this.gpu ? concurrencyOf(this.gpu) : this.opening!.workers * this.opening!.tasksPerWorker) + concurrencyOf(this.cpu);
   }
 
-  get gpuConcurrency(): number {
-    return this.gpu ? concurrencyOf(this.gpu) : this.opening!.workers * this.opening!.tasksPerWorker;
+  get gpuWorkers(): number {
+    return this.gpu ? this.gpu.size : this.opening!.workers;
   }
 
   broadcast(b: Broadcast): void {

@@ -17,8 +17,8 @@ export interface TaskRunner {
   readonly size: number;
   /** Tasks it runs at once (default: size). */
   readonly concurrency?: number;
-  /** Tasks its GPU workers run at once (0 or absent: no GPU workers). */
-  readonly gpuConcurrency?: number;
+  /** GPU worker processes (0 or absent: none). */
+  readonly gpuWorkers?: number;
   broadcast(b: Broadcast): void;
   run(task: Task, label: string): Promise<FragmentResult>;
   /** Runs `task` once on every live worker (for data resident in workers); a worker lost meanwhile rejects with WorkerLost. */
