@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { describeAdapter, listGpus } from '../src/engine/gpu/device.js';
-import { driPrimeOf } from '../src/engine/gpu/pci.js';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { driPrimeOf, quickGpuBusIds } from '../src/engine/gpu/pci.js';
 import { readU32, StagingRing, storageBuffer, freeBuffer, MemoryBudget, kernelFor } from '../src/engine/gpu/buffers.js';
 import { CSV_GROUPBY_KERNELS } from '../src/engine/exec/gpu-warmup.js';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
@@ -10,6 +13,13 @@ describe('gpu device', () => {
     expect(driPrimeOf('00000000:06:00.0')).toBe('pci-0000_06_00_0');
     expect(driPrimeOf('0000:C1:00.0')).toBe('pci-0000_c1_00_0');
     expect(() => driPrimeOf('gpu0')).toThrow();
+  });
+
+  it('reads the GPUs NVIDIA\'s driver lists (its /proc directory) in bus order; none without the directory', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nvidia-gpus-'));
+    for (const d of ['0000:41:00.0', '0000:06:00.0', '0000:c1:00.0', 'not-a-gpu']) mkdirSync(join(dir, d));
+    expect(quickGpuBusIds(dir)).toEqual(['0000:06:00.0', '0000:41:00.0', '0000:c1:00.0']);
+    expect(quickGpuBusIds(join(dir, 'absent'))).toBeNull();
   });
 
   it('refuses to go over the memory budget', () => {

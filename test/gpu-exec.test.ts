@@ -11,6 +11,8 @@ import { readCsvFile } from '../src/engine/io/csv/index.js';
 import { finalizeAggregate, parseAggList, PartialAggregator, type AggregateSpec } from '../src/engine/ops/aggregate/index.js';
 import { gpuPartialAggregate, gpuSupports } from '../src/engine/exec/gpu-aggregate.js';
 import { parseDeviceSelect } from '../src/engine/exec/gpu-pool.js';
+import { gpuWorkerFor, startGpuWorkersEarly } from '../src/engine/exec/gpu-worker-process.js';
+import { driPrimeOf } from '../src/engine/gpu/pci.js';
 import { ResidentCache } from '../src/engine/exec/gpu-resident.js';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { gpuframe, shell } from './helpers/cli.js';
@@ -131,6 +133,23 @@ describe.skipIf(skipGpuTests)('groupby --device gpu through the CLI', () => {
     const names = (JSON.parse(readFileSync(trace, 'utf8')).traceEvents as { name: string }[]).map((e) => e.name);
     expect(names.filter((n) => n.startsWith('plan chunks')).length).toBe(2);
   }, 60_000);
+
+  it('a worker started early is adopted for the same GPU however its bus id is written, and only with the same settings', () => {
+    const gpu = (busId: string) => ({ busId, driPrime: driPrimeOf(busId), adapter: null });
+    // As /proc/driver/nvidia/gpus writes it (the early guess), then as nvidia-smi does (the run).
+    const [early] = startGpuWorkersEarly([gpu('0000:06:00.0')], false);
+    const adopted = gpuWorkerFor(gpu('00000000:06:00.0'), false);
+    const otherGpu = gpuWorkerFor(gpu('0000:07:00.0'), false);
+    const [early2] = startGpuWorkersEarly([gpu('0000:08:00.0')], false);
+    const otherSettings = gpuWorkerFor(gpu('0000:08:00.0'), true);
+    try {
+      expect(adopted).toBe(early);
+      expect(otherGpu).not.toBe(early);
+      expect(otherSettings).not.toBe(early2);
+    } finally {
+      for (const w of [early, otherGpu, early2, otherSettings]) w.child.kill('SIGKILL');
+    }
+  });
 
   it('a GPU worker killed mid-run has its task retried; the output does not change', async () => {
     const marker = join(dir, 'killed.marker');

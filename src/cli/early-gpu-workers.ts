@@ -8,7 +8,7 @@
 import { fstatSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { startGpuWorkersEarly } from '../engine/exec/gpu-worker-process.js';
-import { driPrimeOf, gpuBusIds, gpuCandidates, parseGpuList } from '../engine/gpu/pci.js';
+import { driPrimeOf, gpuBusIds, gpuCandidates, parseGpuList, quickGpuBusIds } from '../engine/gpu/pci.js';
 
 /** Commands that end by running their plan, unless stdout is a pipe (then they pass it on). */
 const STAGES = new Set(['read-csv', 'groupby', 'merge', 'predict', 'make-blobs', 'make-classification', 'make-regression']);
@@ -51,7 +51,7 @@ export function startEarlyGpuWorkers(argv: readonly string[]): void {
   }
   try {
     const gpus = flagValue(rest, 'gpus');
-    startGpuWorkersEarly(gpuCandidates(device, gpus === undefined ? undefined : parseGpuList(gpus), gpuBusIds(), driPrimeOf), device === 'gpu');
+    startGpuWorkersEarly(gpuCandidates(device, gpus === undefined ? undefined : parseGpuList(gpus), quickGpuBusIds() ?? gpuBusIds(), driPrimeOf), device === 'gpu');
   } catch {
     // A bad --gpus: the command says so once oclif has parsed it.
   }

@@ -69,19 +69,23 @@ export class GpuWorkerProcess {
 
 const waiting: GpuWorkerProcess[] = [];
 
-/** Starts a worker for each of `gpus` now, for a pool created later to adopt. */
-export function startGpuWorkersEarly(gpus: readonly GpuInfo[], allowSoftware: boolean): void {
+/** Starts a worker for each of `gpus` now, for a pool created later to adopt; returns them. */
+export function startGpuWorkersEarly(gpus: readonly GpuInfo[], allowSoftware: boolean): GpuWorkerProcess[] {
   if (waiting.length === 0 && gpus.length > 0) process.once('exit', () => { for (const w of waiting) w.child.kill('SIGKILL'); });
-  for (const gpu of gpus) {
+  return gpus.map((gpu) => {
     const w = new GpuWorkerProcess(gpu, allowSoftware);
     w.hold(false);
     waiting.push(w);
-  }
+    return w;
+  });
 }
 
-/** A worker started early for this GPU with the same settings, now owned by the caller; else a fresh one. */
+/**
+ * A worker started early for this GPU (the same pinning: bus ids may be written differently) with
+ * the same settings, now owned by the caller; else a fresh one.
+ */
 export function gpuWorkerFor(gpu: GpuInfo, allowSoftware: boolean): GpuWorkerProcess {
-  const at = waiting.findIndex((w) => w.gpu.busId === gpu.busId && w.allowSoftware === allowSoftware && w.child.exitCode === null && w.child.signalCode === null);
+  const at = waiting.findIndex((w) => w.gpu.driPrime === gpu.driPrime && w.allowSoftware === allowSoftware && w.child.exitCode === null && w.child.signalCode === null);
   if (at < 0) return new GpuWorkerProcess(gpu, allowSoftware);
   const [w] = waiting.splice(at, 1);
   w.hold(true);

@@ -20,6 +20,21 @@ export function driPrimeOf(busId: string): string {
   return `pci-${m[1].padStart(4, '0')}_${m[2]}_${m[3]}_${m[4]}`.toLowerCase();
 }
 
+/**
+ * gpuBusIds() without starting nvidia-smi (0.1-0.2 s on the H200 machine, before any worker could
+ * start): the GPUs NVIDIA's kernel driver lists in /proc/driver/nvidia/gpus, in bus order, as
+ * nvidia-smi orders them. Null where there is no such list. Only a guess for starting GPU workers
+ * early: a run adopts those only for GPUs that gpuBusIds() names too.
+ */
+export function quickGpuBusIds(dir = '/proc/driver/nvidia/gpus'): string[] | null {
+  try {
+    const ids = readdirSync(dir).filter((d) => /^[0-9a-f]+:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$/i.test(d));
+    return ids.length > 0 ? ids.sort((a, b) => driPrimeOf(a).localeCompare(driPrimeOf(b))) : null;
+  } catch {
+    return null;
+  }
+}
+
 let busIdsSeen: string[] | null = null;
 
 /** PCI bus ids of the machine's GPUs: nvidia-smi when present, else display-class PCI devices (asked once per process). */
