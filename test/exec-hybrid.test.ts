@@ -5,7 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import type { FragmentResult, Task } from '../src/engine/exec/fragment.js';
 import { HybridRunner } from '../src/engine/exec/hybrid-pool.js';
-import { BESIDE_GPU_NICENESS, ProcessPool } from '../src/engine/exec/pool.js';
+import { BESIDE_GPU_NICENESS, NO_WORKERS, ProcessPool } from '../src/engine/exec/pool.js';
+import { autoBlocksize } from '../src/engine/run.js';
+import type { PlanNode } from '../src/engine/plan/nodes.js';
 import { getPriority } from 'node:os';
 import type { TaskRunner } from '../src/engine/exec/pool.js';
 
@@ -192,5 +194,21 @@ describe('CPU workers beside GPU workers', () => {
       for (const r of held) expect(getPriority(r.holder!)).toBe(niceness);
       await pool.close();
     }
+  });
+});
+
+describe('partition size for GPU workers alone', () => {
+  const planOf = (bytes: number) => ({ kind: 'scan', files: [{ path: 'x.csv', displayName: 'x.csv', bytes }] }) as unknown as PlanNode;
+  const GB = 1 << 30, MB = 1 << 20;
+
+  it('GPU workers alone take up to 256 MB; with CPU workers, 64 MB; small inputs still give four per worker', () => {
+    const gpu = fake('gpu', 2, () => 1);
+    const alone = new HybridRunner(gpu, NO_WORKERS, isGpuTask);
+    const beside = new HybridRunner(gpu, fake('cpu', 32, () => 1), isGpuTask);
+    expect(alone.gpuWorkersOnly).toBe(true);
+    expect(beside.gpuWorkersOnly).toBe(false);
+    expect(autoBlocksize(planOf(10 * GB), alone.size, 64 * GB, alone.gpuWorkersOnly)).toBe(256 * MB);
+    expect(autoBlocksize(planOf(10 * GB), beside.size, 64 * GB, beside.gpuWorkersOnly)).toBe(64 * MB);
+    expect(autoBlocksize(planOf(512 * MB), alone.size, 64 * GB, true)).toBe(64 * MB);
   });
 });

@@ -90,6 +90,10 @@ export class HybridRunner implements TaskRunner {
     return this.gpu ? this.gpu.size : this.opening!.workers;
   }
 
+  get gpuWorkersOnly(): boolean {
+    return this.cpu === NO_WORKERS;
+  }
+
   broadcast(b: Broadcast): void {
     if (this.gpu) this.gpu.broadcast(b);
     else this.broadcasts.push(b);

@@ -19,6 +19,8 @@ export interface TaskRunner {
   readonly concurrency?: number;
   /** GPU worker processes (0 or absent: none). */
   readonly gpuWorkers?: number;
+  /** Whether GPU workers alone run its tasks (GPUs with --workers 0): they take larger partitions. */
+  readonly gpuWorkersOnly?: boolean;
   broadcast(b: Broadcast): void;
   run(task: Task, label: string): Promise<FragmentResult>;
   /** Runs `task` once on every live worker (for data resident in workers); a worker lost meanwhile rejects with WorkerLost. */
