@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // GPU kernel throughput against a measured HBM roofline (issue 3). Run after `npm run build`:
 //   ROWS=50000000 CSV_BYTES=1e9 node bench/gpu-kernels.mjs
-// Knobs: ROWS (group-by rows and join probe rows, default 4e6), GROUPS (300), CSV_BYTES (1e8),
+// Knobs: ROWS (group-by rows and join probe rows, default 4e6), GROUPS (300; bash drops a
+// `GROUPS=…` prefix, its own variable: write `env GROUPS=5000 node …`), CSV_BYTES (1e8),
 // BUILD_ROWS (join build rows, default ROWS/10), REPEAT (timed repetitions per kernel, 5),
 // TIMING=wall (wall clock instead of timestamps, for comparison).
 //
