@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { exclusiveScan, exclusiveScanCpu, scanVariant, type ScanVariant } from '../src/kernels/prefix-scan.js';
+import { CHECKED_SUBGROUP_SIZE, exclusiveScan, exclusiveScanCpu, scanVariant, type ScanVariant } from '../src/kernels/prefix-scan.js';
+import type { GpuContext } from '../src/engine/gpu/device.js';
 import { freeBuffer, readU32, uploadNew } from '../src/engine/gpu/buffers.js';
 import { judgeSubgroupLayout } from '../src/engine/gpu/subgroups.js';
 import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
@@ -57,7 +58,17 @@ describe.skipIf(skipGpuTests)('prefix-scan variants', () => {
     expect(layout.detail).not.toBe('not checked');
     if (!ctx.hasSubgroups) expect(layout.usable).toBe(false);
     delete process.env.GPUFRAME_GPU_SUBGROUPS;
-    expect(scanVariant(ctx)).toBe(layout.usable ? 'subgroups' : 'plain');
+    expect(scanVariant(ctx)).toBe(layout.usable && layout.size! <= CHECKED_SUBGROUP_SIZE ? 'subgroups' : 'plain');
+  });
+
+  it('subgroups wider than those checked run the plain kernel unless GPUFRAME_GPU_SUBGROUPS=1', () => {
+    const wide = { subgroupLayout: { size: 32, usable: true, detail: 'linear subgroups of 32' } } as GpuContext;
+    delete process.env.GPUFRAME_GPU_SUBGROUPS;
+    expect(scanVariant(wide)).toBe('plain');
+    process.env.GPUFRAME_GPU_SUBGROUPS = '1';
+    expect(scanVariant(wide)).toBe('subgroups');
+    const refused = { subgroupLayout: { size: 32, usable: false, detail: 'not linear' } } as GpuContext;
+    expect(scanVariant(refused)).toBe('plain');
   });
 
   it('GPUFRAME_GPU_SUBGROUPS=0 forces the plain kernel', async () => {
@@ -67,7 +78,7 @@ describe.skipIf(skipGpuTests)('prefix-scan variants', () => {
   });
 
   // Lavapipe's subgroups are 8 wide and linear: the subgroup kernel runs there (4 rounds over the
-  // 32 subgroup totals); 32-wide GPUs take the same code in one round.
+  // 32 subgroup totals); 32-wide GPUs take the same code in one round, with lanes 8-31 idle.
   it('lavapipe offers linear subgroups, so the subgroup kernel is exercised here', async () => {
     const ctx = await testGpu();
     if (!ctx.isSoftware || !ctx.hasSubgroups) return;

@@ -11,12 +11,24 @@ const BLOCK = 1024;
 export type ScanVariant = 'plain' | 'subgroups';
 
 /**
+ * Widest subgroups whose path through the subgroup kernel has been checked against the CPU scan
+ * (lavapipe in CI: 4, 8 and 16 lanes). Wider ones (NVIDIA's 32) take a round where some lanes
+ * hold no subgroup total, and no GPU with such subgroups has yet compared its output bytes with
+ * the CPU path's: until one has, they run the plain kernel unless GPUFRAME_GPU_SUBGROUPS=1.
+ */
+export const CHECKED_SUBGROUP_SIZE = 16;
+
+/**
  * The scan_blocks kernel exclusiveScan uses on this device: 'subgroups' where openGpu found
- * subgroups laid out as that kernel assumes, unless GPUFRAME_GPU_SUBGROUPS=0 (to measure or test
- * the plain one; read at each call, so a test can switch it).
+ * subgroups laid out as that kernel assumes and at most CHECKED_SUBGROUP_SIZE wide (wider with
+ * GPUFRAME_GPU_SUBGROUPS=1); GPUFRAME_GPU_SUBGROUPS=0 forces the plain one (read at each call, so
+ * a test can switch it).
  */
 export function scanVariant(ctx: GpuContext): ScanVariant {
-  return ctx.subgroupLayout.usable && process.env.GPUFRAME_GPU_SUBGROUPS !== '0' ? 'subgroups' : 'plain';
+  const setting = process.env.GPUFRAME_GPU_SUBGROUPS;
+  const { usable, size } = ctx.subgroupLayout;
+  if (!usable || setting === '0') return 'plain';
+  return setting === '1' || (size !== null && size <= CHECKED_SUBGROUP_SIZE) ? 'subgroups' : 'plain';
 }
 
 /** The compiled module holding that variant's scan_blocks (add_block_offsets is in the plain one). */
