@@ -11,7 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { GpuInfo } from '../gpu/device.js';
 import { pinnedEnv } from '../gpu/pci.js';
-import { workerEntry } from './worker-entry.js';
+import { holdChild, workerEntry } from './worker-entry.js';
 
 /**
  * Node flags of GPU workers: none. The dawn.node crash of notes/webgpu.md (a process holding a
@@ -59,12 +59,6 @@ export class GpuWorkerProcess {
     for (const msg of this.early.splice(0)) this.child.emit('message', msg);
   }
 
-  /** Whether this process's event loop waits for the worker (its handle, IPC channel and stderr pipe). */
-  hold(held: boolean): void {
-    for (const h of [this.child, this.child.channel, this.child.stderr] as ({ ref?: () => void; unref?: () => void } | null | undefined)[]) {
-      if (held) h?.ref?.(); else h?.unref?.();
-    }
-  }
 }
 
 const waiting: GpuWorkerProcess[] = [];
@@ -74,7 +68,7 @@ export function startGpuWorkersEarly(gpus: readonly GpuInfo[], allowSoftware: bo
   if (waiting.length === 0 && gpus.length > 0) process.once('exit', () => { for (const w of waiting) w.child.kill('SIGKILL'); });
   return gpus.map((gpu) => {
     const w = new GpuWorkerProcess(gpu, allowSoftware);
-    w.hold(false);
+    holdChild(w.child, false);
     waiting.push(w);
     return w;
   });
@@ -88,6 +82,6 @@ export function gpuWorkerFor(gpu: GpuInfo, allowSoftware: boolean): GpuWorkerPro
   const at = waiting.findIndex((w) => w.gpu.driPrime === gpu.driPrime && w.allowSoftware === allowSoftware && w.child.exitCode === null && w.child.signalCode === null);
   if (at < 0) return new GpuWorkerProcess(gpu, allowSoftware);
   const [w] = waiting.splice(at, 1);
-  w.hold(true);
+  holdChild(w.child, true);
   return w;
 }

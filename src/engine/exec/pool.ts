@@ -10,7 +10,7 @@ import { deserializeError, RuntimeFailure, type SerializedError } from '../error
 import type { Broadcast, FragmentResult, Task } from './fragment.js';
 import { BroadcastCache, runTask } from './run-fragment.js';
 import type { Tracer } from './trace.js';
-import { workerEntry } from './worker-entry.js';
+import { holdChild, workerEntry } from './worker-entry.js';
 
 export interface TaskRunner {
   /** Workers. */
@@ -144,7 +144,7 @@ export abstract class WorkerProcessPool implements TaskRunner {
         s.child.kill('SIGKILL');
         // A killed GPU worker takes ~0.1-0.2 s to die (the driver tears its device down); this
         // process need not wait for that before exiting.
-        unrefChild(s.child);
+        holdChild(s.child, false);
       }
     }
   }
@@ -283,11 +283,4 @@ export class ProcessPool extends WorkerProcessPool {
   protected shouldRespawn(): boolean { return true; }
 
   protected noWorkersLeft(): string { return `all ${this.count} worker processes are gone`; }
-}
-
-/** Lets this process exit while `child` (already killed) is still dying: its handle, IPC channel and pipes stop holding the event loop. */
-function unrefChild(child: ChildProcess): void {
-  child.unref();
-  child.channel?.unref();
-  for (const pipe of [child.stdin, child.stdout, child.stderr]) (pipe as { unref?: () => void } | null)?.unref?.();
 }
