@@ -125,8 +125,9 @@ const DEFAULT_BLOCKSIZE = 64 << 20;
 /**
  * The same for GPU workers alone (GPUs with --workers 0): a chunk costs a GPU worker a few round
  * trips whatever its size. 10 GB CSV group-by on 2 H200s: 32 MB 2.24-2.32 s, 64 MB 1.81-2.17 s,
- * 128 MB 1.79-1.83 s, 256 MB 1.58-1.61 s. CPU workers keep 64 MB: one of them holding a 256 MB
- * chunk (~4 s of parsing) would be the run's tail.
+ * 128 MB 1.79-1.83 s, 256 MB 1.58-1.61 s. With CPU workers the size stays 64 MB: they need that
+ * many chunks to share work the GPUs do not speed up (a 256 MB chunk is ~4 s of parsing on one),
+ * and the mixed mode with 256 MB chunks has not been measured.
  */
 const GPU_ONLY_BLOCKSIZE = 256 << 20;
 const MIN_AUTO_BLOCKSIZE = 1 << 20;

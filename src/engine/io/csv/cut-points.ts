@@ -124,8 +124,8 @@ export function worthGuessing(req: CutRequest, dataStart: number): boolean {
 /**
  * findCuts' answer when no grid point lies inside a quoted field (no quoted line break spans
  * one), from the bytes near each grid point alone: the first line break at or after it. Tasks can
- * start on these at once while findCuts confirms them; the two lists are equal exactly when every
- * guessed cut is a record end.
+ * start on these at once; the two lists are equal exactly when every guessed cut is a record end
+ * (chunks.ts guessCsvChunks says when findCuts checks).
  */
 export function guessCuts(req: CutRequest, dataStart: number, blocksize: number): number[] {
   const { fd } = openInput(req.path, req.displayName);
