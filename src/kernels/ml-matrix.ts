@@ -8,7 +8,7 @@
 import type { GpuContext } from '../engine/gpu/device.js';
 import { freeBuffer, kernelFor, readStaging, releaseReadStaging, sharedUniform, storageBuffer, submit, throwIfGpuFailed, workgroupsFor, writeBuffer, type StagingRing } from '../engine/gpu/buffers.js';
 import type { DDArray } from '../engine/ml/double-double.js';
-import { BLOCK_ROWS, BLOCK_SUMS_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL } from './ml-matrix.wgsl.js';
+import { BLOCK_ROWS, BLOCK_SUMS_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL, REDUCE_FAN } from './ml-matrix.wgsl.js';
 
 export { BLOCK_ROWS };
 
@@ -155,12 +155,51 @@ export function recordBlockSums(work: GpuWork, values: GPUBuffer, rows: number, 
 }
 
 /**
- * Records out[outOffset + e] = Σ over blocks, in block order, of the partials (double-float):
- * partial[e × blocks + b] ('entry-major') or partial[b × entries + e] ('block-major').
+ * Records out[outOffset + e] = Σ over blocks of the partials (double-float): partial[e × blocks + b]
+ * ('entry-major') or partial[b × entries + e] ('block-major'), in a fixed tree of REDUCE_FAN-wide
+ * levels, each summing its blocks in order; the tree depends on `blocks` alone, never on the device.
  */
 export function recordReduceBlocks(work: GpuWork, partials: GPUBuffer, blocks: number, entries: number, out: GPUBuffer, outOffset: number, layout: 'entry-major' | 'block-major' = 'entry-major'): void {
-  const entry = layout === 'entry-major' ? 'reduce_blocks' : 'reduce_block_major';
-  work.dispatch('ml-reduce-blocks', REDUCE_BLOCKS_WGSL, entry, [work.params([0, blocks, entries, outOffset]), partials, out], workgroupsFor(entries));
+  let source = partials, n = blocks, blockMajor = layout === 'block-major';
+  for (;;) {
+    const groups = Math.ceil(n / REDUCE_FAN);
+    const last = groups === 1;
+    const target = last ? out : work.temp(groups * entries * 8, 'reduced blocks');
+    work.dispatch('ml-reduce-blocks', REDUCE_BLOCKS_WGSL, 'reduce_blocks', [work.params([n, entries, last ? outOffset : 0, blockMajor ? 1 : 0]), source, target], workgroupsFor(groups * entries));
+    if (last) return;
+    source = target; n = groups; blockMajor = true;
+  }
+}
+
+/** CPU twin of one double-float addition of the kernels (dfAdd in ml-matrix.wgsl.ts), in f32 steps. */
+export function dfAddCpu(ah: number, al: number, bh: number, bl: number): [number, number] {
+  const f = Math.fround;
+  const s = f(ah + bh), bb = f(s - ah);
+  const err = f(f(ah - f(s - bb)) + f(bh - bb));
+  const t = f(f(err + al) + bl);
+  const r = f(s + t);
+  return [r, f(t - f(r - s))];
+}
+
+/** CPU twin of recordReduceBlocks: the same tree, the same f32 steps; (hi, lo) pairs in and out. */
+export function reduceBlocksCpu(partials: Float32Array, blocks: number, entries: number, layout: 'entry-major' | 'block-major' = 'entry-major'): Float32Array {
+  let source = partials, n = blocks, blockMajor = layout === 'block-major';
+  for (;;) {
+    const groups = Math.ceil(n / REDUCE_FAN);
+    const target = new Float32Array(groups * entries * 2);
+    for (let g = 0; g < groups; g++) {
+      for (let e = 0; e < entries; e++) {
+        let acc: [number, number] = [0, 0];
+        for (let b = g * REDUCE_FAN; b < Math.min(n, (g + 1) * REDUCE_FAN); b++) {
+          const at = blockMajor ? b * entries + e : e * n + b;
+          acc = dfAddCpu(acc[0], acc[1], source[2 * at], source[2 * at + 1]);
+        }
+        [target[2 * (g * entries + e)], target[2 * (g * entries + e) + 1]] = acc;
+      }
+    }
+    if (groups === 1) return target;
+    source = target; n = groups; blockMajor = true;
+  }
 }
 
 /** Double-float pairs (hi, lo) [offset, offset + n) as a DDArray for the trainers' double-double combine. */

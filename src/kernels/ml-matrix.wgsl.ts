@@ -142,36 +142,39 @@ fn block_sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) w
 }
 `;
 
+/** Partials one thread of the reduction adds in a row (one level of its fixed tree). */
+export const REDUCE_FAN = 64;
+
 /**
- * Entry e of the result: the sum over blocks, in block order, of partial[e × blocks + b]
- * (reduce_blocks) or of partial[b × entries + e] (reduce_block_major: neighbouring threads read
- * neighbouring words, for kernels that write one block's entries together).
+ * One level of the sum over blocks: for group g of REDUCE_FAN consecutive blocks (the last may
+ * be shorter) and entry e, out[outOffset + g × entries + e] = Σ over the group's blocks, in
+ * block order, of partial[e × blocks + b] (entry-major) or partial[b × entries + e] (block-major:
+ * neighbouring threads read neighbouring words). Levels repeat until one group is left, so no
+ * thread adds more than REDUCE_FAN partials in a row: one thread walking thousands of blocks left
+ * the GPU waiting on a chain of dependent loads.
  */
 export const REDUCE_BLOCKS_WGSL = /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_DOUBLE_FLOAT}
-struct SumParams { rows: u32, blocks: u32, entries: u32, outOffset: u32 }
-@group(0) @binding(0) var<uniform> sp: SumParams;
+struct ReduceParams { blocks: u32, entries: u32, outOffset: u32, blockMajor: u32 }
+@group(0) @binding(0) var<uniform> rp: ReduceParams;
 @group(0) @binding(1) var<storage, read> partials: array<vec2f>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec2f>;
+const FAN: u32 = ${REDUCE_FAN}u;
 
 @compute @workgroup_size(256)
 fn reduce_blocks(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
-  for (var e = gid.x; e < sp.entries; e += gridStride(nwg)) {
+  let groups = (rp.blocks + FAN - 1u) / FAN;
+  for (var i = gid.x; i < groups * rp.entries; i += gridStride(nwg)) {
+    let e = i % rp.entries;
+    let g = i / rp.entries;
+    let b1 = min(rp.blocks, (g + 1u) * FAN);
     var acc = vec2f(0.0);
-    for (var b = 0u; b < sp.blocks; b++) { acc = dfAdd(acc, partials[e * sp.blocks + b]); }
-    out[sp.outOffset + e] = acc;
-  }
-}
-
-@compute @workgroup_size(256)
-fn reduce_block_major(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  dfInit(nwg);
-  for (var e = gid.x; e < sp.entries; e += gridStride(nwg)) {
-    var acc = vec2f(0.0);
-    for (var b = 0u; b < sp.blocks; b++) { acc = dfAdd(acc, partials[b * sp.entries + e]); }
-    out[sp.outOffset + e] = acc;
+    for (var b = g * FAN; b < b1; b++) {
+      acc = dfAdd(acc, partials[select(e * rp.blocks + b, b * rp.entries + e, rp.blockMajor == 1u)]);
+    }
+    out[rp.outOffset + i] = acc;
   }
 }
 `;
