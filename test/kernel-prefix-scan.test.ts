@@ -62,13 +62,16 @@ describe.skipIf(skipGpuTests)('prefix-scan variants', () => {
   });
 
   it('subgroups wider than those checked run the plain kernel unless GPUFRAME_GPU_SUBGROUPS=1', () => {
-    const wide = { subgroupLayout: { size: 32, usable: true, detail: 'linear subgroups of 32' } } as GpuContext;
+    const wide = { subgroupLayout: { size: 2 * CHECKED_SUBGROUP_SIZE, usable: true, detail: 'linear subgroups of 64' } } as GpuContext;
     delete process.env.GPUFRAME_GPU_SUBGROUPS;
     expect(scanVariant(wide)).toBe('plain');
     process.env.GPUFRAME_GPU_SUBGROUPS = '1';
     expect(scanVariant(wide)).toBe('subgroups');
-    const refused = { subgroupLayout: { size: 32, usable: false, detail: 'not linear' } } as GpuContext;
+    const refused = { subgroupLayout: { size: CHECKED_SUBGROUP_SIZE, usable: false, detail: 'not linear' } } as GpuContext;
     expect(scanVariant(refused)).toBe('plain');
+    const h200 = { subgroupLayout: { size: 32, usable: true, detail: 'linear subgroups of 32' } } as GpuContext;
+    delete process.env.GPUFRAME_GPU_SUBGROUPS;
+    expect(scanVariant(h200)).toBe('subgroups');
   });
 
   it('GPUFRAME_GPU_SUBGROUPS=0 forces the plain kernel', async () => {

@@ -11,12 +11,12 @@ const BLOCK = 1024;
 export type ScanVariant = 'plain' | 'subgroups';
 
 /**
- * Widest subgroups whose path through the subgroup kernel has been checked against the CPU scan
- * (lavapipe in CI: 4, 8 and 16 lanes). Wider ones (NVIDIA's 32) take a round where some lanes
- * hold no subgroup total, and no GPU with such subgroups has yet compared its output bytes with
- * the CPU path's: until one has, they run the plain kernel unless GPUFRAME_GPU_SUBGROUPS=1.
+ * Widest subgroups whose path through the subgroup kernel has been checked against the CPU path:
+ * lavapipe in CI (4, 8 and 16 lanes, against the CPU scan) and the H200s (32 lanes, a round where
+ * some lanes hold no subgroup total: 10 GB group-by and merge outputs byte-identical to the CPU
+ * path's, 2026-11-30). Wider ones run the plain kernel unless GPUFRAME_GPU_SUBGROUPS=1.
  */
-export const CHECKED_SUBGROUP_SIZE = 16;
+export const CHECKED_SUBGROUP_SIZE = 32;
 
 /**
  * The scan_blocks kernel exclusiveScan uses on this device: 'subgroups' where openGpu found
