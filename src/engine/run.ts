@@ -112,7 +112,12 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
   const progress = settings.progress ? terminalProgress() : silentProgress;
   try {
     const blocksize = settings.blocksize ?? autoBlocksize(plan, runner.size, settings.memoryLimit, runner.gpuWorkersOnly === true);
-    return await body({ runner, blocksize, memoryLimit: settings.memoryLimit, tmpDir, progress, tracer, warn: settings.warn });
+    // GPU-sized partitions beside CPU workers: four per GPU worker at least, and within the memory
+    // limit were every worker to hold one.
+    const gpuBlocksize = settings.blocksize === undefined && runner.prefersGpu && !runner.gpuWorkersOnly
+      ? Math.min(autoBlocksize(plan, runner.gpuWorkers ?? 1, settings.memoryLimit, true), autoBlocksize(null, runner.size, settings.memoryLimit, true))
+      : undefined;
+    return await body({ runner, blocksize, gpuBlocksize, memoryLimit: settings.memoryLimit, tmpDir, progress, tracer, warn: settings.warn });
   } finally {
     progress.stop();
     unregister();
@@ -123,11 +128,11 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
 
 const DEFAULT_BLOCKSIZE = 64 << 20;
 /**
- * The same for GPU workers alone (GPUs with --workers 0): a chunk costs a GPU worker a few round
- * trips whatever its size. 10 GB CSV group-by on 2 H200s: 32 MB 2.24-2.32 s, 64 MB 1.81-2.17 s,
- * 128 MB 1.79-1.83 s, 256 MB 1.58-1.61 s. With CPU workers the size stays 64 MB: they need that
- * many chunks to share work the GPUs do not speed up (a 256 MB chunk is ~4 s of parsing on one),
- * and the mixed mode with 256 MB chunks has not been measured.
+ * The same for GPU workers alone (GPUs with --workers 0), and for work they take beside CPU
+ * workers (RunContext.gpuBlocksize): a chunk costs a GPU worker a few round trips whatever its
+ * size. 10 GB CSV group-by on 2 H200s: 32 MB 2.24-2.32 s, 64 MB 1.81-2.17 s, 128 MB 1.79-1.83 s,
+ * 256 MB 1.58-1.61 s. Other work beside CPU workers stays at 64 MB: they need that many chunks to
+ * share work the GPUs do not speed up (a 256 MB chunk is ~4 s of parsing on one).
  */
 const GPU_ONLY_BLOCKSIZE = 256 << 20;
 const MIN_AUTO_BLOCKSIZE = 1 << 20;

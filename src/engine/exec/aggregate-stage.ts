@@ -14,19 +14,21 @@ import {
 import type { FinalAggregateNode } from '../plan/nodes.js';
 import type { RunContext } from './context.js';
 import type { Fragment } from './fragment.js';
+import { inGpuPartitions } from './gpu-partitions.js';
 import { runStream, type Stream } from './stream.js';
 import { writeSpillFile } from './spill-file.js';
 
 /** Share of --memory-limit the merged state may hold before it spills. */
 const STATE_SHARE = 1 / 4;
 
-export async function aggregateStream(node: FinalAggregateNode, input: Stream, ctx: RunContext): Promise<Stream> {
+export async function aggregateStream(node: FinalAggregateNode, stream: Stream, ctx: RunContext): Promise<Stream> {
+  const terminal = { kind: 'partial-aggregate' as const, spec: node.spec, inputSchema: stream.schema };
+  const input = inGpuPartitions(stream, terminal, ctx);
   const budget = ctx.memoryLimit * STATE_SHARE;
   const totalBytes = input.fragments.reduce((s, f) => s + f.bytes, 0);
   let merged: PartialAggregate | null = null;
   let spill: RangeSpill | null = null;
   let bytesSeen = 0;
-  const terminal = { kind: 'partial-aggregate' as const, spec: node.spec, inputSchema: input.schema };
   await runStream(ctx, input, terminal, 'groupby', (r, fragment) => {
     bytesSeen += fragment.bytes;
     if (spill !== null) { spill.add(r.partial!); return; }

@@ -8,6 +8,8 @@ export interface RunContext {
   runner: TaskRunner;
   /** Target bytes per input partition (--blocksize). */
   blocksize: number;
+  /** Target bytes per partition of work GPU workers take beside CPU workers (gpu-partitions.ts); absent with --blocksize. */
+  gpuBlocksize?: number;
   /** Host memory the run may hold (--memory-limit). */
   memoryLimit: number;
   /** Private temp dir of this run (spills, decompressed inputs); removed when the run ends. */

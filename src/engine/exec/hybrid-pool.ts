@@ -94,6 +94,10 @@ export class HybridRunner implements TaskRunner {
     return this.cpu === NO_WORKERS;
   }
 
+  prefersGpu(task: Task): boolean {
+    return this.cpu !== NO_WORKERS && this.gpuWorkers > 0 && this.gpuSpeedsUp(task);
+  }
+
   broadcast(b: Broadcast): void {
     if (this.gpu) this.gpu.broadcast(b);
     else this.broadcasts.push(b);

@@ -21,6 +21,8 @@ export interface TaskRunner {
   readonly gpuWorkers?: number;
   /** Whether GPU workers alone run its tasks (GPUs with --workers 0): they take larger partitions. */
   readonly gpuWorkersOnly?: boolean;
+  /** Whether GPU workers with CPU workers beside them would take a task like this (its inputs may come in larger partitions). */
+  prefersGpu?(task: Task): boolean;
   broadcast(b: Broadcast): void;
   run(task: Task, label: string): Promise<FragmentResult>;
   /** Runs `task` once on every live worker (for data resident in workers); a worker lost meanwhile rejects with WorkerLost. */

@@ -1,0 +1,87 @@
+// Larger partitions for work GPU workers take beside CPU workers (gpu-partitions.ts): consecutive
+// CSV chunks of a file merged k at a time, only when the runner's GPU workers would take the
+// stream's tasks; and through the CLI on lavapipe, a default-mode group-by (GPU and CPU workers,
+// automatic block size) runs fewer, larger partitions and writes the CPU run's bytes.
+
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { RunContext } from '../src/engine/exec/context.js';
+import type { Fragment, Terminal } from '../src/engine/exec/fragment.js';
+import { inGpuPartitions } from '../src/engine/exec/gpu-partitions.js';
+import type { Stream } from '../src/engine/exec/stream.js';
+import { skipGpuTests } from '../src/engine/gpu/test-gpu.js';
+import type { CsvChunk } from '../src/engine/io/csv/index.js';
+import { gpuframe } from './helpers/cli.js';
+import { factCsv, tempDir } from './helpers/data.js';
+
+const MB = 1 << 20;
+const terminal: Terminal = { kind: 'partial-aggregate', spec: { keys: ['k'], aggs: [], dropna: false }, inputSchema: [] };
+
+/** `n` consecutive chunks of `path`, each `size` bytes, as a scan's fragments. */
+function chunks(path: string, n: number, size: number, from = 0): Fragment[] {
+  return Array.from({ length: n }, (_, i) => {
+    const chunk: CsvChunk = { path, displayName: path, start: 10 + i * size, end: 10 + (i + 1) * size, firstLine: i === 0 ? 2 : null, lineOrigin: { offset: 10, line: 2 } };
+    return { index: from + i, source: { kind: 'csv', chunk, layout: {}, options: {}, columns: ['k'] }, ops: [{ kind: 'project', columns: ['k'] }], bytes: size } as unknown as Fragment;
+  });
+}
+
+function context(prefersGpu: boolean | undefined, gpuBlocksize: number | undefined): RunContext {
+  const runner = { size: 3, prefersGpu: prefersGpu === undefined ? undefined : () => prefersGpu };
+  return { runner, blocksize: 64 * MB, gpuBlocksize } as unknown as RunContext;
+}
+
+const chunkOf = (f: Fragment) => (f.source.kind === 'csv' ? f.source.chunk : null)!;
+
+describe('inGpuPartitions', () => {
+  it('merges four 64 MB chunks into each 256 MB partition, in order, never across files', () => {
+    const stream: Stream = { schema: [], fragments: [...chunks('a.csv', 10, 64 * MB), ...chunks('b.csv', 3, 64 * MB, 10)] };
+    const got = inGpuPartitions(stream, terminal, context(true, 256 * MB)).fragments;
+    expect(got.map((f) => f.index)).toEqual([0, 1, 2, 3]);
+    expect(got.map((f) => f.bytes / MB)).toEqual([256, 256, 128, 192]);
+    expect(got.map((f) => chunkOf(f).path)).toEqual(['a.csv', 'a.csv', 'a.csv', 'b.csv']);
+    // Each partition spans its chunks exactly: together they still cover each file once, in order.
+    expect(got.map((f) => [chunkOf(f).start, chunkOf(f).end])).toEqual([[10, 10 + 256 * MB], [10 + 256 * MB, 10 + 512 * MB], [10 + 512 * MB, 10 + 640 * MB], [10, 10 + 192 * MB]]);
+    // Line numbers for messages count from the first chunk's.
+    expect(chunkOf(got[0]).firstLine).toBe(2);
+    expect(chunkOf(got[1]).firstLine).toBeNull();
+    expect(got[0].ops).toEqual(stream.fragments[0].ops);
+  });
+
+  it('leaves the stream alone: tasks the GPUs would not take, no GPU size, an epilogue, or a source other than CSV', () => {
+    const stream: Stream = { schema: [], fragments: chunks('a.csv', 8, 64 * MB) };
+    expect(inGpuPartitions(stream, terminal, context(false, 256 * MB))).toBe(stream);
+    expect(inGpuPartitions(stream, terminal, context(undefined, 256 * MB))).toBe(stream);
+    expect(inGpuPartitions(stream, terminal, context(true, undefined))).toBe(stream);
+    expect(inGpuPartitions(stream, terminal, context(true, 64 * MB))).toBe(stream);
+    const withEpilogue: Stream = { ...stream, epilogue: () => [] };
+    expect(inGpuPartitions(withEpilogue, terminal, context(true, 256 * MB))).toBe(withEpilogue);
+    const mixed: Stream = { schema: [], fragments: [...chunks('a.csv', 2, 64 * MB), { index: 2, source: { kind: 'none' }, ops: [], bytes: 0 }] };
+    expect(inGpuPartitions(mixed, terminal, context(true, 256 * MB))).toBe(mixed);
+  });
+});
+
+describe.skipIf(skipGpuTests)('default mode through the CLI (GPU and CPU workers, automatic block size)', () => {
+  const dir = tempDir('gpu-partitions');
+  const facts = join(dir, 'facts.csv');
+  beforeAll(() => { factCsv(facts, { rows: 160_000, groups: 300, seed: 9 }); });
+
+  it('a group-by the GPU takes runs in fewer, larger partitions, with the CPU run\'s bytes', async () => {
+    const args = (name: string, device: string) => ['groupby', facts, '--by', 'ki', '--agg', 'count(),sum(i),max(f)', '--device', device, '--workers', '2', '-o', join(dir, `${name}.csv`), '--trace', join(dir, `${name}.json`)];
+    const gpu = await gpuframe(args('gpu', 'gpu'));
+    const cpu = await gpuframe(args('cpu', 'cpu'));
+    expect(gpu.code, gpu.stderr).toBe(0);
+    expect(cpu.code, cpu.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'gpu.csv')).equals(readFileSync(join(dir, 'cpu.csv')))).toBe(true);
+    // Partitions: distinct task labels ("groupby #i (csv)"), whichever worker and copy ran them.
+    const tasks = (name: string) => new Set((JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')).traceEvents as { name: string }[])
+      .map((e) => /^groupby #(\d+)/.exec(e.name)?.[1]).filter((x) => x !== undefined)).size;
+    const bytes = statSync(facts).size;
+    // CPU: 64 MB capped to four per worker (2 workers): 8. Default mode: 1 MB chunks (four per
+    // worker of 3) merged into partitions of about a quarter of the file (four per GPU worker).
+    expect(bytes).toBeGreaterThan(8 * MB);
+    expect(tasks('cpu')).toBe(8);
+    expect(tasks('gpu')).toBeLessThanOrEqual(5);
+    expect(tasks('gpu')).toBeGreaterThanOrEqual(4);
+  }, 60_000);
+});
