@@ -10,10 +10,10 @@
 // iterations (well-separated blobs with one centre each converge after 2). Times are also given as
 // a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Last, the kernels
 // alone on one device matrix of all rows (a child process, `node bench/gpu-ml.mjs --kernels`): the
-// unfused assignment kernel, the whole k-means step fused (assignment and per-cluster sums in one
-// kernel, then the reduction) and unfused, and the Gram pass,
-// each the marginal time of 5 more in one submission, so the CLI's per-partition and per-round
-// costs can be told apart from the kernels'. Progress lines go to stdout as they happen.
+// k-means assignment, per-cluster sums and sum over blocks, the whole step, the Gram pass and its
+// sum over blocks, each the marginal time of REPS (20) more in one submission after WARM_S (1.5) s
+// of the same work (the GPU's clock ramps up), so the CLI's per-partition and per-round costs can
+// be told apart from the kernels'. Progress lines go to stdout as they happen.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -59,43 +59,64 @@ if (process.argv[2] === '--kernels') {
   process.exit(0);
 }
 
-/** Child mode: times the ML kernels on device matrices of ROWS rows; prints one JSON line per kernel. */
+/**
+ * Child mode: times the ML kernels on device matrices of ROWS rows; prints one JSON line per kernel.
+ * A GPU left idle runs at a low clock and takes about a second of steady work to reach its full
+ * one (BENCHMARKS.md, fourth session), so the GPU is kept busy for WARM_S seconds first, and each
+ * time is the marginal time of REPS more in one submission.
+ */
 async function kernelTimings() {
   const { openGpu } = await dist('engine/gpu/device.js');
-  const { StagingRing } = await dist('engine/gpu/buffers.js');
-  const { GpuWork, uploadMatrix, freeMatrix } = await dist('kernels/ml-matrix.js');
-  const { recordAssign, assignEntries } = await dist('kernels/kmeans.js');
-  const { kmeansAssignWgsl, assignRowsPerThread } = await dist('kernels/kmeans.wgsl.js');
+  const { StagingRing, storageBuffer } = await dist('engine/gpu/buffers.js');
+  const { GpuWork, uploadMatrix, freeMatrix, recordReduceBlocks } = await dist('kernels/ml-matrix.js');
+  const { recordAssign, assignEntries, assignBufferBytes } = await dist('kernels/kmeans.js');
+  const { kmeansAssignWgsl, assignRowsPerThread, kmeansSumsWgsl, sumBlockRows, sumsShape } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
+  const { GRAM_BLOCK_ROWS } = await dist('kernels/linreg.wgsl.js');
   const ctx = await openGpu({ allowSoftware: true });
   const ring = new StagingRing(ctx);
   const limit = ctx.device.limits.maxStorageBufferBindingSize;
-  const marginal = (record) => marginalMs(ctx, GpuWork, record, 5);
+  const reps = Number(process.env.REPS ?? 20), warmS = Number(process.env.WARM_S ?? 1.5);
+  const marginal = (record) => marginalMs(ctx, GpuWork, record, reps);
+  const warm = async (record) => { const t0 = performance.now(); while (performance.now() - t0 < warmS * 1e3) await marginalMs(ctx, GpuWork, record, 5); };
   const uniform = (n) => { const a = new Float64Array(n); for (let i = 0; i < n; i++) a[i] = Math.random() * 20 - 10; return a; };
+  const report = (kernel, rows, ms) => console.log(JSON.stringify({ kernel, rows, ms }));
 
   const kmRows = Math.min(ROWS, Math.floor(limit / (D * 4)));
   const x = uniform(kmRows * D);
   const m = await uploadMatrix(ctx, ring, x, null, kmRows, D);
   const centres = new Float32Array(x.subarray(0, K * D));
+  const bytes = assignBufferBytes(kmRows, K, D);
+  const kept = { labels: storageBuffer(ctx, bytes.labels, 'labels'), dist: storageBuffer(ctx, bytes.dist, 'dist'), partials: storageBuffer(ctx, bytes.partials, 'partials') };
   const params = [kmRows, K, 0, 0];
-  const assignMs = await marginal((work) => {
-    const c = work.input(centres, 'centres');
-    work.dispatch(`kmeans-assign-${D}`, kmeansAssignWgsl(D), 'assign',
-      [work.params(params), m.xr, c, work.temp(kmRows * 4, 'labels'), work.temp(kmRows * 4, 'dist')], Math.ceil(kmRows / (256 * assignRowsPerThread(D))));
-  });
-  console.log(JSON.stringify({ kernel: 'kmeans assignment kernel (of the unfused step)', rows: kmRows, ms: assignMs }));
-  for (const fuse of ['auto', 'never']) {
-    const stepMs = await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, undefined, fuse); });
-    const kernel = fuse === 'auto' ? 'kmeans step fused (small k × d; not the default), reduction included' : 'kmeans step as the CLI runs it (assignment, then sums), reduction included';
-    console.log(JSON.stringify({ kernel, rows: kmRows, ms: stepMs, entries: assignEntries(K, D) }));
+  const assign = (work) => {
+    work.dispatch(`kmeans-assign-${D}`, kmeansAssignWgsl(D), 'assign', [work.params(params), m.xr, work.input(centres, 'centres'), kept.labels, kept.dist], Math.ceil(kmRows / (256 * assignRowsPerThread(D))));
+  };
+  await warm(assign);
+  report('kmeans assignment kernel', kmRows, await marginal(assign));
+  for (const rowsPerThread of [1, 2, 4].filter((r) => r !== assignRowsPerThread(D))) {
+    report(`kmeans assignment kernel, ${rowsPerThread} rows per thread (not the default)`, kmRows, await marginal((work) => {
+      work.dispatch(`kmeans-assign-${D}-r${rowsPerThread}`, kmeansAssignWgsl(D, rowsPerThread), 'assign', [work.params(params), m.xr, work.input(centres, 'centres'), kept.labels, kept.dist], Math.ceil(kmRows / (256 * rowsPerThread)));
+    }));
   }
+  const blocks = Math.ceil(kmRows / sumBlockRows(K));
+  report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
+    work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K, false), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
+  }));
+  report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));
+  report('kmeans step as the CLI runs it (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
+  for (const b of Object.values(kept)) b.destroy();
   freeMatrix(ctx, m);
 
   const lrRows = Math.min(ROWS_LINREG, Math.floor(limit / ((D_LINREG + 1) * 4)));
   const lr = await uploadMatrix(ctx, ring, uniform(lrRows * D_LINREG), uniform(lrRows), lrRows, D_LINREG);
   const pairs = gramPairs(D_LINREG), shift = new Array(D_LINREG + 1).fill(0.25);
-  const gramMs = await marginal((work, out) => { recordGram(work, lr, shift, pairs, out, 0); });
-  console.log(JSON.stringify({ kernel: 'linreg gram', rows: lrRows, ms: gramMs }));
+  const gram = (work, out) => { recordGram(work, lr, shift, pairs, out, 0); };
+  await warm(gram);
+  report('linreg Gram pass (per-block sums, then the sum over blocks)', lrRows, await marginal(gram));
+  const gramBlocks = Math.ceil(lrRows / GRAM_BLOCK_ROWS), partials = storageBuffer(ctx, gramBlocks * pairs.length * 4, 'gram partials');
+  report(`linreg sum over ${gramBlocks} blocks of ${pairs.length / 2} entries`, lrRows, await marginal((work, out) => { recordReduceBlocks(work, partials, gramBlocks, pairs.length / 2, out, 0, 'block-major'); }));
+  partials.destroy();
   freeMatrix(ctx, lr);
 }
 
@@ -200,9 +221,10 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--kernels'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 16 << 20 });
   const lines = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
   for (const k of lines) {
+    // Against the roofline of the whole pass (k-means step or Gram pass), so the parts add up.
     const [bytes, flops] = k.kernel.startsWith('kmeans') ? [k.rows * (D * 4 + 8), 3 * k.rows * K * D]
         : [k.rows * (D_LINREG + 1) * 8, 40 * k.rows * (D_LINREG * (D_LINREG + 1) / 2 + D_LINREG)];
-    add(`${k.kernel} alone, ${k.rows} rows, one partition`, `${k.ms.toFixed(2)} ms`, ofRoofline(k.ms / 1e3, bytes, flops));
+    add(`${k.kernel} alone, ${k.rows} rows, one partition`, `${k.ms.toFixed(2)} ms`, `${ofRoofline(k.ms / 1e3, bytes, flops)} of the whole pass`);
   }
   if (r.status !== 0) add('kernels alone', `failed (exit ${r.status ?? r.signal})`, (r.stderr ?? '').split('\n').filter((l) => l && !/^Warning: maxDynamic/.test(l)).join(' ').slice(-400));
 }

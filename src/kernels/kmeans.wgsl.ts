@@ -43,10 +43,16 @@ export function assignRowsPerThread(d: number): number {
  * Nearest centre per row. Centres are staged in workgroup memory as vec4s (each centre padded
  * with zeros to a multiple of 4 features; the padding adds (0 - 0)² = +0, which changes no sum),
  * each thread keeps R rows in registers (rows base + lane + i × WG, so loads stay coalesced).
+ * The rows, their sums and best centres are separate variables written out per row and feature
+ * quad here, not private arrays indexed in loops: a driver that does not unroll such loops keeps
+ * the arrays in local memory. The order of operations is the CPU twin's (kmeansAssignCpu).
  */
-export function kmeansAssignWgsl(d: number): string {
-  const d4 = Math.ceil(d / 4), rowsPerThread = assignRowsPerThread(d);
-  const load = (q: number) => [0, 1, 2, 3].map((i) => (4 * q + i < d ? `x[${4 * q + i}u * p.rows + r]` : '0.0')).join(', ');
+export function kmeansAssignWgsl(d: number, rowsPerThread = assignRowsPerThread(d)): string {
+  const d4 = Math.ceil(d / 4);
+  const rows = Array.from({ length: rowsPerThread }, (_, i) => i);
+  const quads = Array.from({ length: d4 }, (_, q) => q);
+  const load = (q: number, i: number) => [0, 1, 2, 3].map((t) => (4 * q + t < d ? `x[${4 * q + t}u * p.rows + r${i}]` : '0.0')).join(', ');
+  const each = (f: (i: number) => string, indent: string) => rows.map((i) => indent + f(i)).join('\n');
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> centres: array<f32>;
 @group(0) @binding(3) var<storage, read_write> labels: array<u32>;
@@ -69,50 +75,29 @@ fn stage(c0: u32, lane: u32) {
   workgroupBarrier();
 }
 
-fn loadRow4(r: u32) -> array<vec4f, D4> {
-  var row: array<vec4f, D4>;
-${Array.from({ length: d4 }, (_, q) => `  row[${q}] = vec4f(${load(q)});`).join('\n')}
-  return row;
-}
-
 @compute @workgroup_size(256)
 fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let oneTile = p.k <= PER_TILE;
   if (oneTile) { stage(0u, lid.x); }
   for (var base = wid.x * WG * R; base < p.rows; base += nwg.x * WG * R) {
-    var rows: array<array<vec4f, D4>, R>;
-    var best: array<u32, R>;
-    var bestD: array<f32, R>;
-    for (var i = 0u; i < R; i++) {
-      let r = base + i * WG + lid.x;
-      best[i] = 0u;
-      bestD[i] = MAX_F32;
-      if (r < p.rows) { rows[i] = loadRow4(r); }
-    }
+${each((i) => `let r${i} = base + ${i}u * WG + lid.x;`, '    ')}
+${rows.map((i) => quads.map((q) => `    var x${i}_${q} = vec4f(0.0);`).join('\n')).join('\n')}
+${each((i) => `if (r${i} < p.rows) { ${quads.map((q) => `x${i}_${q} = vec4f(${load(q, i)});`).join(' ')} }`, '    ')}
+${each((i) => `var best${i} = 0u; var bestD${i} = MAX_F32;`, '    ')}
     for (var c0 = 0u; c0 < p.k; c0 += PER_TILE) {
       if (!oneTile) { stage(c0, lid.x); }
       let n = min(PER_TILE, p.k - c0);
       for (var c = 0u; c < n; c++) {
-        var s: array<f32, R>;
-        for (var i = 0u; i < R; i++) { s[i] = 0.0; } // explicitly: Mesa keeps a loop-local array from the previous iteration
-        for (var q = 0u; q < D4; q++) {
-          let cv = tile[c * D4 + q];
-          for (var i = 0u; i < R; i++) {
-            let t = rows[i][q] - cv;
-            s[i] = s[i] + t.x * t.x;
-            s[i] = s[i] + t.y * t.y;
-            s[i] = s[i] + t.z * t.z;
-            s[i] = s[i] + t.w * t.w;
-          }
-        }
-        for (var i = 0u; i < R; i++) { if (s[i] < bestD[i]) { bestD[i] = s[i]; best[i] = c0 + c; } }
+${each((i) => `var s${i} = 0.0;`, '        ')}
+${quads.map((q) => `        {
+          let cv = tile[c * D4 + ${q}u];
+${each((i) => `let t${i} = x${i}_${q} - cv; s${i} = s${i} + t${i}.x * t${i}.x; s${i} = s${i} + t${i}.y * t${i}.y; s${i} = s${i} + t${i}.z * t${i}.z; s${i} = s${i} + t${i}.w * t${i}.w;`, '          ')}
+        }`).join('\n')}
+${each((i) => `if (s${i} < bestD${i}) { bestD${i} = s${i}; best${i} = c0 + c; }`, '        ')}
       }
     }
-    for (var i = 0u; i < R; i++) {
-      let r = base + i * WG + lid.x;
-      if (r < p.rows) { labels[r] = best[i]; dist[r] = bestD[i]; }
-    }
+${each((i) => `if (r${i} < p.rows) { labels[r${i}] = best${i}; dist[r${i}] = bestD${i}; }`, '    ')}
   }
 }
 `;
