@@ -101,7 +101,7 @@ async function kernelTimings() {
   }
   const blocks = Math.ceil(kmRows / sumBlockRows(K));
   report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
-    work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K, false), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
+    work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
   }));
   report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));
   report('kmeans step as the CLI runs it (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
@@ -155,8 +155,8 @@ function generate(kind, rows, d, path, extra) {
 // ---- k-means ----
 const blobs = join(DIR, `blobs-${ROWS}x${D}-c${BLOB_CENTERS}.arrow`);
 if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '--cluster-std', '2'])) {
-  // The fused k-means kernel reads xr once and writes labels and distances. Distances: a subtract
-  // and a multiply-add (3 flops) per feature and centre.
+  // The k-means step reads xr and writes labels and distances (the sums' second read of xr is not
+  // counted). Distances: a subtract and a multiply-add (3 flops) per feature and centre.
   const kmBytes = ROWS * (D * 4 + 8), kmFlops = 3 * ROWS * K * D;
   const models = {};
   for (const c of configs) {

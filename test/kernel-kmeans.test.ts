@@ -3,14 +3,14 @@
 // device, totals, potentials), on random data and awkward shapes: k = 1, d = 1, ties, all rows
 // equal, row counts that are not a multiple of the workgroup or of a block, k and d that are not a
 // multiple of anything, the largest k the sums kernel takes, one cluster holding every row of many
-// blocks while others stay empty, and the same bits when run again; small k × d runs the fused
-// kernel, larger the assignment then the sums, and for integer data the two agree bit for bit.
+// blocks while others stay empty, and the same bits when run again; the per-cluster sums of the
+// GPU's labels equal their CPU twin's bit for bit.
 
 import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
+import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, kmeansSumsCpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
 import { MAX_SUM_CLUSTERS, sumBlockRows } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
@@ -35,13 +35,13 @@ export function upload(ctx: GpuContext, x: Float64Array, y: Float64Array | null,
   return uploadMatrix(ctx, ring, x, y, rows, d);
 }
 
-async function assignOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number, fuse: 'auto' | 'never' = 'auto') {
+async function assignOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number) {
   const work = new GpuWork(ctx);
   const entries = assignEntries(k, m.cols);
   const out = work.temp(entries * 8, 'out');
-  const { labels } = recordAssign(work, m, work.input(new Float32Array(centres), 'centres'), k, out, 0, undefined, fuse);
-  const [pairs, labelWords] = await work.finish([{ buf: out, floats: entries * 2 }, { buf: labels, floats: m.rows }]);
-  return { pairs, result: assignResultOf(pairs, k, m.cols), labels: new Uint32Array(labelWords.buffer) };
+  const { labels, dist } = recordAssign(work, m, work.input(new Float32Array(centres), 'centres'), k, out, 0);
+  const [pairs, labelWords, distances] = await work.finish([{ buf: out, floats: entries * 2 }, { buf: labels, floats: m.rows }, { buf: dist, floats: m.rows }]);
+  return { pairs, result: assignResultOf(pairs, k, m.cols), labels: new Uint32Array(labelWords.buffer), dist: distances };
 }
 
 const relClose = (a: number, b: number, tol: number) => Math.abs(a - b) <= tol * Math.max(1, Math.abs(b));
@@ -90,11 +90,11 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
       const centres = randomRows(rng, k, d, 10, round);
       const m = await upload(ctx, x, null, rows, d);
       const got = await assignOnGpu(ctx, m, centres, k);
-      const unfused = await assignOnGpu(ctx, m, centres, k, 'never');
       freeMatrix(ctx, m);
-      // Integer data: the fused and the unfused kernels give the same bits.
-      if (round) expect(Array.from(new Uint32Array(unfused.pairs.buffer))).toEqual(Array.from(new Uint32Array(got.pairs.buffer)));
-      const want = kmeansAssignCpu(columnsCpu(x, rows, d), rows, d, new Float32Array(centres), k);
+      const columns = columnsCpu(x, rows, d);
+      // The sums of the GPU's own labels and distances: the CPU twin's bits exactly.
+      expect(Array.from(new Uint32Array(got.pairs.buffer))).toEqual(Array.from(new Uint32Array(kmeansSumsCpu(columns, rows, d, got.labels, got.dist, k).buffer)));
+      const want = kmeansAssignCpu(columns, rows, d, new Float32Array(centres), k);
       // Labels: equal, except where two centres are within f32 rounding (FMA contraction may differ).
       let differ = 0;
       for (let r = 0; r < rows; r++) if (got.labels[r] !== want.labels[r]) differ++;

@@ -6,8 +6,8 @@
 
 import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
-import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { assignRowsPerThread, CENTRE_TILE, fusedAssignBytes, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
+import { blocksOf, dfAddFCpu, pairsToDD, recordBlockSums, recordReduceBlocks, reduceBlocksCpu, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
+import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
@@ -37,12 +37,10 @@ export function assignBufferBytes(rows: number, k: number, d: number): { labels:
 /**
  * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
  * out[outOffset …] as (hi, lo) pairs: sums, counts and inertia per block of sumBlockRows(k) rows,
- * then over blocks in order. `buffers` (at least assignBufferBytes) may be kept by the caller
- * across Lloyd iterations; by default they are temporaries of `work`. Returns them. With `fuse`
- * 'auto' the fused kernel serves small k × d (same labels and sums); it is not the default because
- * the H200 ran it slower: 37.1 ms against 14.9 ms for 10^7 × 32, k = 64 (bench/gpu-ml.mjs, 2026-11-30).
+ * then over blocks in a fixed tree. `buffers` (at least assignBufferBytes) may be kept by the
+ * caller across Lloyd iterations; by default they are temporaries of `work`. Returns them.
  */
-export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers, fuse: 'auto' | 'never' = 'never'): AssignBuffers {
+export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers): AssignBuffers {
   const d = m.cols, entries = assignEntries(k, d);
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
   const bytes = assignBufferBytes(m.rows, k, d);
@@ -51,14 +49,8 @@ export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer,
   };
   const params = work.params([m.rows, k, 0, 0]);
   const blocks = Math.ceil(m.rows / sumBlockRows(k));
-  const fusedBytes = fusedAssignBytes(d, k);
-  if (fuse === 'auto' && fusedBytes !== null && fusedBytes <= work.ctx.device.limits.maxComputeWorkgroupStorageSize) {
-    // Small k × d: one kernel assigns each sub-tile of rows and sums it (rows read once).
-    work.dispatch(`kmeans-fused-${d}-${k}`, kmeansSumsWgsl(d, k, true), 'sums', [params, m.xr, centres, labels, dist, partials], blocks);
-  } else {
-    work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
-    work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k, false), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
-  }
+  work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
+  work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
   return { labels, dist, partials };
 }
@@ -142,4 +134,22 @@ export function ppUpdateCpu(x: Float32Array, rows: number, d: number, minD2: Flo
     for (let c = from; c < to; c++) m = Math.min(m, distF32(x, rows, r, centres, c, d));
     minD2[r] = m;
   }
+}
+
+/**
+ * CPU twin of recordAssign's sums for given labels and distances, bit for bit: per block of
+ * sumBlockRows(k) rows each entry summed over its cluster's rows in row order in double-float f32
+ * steps, then the sum over blocks; the (hi, lo) pairs recordAssign writes.
+ */
+export function kmeansSumsCpu(x: Float32Array, rows: number, d: number, labels: Uint32Array, dist: Float32Array, k: number): Float32Array {
+  const entries = assignEntries(k, d), blockRows = sumBlockRows(k), blocks = Math.ceil(rows / blockRows);
+  const partials = new Float32Array(blocks * entries * 2);
+  const add = (at: number, v: number) => { [partials[2 * at], partials[2 * at + 1]] = dfAddFCpu(partials[2 * at], partials[2 * at + 1], v); };
+  for (let r = 0; r < rows; r++) {
+    const base = Math.floor(r / blockRows) * entries, c = labels[r];
+    for (let j = 0; j < d; j++) add(base + j * k + c, x[j * rows + r]);
+    add(base + k * d + c, 1);
+    add(base + k * d + k + c, dist[r]);
+  }
+  return reduceBlocksCpu(partials, blocks, entries, 'block-major');
 }

@@ -5,9 +5,7 @@
 //                 memory as vec4s, several rows per thread)
 //   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
 //                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
-//                 each entry follows its cluster's rows through per-sub-tile lists (generated per
-//                 D and k); for small k × d the same kernel first assigns each staged sub-tile
-//                 itself (fused), so the rows are read once
+//                 each thread adds its clusters' rows in row order as it reads every row's label
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
@@ -113,184 +111,100 @@ export function sumBlockRows(k: number): number {
 }
 /** Feature values of a sub-tile of rows staged in workgroup memory by the sums kernel (8 KiB). */
 const SUM_TILE = 2048;
-/** Clusters the sums kernel takes (a list head per cluster in workgroup memory, 4 KiB); more run on the CPU. */
+/** Clusters the sums kernel takes (more run on the CPU): beyond it, passes over each block multiply. */
 export const MAX_SUM_CLUSTERS = 1024;
-/** Centre values (padded to vec4s) the fused kernel keeps in workgroup memory (8 KiB). */
-const FUSED_CENTRES = 2048;
+/** Accumulators (clusters) one thread of the sums kernel keeps. */
+const MAX_CLUSTERS_PER_THREAD = 16;
 
 function sumTileRows(d: number): number {
-  return Math.min(256, Math.floor(SUM_TILE / d)); // at most one row of a sub-tile per thread
+  return Math.min(256, Math.floor(SUM_TILE / d));
 }
 
 /**
- * Workgroup memory of the fused kernel (assignment and sums in one), or null when its centres do
- * not fit: then the assignment runs first, on its own.
+ * How the sums kernel shares out a block's entries. A cluster has d + 2 values (its d feature
+ * sums, its count, its summed distance); thread t takes value t mod v of the pass's value range
+ * (v values wide) for the clusters of its group g = t div v: c = c0 + g + groups × i, i < perThread.
+ * A pass is one (value range, cluster range) pair; passes = valueRanges × clusterRanges.
  */
-export function fusedAssignBytes(d: number, k: number): number | null {
-  const centreFloats = k * Math.ceil(d / 4) * 4;
-  if (centreFloats > FUSED_CENTRES) return null;
-  const t = sumTileRows(d);
-  return 4 * (t * d + centreFloats + 3 * t + 2 * 256 + k);
-}
-
-/** Accumulators per thread, and passes over a block, for k × d + 2k entries. */
-export function sumsShape(k: number, d: number): { perThread: number; passes: number } {
-  const entries = k * d + 2 * k;
-  const perThread = Math.min(16, Math.ceil(entries / 256));
-  return { perThread, passes: Math.ceil(entries / (256 * perThread)) };
+export function sumsShape(k: number, d: number): { values: number; groups: number; perThread: number; valueRanges: number; clusterRanges: number; passes: number } {
+  const values = Math.min(d + 2, 256);
+  const groups = Math.floor(256 / values);
+  const perThread = Math.min(MAX_CLUSTERS_PER_THREAD, Math.ceil(k / groups));
+  const valueRanges = Math.ceil((d + 2) / values), clusterRanges = Math.ceil(k / (groups * perThread));
+  return { values, groups, perThread, valueRanges, clusterRanges, passes: valueRanges * clusterRanges };
 }
 
 /**
- * Per-cluster counts and feature sums per block of sumBlockRows(k) rows, without comparing every row
- * with every cluster: the block is walked in sub-tiles of T rows (features staged in workgroup
- * memory); in each, the rows of one cluster form a list in row order (head = the cluster's first
- * row, by workgroup atomicMin; next = its next row with the same label, the minimum of what
- * several threads each find in a segment of the sub-tile), and the thread of entry
- * (cluster c, feature j) follows c's list. Each entry is thus summed in row order, one thread per
- * entry, in double-float: no float atomics, the same bits on any device or run.
+ * Per-cluster counts, feature sums and distance sums per block of sumBlockRows(k) rows. The block
+ * is walked in sub-tiles of T rows (features, labels and distances staged in workgroup memory);
+ * every thread reads each row's label and, when the row is in one of its clusters, adds its value
+ * to that cluster's accumulator. So each entry is summed over its cluster's rows in row order, in
+ * double-float, one thread per entry: no atomics, the same bits on any device or run. The
+ * threads of a warp mostly share their clusters, so a row's additions do not diverge.
  * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
- * then k × d + k + c (Σ distance over cluster c, so the inertia is balanced over threads like the
- * rest); partial[b × entries + e] (block-major).
+ * then k × d + k + c (Σ distance over cluster c); partial[b × entries + e] (block-major).
  */
-export function kmeansSumsWgsl(d: number, k: number, fused: boolean): string {
-  const { perThread, passes } = sumsShape(k, d);
-  const t = sumTileRows(d), d4 = Math.ceil(d / 4);
-  if (fused && (fusedAssignBytes(d, k) === null || passes !== 1)) throw new Error(`no fused k-means kernel for k ${k}, d ${d}`);
-  const bindings = fused ? /* wgsl */ `
-@group(0) @binding(2) var<storage, read> centres: array<f32>;
-@group(0) @binding(3) var<storage, read_write> labels: array<u32>;
-@group(0) @binding(4) var<storage, read_write> dist: array<f32>;
-@group(0) @binding(5) var<storage, read_write> partials: array<vec2f>;
-const D4: u32 = ${d4}u;
-/** Centres [g × KG, (g + 1) × KG) go to thread group g of a row (G groups of T threads). */
-const G: u32 = WG / T;
-const KG: u32 = (K + G - 1u) / G;
-var<workgroup> cent: array<vec4f, K * D4>;
-var<workgroup> candD: array<f32, WG>;
-var<workgroup> candC: array<u32, WG>;
-` : /* wgsl */ `
+export function kmeansSumsWgsl(d: number, k: number): string {
+  const { values, groups, perThread, clusterRanges, passes } = sumsShape(k, d);
+  const t = sumTileRows(d);
+  // The accumulators are separate variables, not an array indexed in a loop (kept in local memory by drivers that do not unroll).
+  const slots = Array.from({ length: perThread }, (_, i) => i);
+  return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
 @group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
-`;
-  // Fused: each row's nearest centre from the staged sub-tile, a group of threads per range of
-  // centres (ascending, strict <), then the groups' winners in group order: the lowest index
-  // among equal distances, as the assignment kernel.
-  const tileValue = (j: number) => (j < d ? `tile[${j}u * T + t]` : '0.0');
-  const assignInTile = fused ? /* wgsl */ `
-      {
-        let t = lid.x % T;
-        let g = lid.x / T;
-        var best = 0u;
-        var bestD = MAX_F32;
-        if (g < G && t < n) {
-          var row: array<vec4f, D4>;
-${Array.from({ length: d4 }, (_, q) => `          row[${q}] = vec4f(${[0, 1, 2, 3].map((i) => tileValue(4 * q + i)).join(', ')});`).join('\n')}
-          for (var c = g * KG; c < min(K, (g + 1u) * KG); c++) {
-            var s = 0.0;
-            for (var q = 0u; q < D4; q++) {
-              let u = row[q] - cent[c * D4 + q];
-              s = s + u.x * u.x;
-              s = s + u.y * u.y;
-              s = s + u.z * u.z;
-              s = s + u.w * u.w;
-            }
-            if (s < bestD) { bestD = s; best = c; }
-          }
-        }
-        candD[lid.x] = bestD;
-        candC[lid.x] = best;
-      }
-      workgroupBarrier();
-      if (lid.x < n) {
-        var bestD = candD[lid.x];
-        var best = candC[lid.x];
-        for (var g = 1u; g < G; g++) { if (candD[g * T + lid.x] < bestD) { bestD = candD[g * T + lid.x]; best = candC[g * T + lid.x]; } }
-        lab[lid.x] = best;
-        rowDist[lid.x] = bestD;
-        labels[s0 + lid.x] = best;
-        dist[s0 + lid.x] = bestD;
-      }
-      workgroupBarrier();` : '';
-  const stageCentres = fused ? /* wgsl */ `
-  for (var i = lid.x; i < K * D4; i += WG) {
-    let c = i / D4;
-    let j = (i % D4) * 4u;
-    var v = vec4f(0.0);
-    for (var u = 0u; u < 4u; u++) { if (j + u < D) { v[u] = centres[c * D + j + u]; } }
-    cent[i] = v;
-  }` : '';
-  return /* wgsl */ `${header(d)}
 const K: u32 = ${k}u;
 const T: u32 = ${t}u;
+const V: u32 = ${values}u;
+const GROUPS: u32 = ${groups}u;
 const E: u32 = ${perThread}u;
+const CLUSTER_RANGES: u32 = ${clusterRanges}u;
 const PASSES: u32 = ${passes}u;
 const SUM_ROWS: u32 = ${sumBlockRows(k)}u;
-const NONE: u32 = 0xffffffffu;
-/** The links are found by SEGS threads per row, each looking through SEG_LEN rows. */
-const SEGS: u32 = WG / T;
-const SEG_LEN: u32 = (T + SEGS - 1u) / SEGS;
-const FEATURE: u32 = 0u;
-const COUNT: u32 = 1u;
-const DISTANCE: u32 = 2u;
 var<workgroup> tile: array<f32, T * D>;
 var<workgroup> lab: array<u32, T>;
 var<workgroup> rowDist: array<f32, T>;
-var<workgroup> next: array<atomic<u32>, T>;
-var<workgroup> head: array<atomic<u32>, K>;
-${bindings}
+
 @compute @workgroup_size(256)
 fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
   let entries = K * D + 2u * K;
-  for (var c = lid.x; c < K; c += WG) { atomicStore(&head[c], NONE); }
-  if (lid.x < T) { atomicStore(&next[lid.x], NONE); }${stageCentres}
+  let g = lid.x / V;
   for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
     let b = w % blocks;
-    let e0 = (w / blocks) * WG * E;
+    let pw = w / blocks; // the pass
+    let v = (pw / CLUSTER_RANGES) * V + lid.x % V; // this thread's value: feature v, count (D) or distance (D + 1)
+    let c0 = (pw % CLUSTER_RANGES) * GROUPS * E;
+    let live = g < GROUPS && v < D + 2u;
     let r0 = b * SUM_ROWS;
     let r1 = min(p.rows, r0 + SUM_ROWS);
-    var acc: array<vec2f, E>;
-    for (var m = 0u; m < E; m++) { acc[m] = vec2f(0.0); } // explicitly, as s in assign
+${slots.map((i) => `    var acc${i} = vec2f(0.0);`).join('\n')}
     for (var s0 = r0; s0 < r1; s0 += T) {
       let n = min(T, r1 - s0);
-      workgroupBarrier(); // the previous sub-tile's lists are cleared and no longer read
+      workgroupBarrier(); // the previous sub-tile is no longer read
       for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * T + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
-      ${fused ? '' : 'if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }'}
-      workgroupBarrier();${assignInTile}
-      // next[t] = the first later row of t's cluster: the minimum over segments of each one's first.
-      let t = lid.x % T;
-      let seg = lid.x / T;
-      if (seg < SEGS && t < n) {
-        let l = lab[t];
-        for (var u = max(t + 1u, seg * SEG_LEN); u < min(n, (seg + 1u) * SEG_LEN); u++) {
-          if (lab[u] == l) { atomicMin(&next[t], u); break; }
-        }
-        if (seg == 0u) { atomicMin(&head[l], t); }
-      }
+      if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }
       workgroupBarrier();
-      for (var m = 0u; m < E; m++) {
-        let e = e0 + m * WG + lid.x;
-        if (e < entries) {
-          let kind = select(select(FEATURE, COUNT, e >= K * D), DISTANCE, e >= K * D + K);
-          let c = select(e % K, (e - K * D) % K, kind != FEATURE);
-          let at = min(e / K, D - 1u) * T;
-          var r = atomicLoad(&head[c]);
-          while (r != NONE) {
-            var v = tile[at + r];
-            if (kind == COUNT) { v = 1.0; } else if (kind == DISTANCE) { v = rowDist[r]; }
-            acc[m] = dfAddF(acc[m], v);
-            r = atomicLoad(&next[r]);
+      if (live) {
+        for (var r = 0u; r < n; r++) {
+          let l = lab[r];
+          if (l < c0 || (l - c0) % GROUPS != g) { continue; }
+          let slot = (l - c0) / GROUPS;
+          var value = 1.0;
+          if (v < D) { value = tile[v * T + r]; } else if (v == D + 1u) { value = rowDist[r]; }
+          switch slot {
+${slots.map((i) => `            case ${i}u: { acc${i} = dfAddF(acc${i}, value); }`).join('\n')}
+            default: {}
           }
         }
       }
-      workgroupBarrier();
-      if (lid.x < n) { atomicStore(&head[lab[lid.x]], NONE); atomicStore(&next[lid.x], NONE); }
     }
-    for (var m = 0u; m < E; m++) {
-      let e = e0 + m * WG + lid.x;
-      if (e < entries) { partials[b * entries + e] = acc[m]; }
+    if (live) {
+${slots.map((i) => `      {
+        let c = c0 + g + GROUPS * ${i}u;
+        if (c < K) { partials[b * entries + select(select(K * D + K + c, K * D + c, v == D), v * K + c, v < D)] = acc${i}; }
+      }`).join('\n')}
     }
   }
 }

@@ -181,6 +181,16 @@ export function dfAddCpu(ah: number, al: number, bh: number, bl: number): [numbe
   return [r, f(t - f(r - s))];
 }
 
+/** CPU twin of dfAddF (a double-float plus an f32) in ml-matrix.wgsl.ts. */
+export function dfAddFCpu(ah: number, al: number, b: number): [number, number] {
+  const f = Math.fround;
+  const s = f(ah + b), bb = f(s - ah);
+  const err = f(f(ah - f(s - bb)) + f(b - bb));
+  const t = f(err + al);
+  const r = f(s + t);
+  return [r, f(t - f(r - s))];
+}
+
 /** CPU twin of recordReduceBlocks: the same tree, the same f32 steps; (hi, lo) pairs in and out. */
 export function reduceBlocksCpu(partials: Float32Array, blocks: number, entries: number, layout: 'entry-major' | 'block-major' = 'entry-major'): Float32Array {
   let source = partials, n = blocks, blockMajor = layout === 'block-major';
