@@ -12,7 +12,7 @@ import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, kmeansSumsCpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
 import { MAX_SUM_CLUSTERS, sumBlockRows } from '../src/kernels/kmeans.wgsl.js';
-import { decodeCpu, freeMatrix, GpuWork, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
+import { decodeCpu, freeMatrix, GpuWork, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
 
 function randomRows(rng: Rng, rows: number, d: number, scale = 10, round = false): Float64Array {
@@ -66,6 +66,27 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
         expect(Math.abs(xr[j * rows + r] + xl[j * rows + r] - v)).toBeLessThanOrEqual(Math.abs(v) * 2 ** -46);
       }
     }
+  });
+
+  it('columns uploaded in uneven pieces (one per batch) give the same device matrix as whole', async () => {
+    const ctx = await testGpu();
+    const rng = new Rng(4, 'pieces');
+    const rows = 70_000, d = 2;
+    const x = new Float64Array(rows * d).map(() => rng.nextFloat() * 100 - 50);
+    const y = new Float64Array(rows).map(() => rng.nextFloat());
+    const column = (j: number) => Float64Array.from({ length: rows }, (_, r) => (j < d ? x[r * d + j] : y[r]));
+    // Piece sizes: 1 row, a few, many, and the rest; a staging slot (1 MiB in the test ring) ends inside a piece.
+    const cuts = [0, 1, 5, 40_000, rows];
+    const pieces = (c: Float64Array) => cuts.slice(1).map((end, i) => c.subarray(cuts[i], end));
+    ring ??= new StagingRing(ctx, 1 << 16, 2);
+    const whole = await upload(ctx, x, y, rows, d);
+    const split = await uploadColumns(ctx, ring, [0, 1, 2].map((j) => pieces(column(j))), rows, true);
+    const work = new GpuWork(ctx);
+    const got = await work.finish([whole.xr, whole.xl, split.xr, split.xl].map((buf) => ({ buf, floats: rows * (d + 1) })));
+    freeMatrix(ctx, whole);
+    freeMatrix(ctx, split);
+    expect(Array.from(got[2])).toEqual(Array.from(got[0]));
+    expect(Array.from(got[3])).toEqual(Array.from(got[1]));
   });
 });
 

@@ -34,20 +34,22 @@ export function deviceMatrixFits(ctx: GpuContext, rows: number, columns: number)
 
 /** Uploads row-major float64 `x` (rows × cols) and `y` through `ring` and splits them on the device. */
 export function uploadMatrix(ctx: GpuContext, ring: StagingRing, x: Float64Array, y: Float64Array | null, rows: number, cols: number): Promise<DeviceMatrix> {
-  const sources = [...(cols > 0 ? [{ data: x, srcCols: cols, colStart: 0 }] : []), ...(y ? [{ data: y, srcCols: 1, colStart: cols }] : [])];
+  const sources = [...(cols > 0 ? [{ pieces: [x], srcCols: cols, colStart: 0 }] : []), ...(y ? [{ pieces: [y], srcCols: 1, colStart: cols }] : [])];
   return uploadSources(ctx, ring, sources, rows, cols, y !== null);
 }
 
 /**
- * Uploads float64 columns (the features, then the target when `hasY`) as they come from a batch,
- * each straight from its own array: no row-major copy is made on the host.
+ * Uploads float64 columns (the features, then the target when `hasY`) as they come from a
+ * partition's batches: column j is columns[j]'s pieces end to end (one per batch, in row order),
+ * copied from them straight into staging memory. No row-major copy and no joined column is made
+ * on the host.
  */
-export function uploadColumns(ctx: GpuContext, ring: StagingRing, columns: readonly Float64Array[], rows: number, hasY: boolean): Promise<DeviceMatrix> {
-  return uploadSources(ctx, ring, columns.map((data, j) => ({ data, srcCols: 1, colStart: j })), rows, columns.length - (hasY ? 1 : 0), hasY);
+export function uploadColumns(ctx: GpuContext, ring: StagingRing, columns: readonly (readonly Float64Array[])[], rows: number, hasY: boolean): Promise<DeviceMatrix> {
+  return uploadSources(ctx, ring, columns.map((pieces, j) => ({ pieces, srcCols: 1, colStart: j })), rows, columns.length - (hasY ? 1 : 0), hasY);
 }
 
-/** Each source holds `srcCols` row-major columns of the matrix from column `colStart`; decoded on the device slice by slice. */
-async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readonly { data: Float64Array; srcCols: number; colStart: number }[],
+/** Each source holds `srcCols` row-major columns of the matrix from column `colStart`, in pieces laid end to end; decoded on the device slice by slice. */
+async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readonly { pieces: readonly Float64Array[]; srcCols: number; colStart: number }[],
                              rows: number, cols: number, hasY: boolean): Promise<DeviceMatrix> {
   const columns = cols + (hasY ? 1 : 0);
   const xr = storageBuffer(ctx, rows * columns * 4, 'matrix xr');
@@ -57,11 +59,11 @@ async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readon
   const sliceRows = Math.max(1, Math.floor(Math.min(ctx.device.limits.maxStorageBufferBindingSize, 64 << 20) / (widest * 8)));
   const src = storageBuffer(ctx, Math.min(rows, sliceRows) * widest * 8, 'matrix f64 slice');
   try {
-    for (const { data, srcCols, colStart } of sources) {
+    for (const { pieces, srcCols, colStart } of sources) {
       const sourceSliceRows = Math.max(1, Math.floor(sliceRows * widest / srcCols));
       for (let start = 0; start < rows; start += sourceSliceRows) {
         const n = Math.min(sourceSliceRows, rows - start);
-        await ring.upload(data.subarray(start * srcCols, (start + n) * srcCols), src);
+        await ring.fill(src, 0, n * srcCols * 8, (view, at) => copyBytes(pieces, start * srcCols * 8 + at, view));
         kernel.dispatch('decode', [sharedUniform(ctx, [n, srcCols, start, rows, colStart]), src, xr, xl], workgroupsFor(n * srcCols));
       }
     }
@@ -69,6 +71,19 @@ async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readon
     freeBuffer(ctx, src);
   }
   return { rows, cols, hasY, xr, xl };
+}
+
+/** Copies bytes [from, from + view.length) of `pieces` laid end to end into `view`. */
+function copyBytes(pieces: readonly Float64Array[], from: number, view: Uint8Array): void {
+  let skip = from, written = 0;
+  for (const piece of pieces) {
+    if (written === view.length) return;
+    if (skip >= piece.byteLength) { skip -= piece.byteLength; continue; }
+    const part = new Uint8Array(piece.buffer, piece.byteOffset + skip, Math.min(piece.byteLength - skip, view.length - written));
+    view.set(part, written);
+    written += part.length;
+    skip = 0;
+  }
 }
 
 export function freeMatrix(ctx: GpuContext, m: DeviceMatrix): void {

@@ -11,7 +11,7 @@ import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
 import { freeBuffer, readBack, stagingRingOf, storageBuffer } from '../gpu/buffers.js';
 import { PhaseTimes } from '../gpu/timing.js';
-import { designColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
+import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
 import type { PickTarget } from '../ml/kmeans-tasks.js';
@@ -81,20 +81,24 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   if (terminal.kind !== 'load-matrix') throw new Error('expected load-matrix');
   const read = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
   const batches = read.batches!;
-  const m = designColumns(concatBatches(batches[0]?.schema ?? [], batches), terminal.features, terminal.target);
-  const host = columnPartition(fragment.index, m);
+  // Each batch's columns as they are (an Arrow batch's are views of what was read): joined on
+  // the host only if CPU code reads them; the upload copies them into staging memory itself.
+  const pieces = (batches.length > 0 ? batches : [concatBatches([], [])]).map((b) => designColumns(b, terminal.features, terminal.target));
+  const host = columnPartition(fragment.index, pieces, terminal.features.length);
+  const hasY = terminal.target !== null;
   const warnings = read.warnings;
   let device: DeviceMatrix | null = null;
-  if (terminal.device && deviceMatrixFits(ctx, m.rows, host.cols + (m.y ? 1 : 0))) {
+  if (terminal.device && deviceMatrixFits(ctx, host.rows, host.cols + (hasY ? 1 : 0))) {
     try {
-      // Straight from the batch's columns: the device matrix is column-major, so no row-major copy is needed.
-      device = await uploadColumns(ctx, stagingRingOf(ctx), m.y ? [...m.columns, m.y] : m.columns, m.rows, m.y !== null);
+      // Column-major on the device, so no row-major copy is needed.
+      const columns = [...terminal.features.map((_, j) => pieces.map((p) => p.columns[j])), ...(hasY ? [pieces.map((p) => p.y!)] : [])];
+      device = await uploadColumns(ctx, stagingRingOf(ctx), columns, host.rows, hasY);
     } catch (err) {
       if (ctx.lostReason) throw err;
       warnings.push(`partition ${fragment.index} stays on the CPU of its GPU worker (${err instanceof Error ? err.message : String(err)})`);
     }
-  } else if (terminal.device && m.rows > 0) {
-    warnings.push(`partition ${fragment.index} (${m.rows} rows) exceeds the GPU's storage binding limit; its ML tasks run on the CPU (use a smaller --blocksize)`);
+  } else if (terminal.device && host.rows > 0) {
+    warnings.push(`partition ${fragment.index} (${host.rows} rows) exceeds the GPU's storage binding limit; its ML tasks run on the CPU (use a smaller --blocksize)`);
   }
   const held = matrices.get(terminal.matrixId) ?? new Map<number, GpuPartition>();
   matrices.set(terminal.matrixId, held);
@@ -105,15 +109,25 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
 }
 
 /**
- * A partition kept as the batch's columns: its row-major form (what the CPU code of a task reads)
- * is made only if such a task runs here, and single rows come from the columns.
+ * A partition kept as its batches' columns: the joined columns and their row-major form (what the
+ * CPU code of a task reads) are made only if such a task runs here; single rows come from the pieces.
  */
-function columnPartition(index: number, m: DesignColumns): HostPartition {
+function columnPartition(index: number, pieces: readonly DesignColumns[], cols: number): HostPartition {
+  const starts = [0];
+  for (const p of pieces) starts.push(starts[starts.length - 1] + p.rows);
+  const rows = starts[pieces.length];
+  let joined: DesignColumns | null = null;
+  const whole = () => (joined ??= joinDesignColumns(pieces, cols));
   let x: Float64Array | null = null;
   return {
-    index, firstRow: -1, rows: m.rows, cols: m.columns.length, y: m.y,
-    get x() { return (x ??= rowMajor(m.columns, m.rows)); },
-    row: (r) => Float64Array.from(m.columns, (c) => c[r]),
+    index, firstRow: -1, rows, cols,
+    get y() { return pieces[0].y === null ? null : whole().y; },
+    get x() { return (x ??= rowMajor(whole().columns, rows)); },
+    row: (r) => {
+      let i = 0;
+      while (starts[i + 1] <= r) i++;
+      return Float64Array.from(pieces[i].columns, (c) => c[r - starts[i]]);
+    },
   };
 }
 

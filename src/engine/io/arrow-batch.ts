@@ -161,7 +161,13 @@ function columnOfData(data: Arrow.Data, name: string): Column {
       const vec = arrow.makeVector(data);
       return { type: 'float64', values: Float64Array.from({ length: n }, (_, i) => Number(vec.get(i) ?? 0)), valid };
     }
-    return { type: 'float64', values: Float64Array.from((data.values as Float64Array).subarray(0, n)), valid };
+    // float64: a view of the record batch's buffer (read for this batch alone), not a copy; a
+    // float32 column is widened with set(), which runs at memory speed (from() iterates).
+    const values = (data.values as Float64Array | Float32Array).subarray(0, n);
+    if (values instanceof Float64Array) return { type: 'float64', values, valid };
+    const wide = new Float64Array(n);
+    wide.set(values);
+    return { type: 'float64', values: wide, valid };
   }
   if (T.isDecimal(type)) return { type: 'float64', values: decimalValues(data, type), valid };
   if (T.isUtf8(type) || T.isLargeUtf8(type)) return stringColumnOfData(data, valid);

@@ -22,6 +22,19 @@ export function designColumns(batch: Batch, features: readonly string[], target:
   };
 }
 
+/** Design columns of consecutive batches joined into one (the pieces themselves when there is one). */
+export function joinDesignColumns(pieces: readonly DesignColumns[], cols: number): DesignColumns {
+  if (pieces.length === 1) return pieces[0];
+  const rows = pieces.reduce((s, p) => s + p.rows, 0);
+  const join = (part: (p: DesignColumns) => Float64Array) => {
+    const out = new Float64Array(rows);
+    let at = 0;
+    for (const p of pieces) { out.set(part(p), at); at += p.rows; }
+    return out;
+  };
+  return { rows, columns: Array.from({ length: cols }, (_, j) => join((p) => p.columns[j])), y: pieces[0]?.y ? join((p) => p.y!) : null };
+}
+
 /** The design matrix of a batch: its feature columns as rows × features, row-major. */
 export function designMatrix(batch: Batch, features: readonly string[], target: string | null, file?: string): DesignMatrix {
   const { rows, columns, y } = designColumns(batch, features, target, file);
