@@ -78,8 +78,12 @@ describe('Arrow IPC files and streams', () => {
     const big = await planArrowChunks(path, 'file', 1 << 30);
     expect(big.chunks.map((c) => c.batchIndices)).toEqual([[0, 1, 2]]);
     const names = small.schema.map((f) => f.name);
-    const back = concatBatches(parts[0].schema, await Promise.all(small.chunks.map((c) => readArrowChunk(c, names))));
+    const back = concatBatches(parts[0].schema, (await Promise.all(small.chunks.map((c) => readArrowChunk(c, names)))).flat());
     expect(batchRows(back)).toEqual(expected);
+    // A chunk of several record batches: a batch for each, not joined (joining copies every value).
+    const whole = await readArrowChunk(big.chunks[0], names);
+    expect(whole.map((b) => b.length)).toEqual([400, 400, 400]);
+    expect(batchRows(concatBatches(parts[0].schema, whole))).toEqual(expected);
     // Independent reader: the file's messages (between the magic and the footer) form an IPC
     // stream; arrow-rs (in parquet-wasm) decodes them and DuckDB reads the re-encoded Parquet.
     // apache-arrow's file writer keeps the schema only in the footer, so prepend a schema message.
@@ -102,7 +106,9 @@ describe('Arrow IPC files and streams', () => {
     writeFileSync(path, arrow.tableToIPC(new arrow.Table(parts.map((p) => batchToArrowTable(p).batches[0])), 'stream'));
     const { chunks } = await planArrowChunks(path, 'stream', 1);
     expect(chunks.map((c) => c.batchIndices)).toEqual([[0], [1], [2]]);
-    const b = await readArrowChunk(chunks[1], ['ts', 'id']);
+    const read = await readArrowChunk(chunks[1], ['ts', 'id']);
+    expect(read.length).toBe(1); // a batch per record batch
+    const b = read[0];
     expect(b.schema.map((f) => f.name)).toEqual(['ts', 'id']);
     expect(batchRows(b)).toEqual(batchRows(parts[1]).map((r) => [r[5], r[0]]));
   });

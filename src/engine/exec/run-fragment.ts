@@ -110,7 +110,7 @@ async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch
     case 'parquet':
       return [await readParquetChunk(source.chunk, source.columns)];
     case 'arrow':
-      return [await readArrowChunk(source.chunk, source.columns)];
+      return readArrowChunk(source.chunk, source.columns);
     case 'none':
       return [];
     case 'generate': {

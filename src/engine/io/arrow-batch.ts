@@ -184,14 +184,20 @@ function recordBatchToBatch(rb: Arrow.RecordBatch, names: readonly string[], sch
 
 /** Our batch of the named columns (default: all) of an Arrow table or record batch. */
 export function arrowTableToBatch(table: Arrow.Table | Arrow.RecordBatch, columns?: readonly string[]): Batch {
+  const batches = arrowTableToBatches(table, columns);
+  return batches.length === 1 ? batches[0] : concatBatches(batches[0].schema, batches);
+}
+
+/** One batch per record batch (at least one: an empty one for a table without any), not joined. */
+export function arrowTableToBatches(table: Arrow.Table | Arrow.RecordBatch, columns?: readonly string[]): Batch[] {
   const all = table.schema.fields.map((f) => f.name);
   const names = columns ?? all;
   for (const n of names) requireColumn(n, all);
   const fullSchema = arrowSchemaToSchema(table.schema);
   const schema = names.map((n) => fullSchema[all.indexOf(n)]);
   const rbs = table instanceof arrow.Table ? table.batches : [table];
-  if (rbs.length === 0) return emptyBatch(schema);
-  return concatBatches(schema, rbs.map((rb) => recordBatchToBatch(rb, names, schema)));
+  if (rbs.length === 0) return [emptyBatch(schema)];
+  return rbs.map((rb) => recordBatchToBatch(rb, names, schema));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import { open } from 'node:fs/promises';
 import type { Batch, Schema } from '../batch.js';
 import { DataError } from '../errors.js';
 import type { ArrowChunk } from './arrow.js';
-import { arrowSchemaToSchema, arrowTableToBatch } from './arrow-batch.js';
+import { arrowSchemaToSchema, arrowTableToBatches } from './arrow-batch.js';
 import { inputError } from './input-error.js';
 
 interface BatchInfo { rows: number; bytes: number }
@@ -116,8 +116,8 @@ async function readStreamBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]
   }
 }
 
-/** The named columns (in that order) of the chunk's record batches, as one batch. */
-export async function readArrowChunk(chunk: ArrowChunk, columns: readonly string[]): Promise<Batch> {
+/** The named columns (in that order) of the chunk's record batches, a batch for each (joining them would copy every value). */
+export async function readArrowChunk(chunk: ArrowChunk, columns: readonly string[]): Promise<Batch[]> {
   let rbs: Arrow.RecordBatch[];
   try {
     rbs = chunk.kind === 'file' ? await readFileBatches(chunk) : await readStreamBatches(chunk);
@@ -125,5 +125,5 @@ export async function readArrowChunk(chunk: ArrowChunk, columns: readonly string
     throw asDataError(err, chunk.path);
   }
   if (rbs.length === 0) throw new DataError('record batches are missing (file changed or truncated)', { file: chunk.path });
-  return arrowTableToBatch(new arrow.Table(rbs), columns);
+  return arrowTableToBatches(new arrow.Table(rbs), columns);
 }

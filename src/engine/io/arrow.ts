@@ -13,7 +13,7 @@ export async function planArrowChunks(path: string, kind: 'file' | 'stream', blo
   return (await arrowIpc()).planArrowChunks(path, kind, blocksize);
 }
 
-/** The named columns (in that order) of the chunk's record batches, as one batch. */
-export async function readArrowChunk(chunk: ArrowChunk, columns: readonly string[]): Promise<Batch> {
+/** The named columns (in that order) of the chunk's record batches, a batch for each. */
+export async function readArrowChunk(chunk: ArrowChunk, columns: readonly string[]): Promise<Batch[]> {
   return (await arrowIpc()).readArrowChunk(chunk, columns);
 }
