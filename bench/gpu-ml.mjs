@@ -103,6 +103,13 @@ async function kernelTimings() {
   report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
     work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
   }));
+  // Variants of the sums kernel (same bits): rows staged per sub-tile, and rows whose labels are read per step.
+  for (const [tileRows, unroll] of [[64, 4], [128, 1], [128, 4], [256, 4]]) {
+    if ((tileRows + 1) * D * 4 + tileRows * 8 > ctx.device.limits.maxComputeWorkgroupStorageSize) continue;
+    report(`kmeans sums kernel, ${tileRows} rows per sub-tile, ${unroll} labels per step (not the default)`, kmRows, await marginal((work) => {
+      work.dispatch(`kmeans-sums-${D}-${K}-${tileRows}-${unroll}`, kmeansSumsWgsl(D, K, tileRows, unroll), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
+    }));
+  }
   report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));
   report('kmeans step as the CLI runs it (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
   for (const b of Object.values(kept)) b.destroy();

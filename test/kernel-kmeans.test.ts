@@ -11,8 +11,8 @@ import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, kmeansSumsCpu, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
-import { MAX_SUM_CLUSTERS, sumBlockRows } from '../src/kernels/kmeans.wgsl.js';
-import { decodeCpu, freeMatrix, GpuWork, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
+import { kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from '../src/kernels/kmeans.wgsl.js';
+import { decodeCpu, freeMatrix, GpuWork, recordReduceBlocks, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
 
 function randomRows(rng: Rng, rows: number, d: number, scale = 10, round = false): Float64Array {
@@ -130,6 +130,26 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
       if (round) expect(got.result.inertia.hi[0] + got.result.inertia.lo[0]).toBe(want.inertia);
     });
   }
+
+  it('sums kernel variants (rows per sub-tile, labels read per step): the CPU twin\'s bits', async () => {
+    const ctx = await testGpu();
+    const rng = new Rng(8, 'sums variants');
+    const rows = 2 * sumBlockRows(9) + 101, d = 6, k = 9;
+    const x = randomRows(rng, rows, d, 10);
+    const m = await upload(ctx, x, null, rows, d);
+    const { labels, dist } = await assignOnGpu(ctx, m, randomRows(rng, k, d, 10), k);
+    const want = Array.from(new Uint32Array(kmeansSumsCpu(columnsCpu(x, rows, d), rows, d, labels, dist, k).buffer));
+    const blocks = Math.ceil(rows / sumBlockRows(k)), entries = assignEntries(k, d);
+    for (const [tileRows, unroll] of [[37, 1], [64, 3], [128, 4], [256, 4]]) {
+      const work = new GpuWork(ctx);
+      const partials = work.temp(blocks * entries * 8, 'partials'), out = work.temp(entries * 8, 'out');
+      work.dispatch(`sums-${tileRows}-${unroll}`, kmeansSumsWgsl(d, k, tileRows, unroll), 'sums', [work.params([rows, k, 0, 0]), m.xr, work.input(labels, 'labels'), work.input(dist, 'dist'), partials], blocks * sumsShape(k, d).passes);
+      recordReduceBlocks(work, partials, blocks, entries, out, 0, 'block-major');
+      const [got] = await work.finish([{ buf: out, floats: entries * 2 }]);
+      expect(Array.from(new Uint32Array(got.buffer)), `${tileRows} rows, ${unroll} per step`).toEqual(want);
+    }
+    freeMatrix(ctx, m);
+  });
 
   it('one cluster takes every row of many blocks, the others stay empty; the same bits when run again', async () => {
     const ctx = await testGpu();

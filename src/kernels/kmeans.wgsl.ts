@@ -144,11 +144,13 @@ export function sumsShape(k: number, d: number): { values: number; groups: numbe
  * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
  * then k × d + k + c (Σ distance over cluster c); partial[b × entries + e] (block-major).
  */
-export function kmeansSumsWgsl(d: number, k: number): string {
+export function kmeansSumsWgsl(d: number, k: number, tileRows = sumTileRows(d), unroll = 1): string {
   const { values, groups, perThread, clusterRanges, passes } = sumsShape(k, d);
-  const t = sumTileRows(d);
+  const t = tileRows;
   // The accumulators are separate variables, not an array indexed in a loop (kept in local memory by drivers that do not unroll).
   const slots = Array.from({ length: perThread }, (_, i) => i);
+  // `unroll` rows per step of the row loop: their labels are read together (the additions stay in row order).
+  const rowSteps = Array.from({ length: unroll }, (_, u) => u);
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
@@ -161,7 +163,10 @@ const E: u32 = ${perThread}u;
 const CLUSTER_RANGES: u32 = ${clusterRanges}u;
 const PASSES: u32 = ${passes}u;
 const SUM_ROWS: u32 = ${sumBlockRows(k)}u;
-var<workgroup> tile: array<f32, T * D>;
+const NONE: u32 = 0xffffffffu;
+/** Row stride of a feature in the tile: T + 1, so the threads of a row's values read different banks. */
+const TS: u32 = T + 1u;
+var<workgroup> tile: array<f32, TS * D>;
 var<workgroup> lab: array<u32, T>;
 var<workgroup> rowDist: array<f32, T>;
 
@@ -183,20 +188,20 @@ ${slots.map((i) => `    var acc${i} = vec2f(0.0);`).join('\n')}
     for (var s0 = r0; s0 < r1; s0 += T) {
       let n = min(T, r1 - s0);
       workgroupBarrier(); // the previous sub-tile is no longer read
-      for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * T + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
-      if (lid.x < n) { lab[lid.x] = labels[s0 + lid.x]; rowDist[lid.x] = dist[s0 + lid.x]; }
+      for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * TS + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
+      for (var i = lid.x; i < n; i += WG) { lab[i] = labels[s0 + i]; rowDist[i] = dist[s0 + i]; }
       workgroupBarrier();
       if (live) {
-        for (var r = 0u; r < n; r++) {
-          let l = lab[r];
-          if (l < c0 || (l - c0) % GROUPS != g) { continue; }
-          let slot = (l - c0) / GROUPS;
-          var value = 1.0;
-          if (v < D) { value = tile[v * T + r]; } else if (v == D + 1u) { value = rowDist[r]; }
-          switch slot {
-${slots.map((i) => `            case ${i}u: { acc${i} = dfAddF(acc${i}, value); }`).join('\n')}
-            default: {}
-          }
+        for (var r = 0u; r < n; r += ${unroll}u) {
+${rowSteps.map((u) => `          let l${u} = select(NONE, lab[r + ${u}u], r + ${u}u < n);`).join('\n')}
+${rowSteps.map((u) => `          if (l${u} >= c0 && (l${u} - c0) % GROUPS == g) {
+            var value = 1.0;
+            if (v < D) { value = tile[v * TS + r + ${u}u]; } else if (v == D + 1u) { value = rowDist[r + ${u}u]; }
+            switch (l${u} - c0) / GROUPS {
+${slots.map((i) => `              case ${i}u: { acc${i} = dfAddF(acc${i}, value); }`).join('\n')}
+              default: {}
+            }
+          }`).join('\n')}
         }
       }
     }
