@@ -103,11 +103,12 @@ async function kernelTimings() {
   report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
     work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
   }));
-  // Variants of the sums kernel (same bits): rows staged per sub-tile, and rows whose labels are read per step.
-  for (const [tileRows, unroll] of [[64, 4], [128, 1], [128, 4], [256, 4]]) {
-    if ((tileRows + 1) * D * 4 + tileRows * 8 > ctx.device.limits.maxComputeWorkgroupStorageSize) continue;
-    report(`kmeans sums kernel, ${tileRows} rows per sub-tile, ${unroll} labels per step (not the default)`, kmRows, await marginal((work) => {
-      work.dispatch(`kmeans-sums-${D}-${K}-${tileRows}-${unroll}`, kmeansSumsWgsl(D, K, tileRows, unroll), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
+  // Variants of the sums kernel (same bits): rows staged per sub-tile, and how a thread finds its rows.
+  for (const variant of [{ unroll: 4 }, { tileRows: 128, unroll: 4 }, { walk: 'masks' }, { walk: 'masks', tileRows: 128 }, { walk: 'masks', tileRows: 32 }]) {
+    const t = variant.tileRows ?? 64;
+    if ((t + 1) * D * 4 + t * 8 + K * Math.ceil(t / 32) * 4 > ctx.device.limits.maxComputeWorkgroupStorageSize) continue;
+    report(`kmeans sums kernel, ${JSON.stringify(variant)} (not the default)`, kmRows, await marginal((work) => {
+      work.dispatch(`kmeans-sums-${D}-${K}-${JSON.stringify(variant)}`, kmeansSumsWgsl(D, K, variant), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
     }));
   }
   report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));

@@ -134,23 +134,70 @@ export function sumsShape(k: number, d: number): { values: number; groups: numbe
   return { values, groups, perThread, valueRanges, clusterRanges, passes: valueRanges * clusterRanges };
 }
 
+/** How the sums kernel finds a thread's rows in a sub-tile (both give the same bits). */
+export interface SumsVariant {
+  /** Rows staged per sub-tile. */
+  tileRows?: number;
+  /**
+   * 'labels': every thread reads every row's label and keeps those of its clusters; 'masks': the
+   * rows of each cluster are first marked in a bit mask per cluster (atomicOr, which no order
+   * changes), and a thread visits only its clusters' rows, lowest bit first.
+   */
+  walk?: 'labels' | 'masks';
+  /** 'labels' walk: rows whose labels are read per step. */
+  unroll?: number;
+}
+
 /**
  * Per-cluster counts, feature sums and distance sums per block of sumBlockRows(k) rows. The block
  * is walked in sub-tiles of T rows (features, labels and distances staged in workgroup memory);
- * every thread reads each row's label and, when the row is in one of its clusters, adds its value
- * to that cluster's accumulator. So each entry is summed over its cluster's rows in row order, in
- * double-float, one thread per entry: no atomics, the same bits on any device or run. The
- * threads of a warp mostly share their clusters, so a row's additions do not diverge.
+ * a thread adds the rows of its clusters in row order (SumsVariant says how it finds them) to one
+ * accumulator per cluster. So each entry is summed over its cluster's rows in row order, in
+ * double-float, one thread per entry: the same bits on any device or run. The threads of a warp
+ * mostly share their clusters, so a row's additions do not diverge.
  * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
  * then k × d + k + c (Σ distance over cluster c); partial[b × entries + e] (block-major).
  */
-export function kmeansSumsWgsl(d: number, k: number, tileRows = sumTileRows(d), unroll = 1): string {
+export function kmeansSumsWgsl(d: number, k: number, variant: SumsVariant = {}): string {
   const { values, groups, perThread, clusterRanges, passes } = sumsShape(k, d);
-  const t = tileRows;
+  const { tileRows: t = sumTileRows(d), walk = 'labels', unroll = 1 } = variant;
   // The accumulators are separate variables, not an array indexed in a loop (kept in local memory by drivers that do not unroll).
   const slots = Array.from({ length: perThread }, (_, i) => i);
-  // `unroll` rows per step of the row loop: their labels are read together (the additions stay in row order).
   const rowSteps = Array.from({ length: unroll }, (_, u) => u);
+  const valueAt = (r: string) => `var value = 1.0;
+            if (v < D) { value = tile[v * TS + ${r}]; } else if (v == D + 1u) { value = rowDist[${r}]; }`;
+  const labelWalk = /* wgsl */ `
+      workgroupBarrier();
+      if (live) {
+        for (var r = 0u; r < n; r += ${unroll}u) {
+${rowSteps.map((u) => `          let l${u} = select(NONE, lab[r + ${u}u], r + ${u}u < n);`).join('\n')}
+${rowSteps.map((u) => `          if (l${u} >= c0 && (l${u} - c0) % GROUPS == g) {
+            ${valueAt(`r + ${u}u`)}
+            switch (l${u} - c0) / GROUPS {
+${slots.map((i) => `              case ${i}u: { acc${i} = dfAddF(acc${i}, value); }`).join('\n')}
+              default: {}
+            }
+          }`).join('\n')}
+        }
+      }`;
+  const maskWalk = /* wgsl */ `
+      workgroupBarrier();
+      for (var r = lid.x; r < n; r += WG) { atomicOr(&masks[lab[r] * MW + r / 32u], 1u << (r % 32u)); }
+      workgroupBarrier();
+      if (live) {
+${slots.map((i) => `        {
+          let c = c0 + g + GROUPS * ${i}u;
+          for (var mw = 0u; mw < select(0u, MW, c < K); mw++) {
+            var bits = atomicLoad(&masks[c * MW + mw]);
+            while (bits != 0u) {
+              let r = mw * 32u + firstTrailingBit(bits);
+              bits &= bits - 1u;
+              ${valueAt('r')}
+              acc${i} = dfAddF(acc${i}, value);
+            }
+          }
+        }`).join('\n')}
+      }`;
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
@@ -169,6 +216,9 @@ const TS: u32 = T + 1u;
 var<workgroup> tile: array<f32, TS * D>;
 var<workgroup> lab: array<u32, T>;
 var<workgroup> rowDist: array<f32, T>;
+${walk === 'masks' ? `/** Bit r % 32 of word r / 32 of cluster c's MW words: row r of the sub-tile is in c. */
+const MW: u32 = (T + 31u) / 32u;
+var<workgroup> masks: array<atomic<u32>, K * MW>;` : ''}
 
 @compute @workgroup_size(256)
 fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
@@ -189,21 +239,8 @@ ${slots.map((i) => `    var acc${i} = vec2f(0.0);`).join('\n')}
       let n = min(T, r1 - s0);
       workgroupBarrier(); // the previous sub-tile is no longer read
       for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * TS + i % n] = x[(i / n) * p.rows + s0 + i % n]; }
-      for (var i = lid.x; i < n; i += WG) { lab[i] = labels[s0 + i]; rowDist[i] = dist[s0 + i]; }
-      workgroupBarrier();
-      if (live) {
-        for (var r = 0u; r < n; r += ${unroll}u) {
-${rowSteps.map((u) => `          let l${u} = select(NONE, lab[r + ${u}u], r + ${u}u < n);`).join('\n')}
-${rowSteps.map((u) => `          if (l${u} >= c0 && (l${u} - c0) % GROUPS == g) {
-            var value = 1.0;
-            if (v < D) { value = tile[v * TS + r + ${u}u]; } else if (v == D + 1u) { value = rowDist[r + ${u}u]; }
-            switch (l${u} - c0) / GROUPS {
-${slots.map((i) => `              case ${i}u: { acc${i} = dfAddF(acc${i}, value); }`).join('\n')}
-              default: {}
-            }
-          }`).join('\n')}
-        }
-      }
+      for (var i = lid.x; i < n; i += WG) { lab[i] = labels[s0 + i]; rowDist[i] = dist[s0 + i]; }${walk === 'masks' ? `
+      for (var i = lid.x; i < K * MW; i += WG) { atomicStore(&masks[i], 0u); }` : ''}${walk === 'masks' ? maskWalk : labelWalk}
     }
     if (live) {
 ${slots.map((i) => `      {
