@@ -10,11 +10,10 @@
 // iterations (well-separated blobs with one centre each converge after 2). Times are also given as
 // a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Last, the kernels
 // alone on one device matrix of all rows (a child process, `node bench/gpu-ml.mjs --kernels`): the
-// k-means assignment, per-cluster sums and sum over blocks, the whole step, the Gram pass (and its
-// row-ranges variant, not the default) and its sum over blocks, each the marginal time of REPS (20)
-// more in one submission after WARM_S (1.5) s of the same work (the GPU's clock ramps up), so the
-// CLI's per-partition and per-round costs can be told apart from the kernels'. Progress lines go to
-// stdout as they happen.
+// k-means assignment, per-cluster sums and sum over blocks, the whole step, the Gram pass and its
+// sum over blocks, each the marginal time of REPS (20) more in one submission after WARM_S (1.5) s
+// of the same work (the GPU's clock ramps up), so the CLI's per-partition and per-round costs can
+// be told apart from the kernels'. Progress lines go to stdout as they happen.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -123,7 +122,6 @@ async function kernelTimings() {
   const gram = (work, out) => { recordGram(work, lr, shift, pairs, out, 0); };
   await warm(gram);
   report('linreg Gram pass (per-block sums, then the sum over blocks)', lrRows, await marginal(gram));
-  report('linreg Gram pass, row-ranges variant (not the default)', lrRows, await marginal((work, out) => { recordGram(work, lr, shift, pairs, out, 0, 'row-ranges'); }));
   const gramBlocks = Math.ceil(lrRows / GRAM_BLOCK_ROWS), partials = storageBuffer(ctx, gramBlocks * pairs.length * 4, 'gram partials');
   report(`linreg sum over ${gramBlocks} blocks of ${pairs.length / 2} entries`, lrRows, await marginal((work, out) => { recordReduceBlocks(work, partials, gramBlocks, pairs.length / 2, out, 0, 'block-major'); }));
   partials.destroy();

@@ -6,7 +6,7 @@
 import type { GramResult } from '../engine/ml/linreg-tasks.js';
 import type { MomentsResult } from '../engine/ml/stats-tasks.js';
 import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, splitDouble, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { GRAM_BLOCK_ROWS, LINREG_GRAM_ROW_RANGES_WGSL, LINREG_GRAM_WGSL, LINREG_RESIDUAL_WGSL, maxGramColumns, ONE_COLUMN, ROW_RANGES_TILE, type GramVariant } from './linreg.wgsl.js';
+import { GRAM_BLOCK_ROWS, LINREG_GRAM_WGSL, LINREG_RESIDUAL_WGSL, MAX_GRAM_COLUMNS, ONE_COLUMN } from './linreg.wgsl.js';
 
 /** Column pairs of the Gram matrix: (i, j) for i ≤ j < d, then (i, d) for Xᵀ y (column d is y). */
 export function gramPairs(d: number): Uint32Array {
@@ -30,75 +30,18 @@ function doubleFloats(values: ArrayLike<number>): Float32Array {
   return out;
 }
 
-/** Whether the Gram kernel of `variant` takes a device matrix of `columns` columns (features and target). */
-export function gramOnGpu(columns: number, variant: GramVariant = 'entry-per-thread'): boolean {
-  return columns >= 1 && columns <= maxGramColumns(variant);
+/** Whether the Gram kernel takes a device matrix of `columns` columns (features and target). */
+export function gramOnGpu(columns: number): boolean {
+  return columns >= 1 && columns <= MAX_GRAM_COLUMNS;
 }
 
-/** How the row-ranges Gram kernel cuts its work (LINREG_GRAM_ROW_RANGES_WGSL). */
-export interface RowRangesShape {
-  /** Contiguous ranges of rows per block, one thread per (entry, range). */
-  ranges: number;
-  /** Rows of a range: ceil(GRAM_BLOCK_ROWS / ranges). */
-  rangeRows: number;
-  /** Entries per workgroup (a group): floor(256 / ranges), so a group's ranges fill the workgroup. */
-  entriesPerGroup: number;
-  /** Workgroups per block: ceil(entries / entriesPerGroup). */
-  groups: number;
-  /** Rows of each range staged in the tile at a time. */
-  stepRows: number;
-}
-
-// Rough f32 operations, for choosing the ranges: staging one value (two loads, dfSub, preSplit),
-// one dfMulAddPreSplit, one dfAdd.
-const STAGE_OPS = 16, MUL_ADD_OPS = 36, ADD_OPS = 11;
-
-/**
- * The ranges per block of the row-ranges Gram kernel, chosen from the entry and column counts
- * alone (so the sums never depend on the device). A workgroup runs one thread per (entry, range)
- * for floor(256 / R) entries, and its time per block is roughly that of one thread: staging all
- * the block's values, summing a range of 1024 / R rows, adding R - 1 range sums. Blocks need
- * ceil(entries / floor(256 / R)) workgroups, so R is the one (1 … what the tile takes) with the
- * least workgroups × that time. For 152 entries and 17 columns: 5 ranges of 205 rows, 51 entries
- * per group, 255 threads of 256 busy, 3 workgroups × 205 rows per thread where the other variant
- * has 1 × 1024 (0.6 of its time). More ranges mean shorter sums but more workgroups staging the
- * same rows and a longer combine, so wide matrices (the staging grows with the columns) get few
- * ranges, 1 when the entries fill the workgroups already (30 features and y: 495 entries, 2 × 256).
- */
-export function rowRangesShape(entries: number, columns: number): RowRangesShape {
-  const stride = columns + 1; // the constant-1 column
-  const stageOps = stride * (GRAM_BLOCK_ROWS / 256) * STAGE_OPS;
-  let best: RowRangesShape | null = null, bestCost = Infinity;
-  for (let ranges = 1; ranges <= Math.min(256, Math.floor(ROW_RANGES_TILE / stride)); ranges++) {
-    const rangeRows = Math.ceil(GRAM_BLOCK_ROWS / ranges), entriesPerGroup = Math.floor(256 / ranges);
-    const groups = Math.ceil(entries / entriesPerGroup);
-    const cost = groups * (stageOps + rangeRows * MUL_ADD_OPS + (ranges - 1) * ADD_OPS);
-    if (cost < bestCost) {
-      bestCost = cost;
-      best = { ranges, rangeRows, entriesPerGroup, groups, stepRows: Math.min(rangeRows, Math.floor(ROW_RANGES_TILE / (ranges * stride))) };
-    }
-  }
-  if (!best) throw new Error(`gram: ${columns} device columns do not fit the row-ranges tile`);
-  return best;
-}
-
-/**
- * Records Σ (x_i - shift_i)(x_j - shift_j) for each pair into out[outOffset …]; `shift` has one
- * value per device column. The variants give the same sums up to rounding (each a fixed function
- * of the rows, see linreg.wgsl.ts); 'entry-per-thread' is the default until both are measured.
- */
-export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<number>, pairs: Uint32Array, out: GPUBuffer, outOffset: number, variant: GramVariant = 'entry-per-thread'): void {
+/** Records Σ (x_i - shift_i)(x_j - shift_j) for each pair into out[outOffset …]; `shift` has one value per device column. */
+export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<number>, pairs: Uint32Array, out: GPUBuffer, outOffset: number): void {
   const entries = pairs.length / 2, blocks = Math.ceil(m.rows / GRAM_BLOCK_ROWS), columns = m.cols + (m.hasY ? 1 : 0);
-  if (shift.length !== columns || !gramOnGpu(columns, variant)) throw new Error(`gram: ${shift.length} shifts for ${columns} device columns (at most ${maxGramColumns(variant)})`);
+  if (shift.length !== columns || !gramOnGpu(columns)) throw new Error(`gram: ${shift.length} shifts for ${columns} device columns (at most ${MAX_GRAM_COLUMNS})`);
   const partials = work.temp(Math.max(1, blocks) * entries * 8, 'gram partials');
-  const inputs = [m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(pairs, 'gram pairs'), partials];
-  if (variant === 'row-ranges') {
-    const s = rowRangesShape(entries, columns);
-    const params = work.params([m.rows, entries, blocks, columns, s.ranges, s.rangeRows, s.entriesPerGroup, s.stepRows]);
-    work.dispatch('linreg-gram-row-ranges', LINREG_GRAM_ROW_RANGES_WGSL, 'gram', [params, ...inputs], blocks * s.groups);
-  } else {
-    work.dispatch('linreg-gram', LINREG_GRAM_WGSL, 'gram', [work.params([m.rows, entries, blocks, columns]), ...inputs], blocks * Math.ceil(entries / 256));
-  }
+  const buffers = [work.params([m.rows, entries, blocks, columns]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(pairs, 'gram pairs'), partials];
+  work.dispatch('linreg-gram', LINREG_GRAM_WGSL, 'gram', buffers, blocks * Math.ceil(entries / 256));
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
 }
 
