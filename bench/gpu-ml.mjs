@@ -103,14 +103,6 @@ async function kernelTimings() {
   report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
     work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
   }));
-  // Variants of the sums kernel (same bits): rows staged per sub-tile, and how a thread finds its rows.
-  for (const variant of [{ unroll: 4 }, { tileRows: 128, unroll: 4 }, { walk: 'masks' }, { walk: 'masks', tileRows: 128 }, { walk: 'masks', tileRows: 32 }]) {
-    const t = variant.tileRows ?? 64;
-    if ((t + 1) * D * 4 + t * 8 + K * Math.ceil(t / 32) * 4 > ctx.device.limits.maxComputeWorkgroupStorageSize) continue;
-    report(`kmeans sums kernel, ${JSON.stringify(variant)} (not the default)`, kmRows, await marginal((work) => {
-      work.dispatch(`kmeans-sums-${D}-${K}-${JSON.stringify(variant)}`, kmeansSumsWgsl(D, K, variant), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
-    }));
-  }
   report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));
   report('kmeans step as the CLI runs it (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
   for (const b of Object.values(kept)) b.destroy();
