@@ -117,7 +117,7 @@ export const MAX_SUM_CLUSTERS = 1024;
 const MAX_CLUSTERS_PER_THREAD = 16;
 
 /** Workgroup memory of the sums kernel with sub-tiles of t rows: features (stride t + 1), labels, distances, k bit masks. */
-export function sumsWorkgroupBytes(d: number, k: number, t: number): number {
+function sumsWorkgroupBytes(d: number, k: number, t: number): number {
   return 4 * ((t + 1) * d + 2 * t + k * Math.ceil(t / 32));
 }
 

@@ -94,6 +94,7 @@ export class HybridRunner implements TaskRunner {
     return this.cpu === NO_WORKERS;
   }
 
+  /** Tasks the GPU speeds up, when CPU workers run beside the GPU workers (their inputs may come in GPU-sized partitions). */
   prefersGpu(task: Task): boolean {
     return this.cpu !== NO_WORKERS && this.gpuWorkers > 0 && this.gpuSpeedsUp(task);
   }
