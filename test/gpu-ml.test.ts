@@ -55,6 +55,19 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(Number(/R² ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThan(0.99);
   }, 60_000);
 
+  it('kmeans and linreg without --blocksize: the same model files with or without CPU workers beside the GPU', async () => {
+    // 9 MB: the automatic block size of other work would differ (four partitions per worker), and
+    // the GPU's double-float sums round differently when the rows are partitioned differently.
+    await ok(['make-blobs', '--n-samples', '60000', '--n-features', '8', '--centers', '5', '--seed', '3', '-o', path('wide.csv')]);
+    for (const workers of ['0', '2']) {
+      const device = ['--device', 'gpu', '--workers', workers];
+      await ok(['kmeans', path('wide.csv'), '--exclude', 'y', '--k', '6', '--seed', '1', '--max-iter', '5', '--tol', '0', '--n-init', '1', '--model-out', path(`km-w${workers}.json`), ...device]);
+      await ok(['linreg', path('wide.csv'), '--target', 'y', '--model-out', path(`lr-w${workers}.json`), ...device]);
+    }
+    expect(readFileSync(path('km-w2.json'), 'utf8')).toBe(readFileSync(path('km-w0.json'), 'utf8'));
+    expect(readFileSync(path('lr-w2.json'), 'utf8')).toBe(readFileSync(path('lr-w0.json'), 'utf8'));
+  }, 120_000);
+
   it('rf-train: trees grown on the GPU worker, identical model files when repeated or with CPU workers, accuracy as the CPU forest; predictions on the GPU worker and on CPUs the same bytes', async () => {
     const data = fileURLToPath(new URL('../fixtures/ml/breast-cancer.csv', import.meta.url));
     const rf = (name: string, device: string[]) =>

@@ -11,7 +11,7 @@ import type { RunContext } from '../engine/exec/context.js';
 import { optimize } from '../engine/optimizer/index.js';
 import type { PlanNode } from '../engine/plan/nodes.js';
 import { schemaOf } from '../engine/plan/schema.js';
-import { withRunContext } from '../engine/run.js';
+import { gpuTrainingBlocksize, withRunContext } from '../engine/run.js';
 import { splitList } from './inputs.js';
 import { modelFileParts } from '../engine/ml/model-file.js';
 import type { Model } from '../engine/ml/model.js';
@@ -55,7 +55,10 @@ export async function withTrainingMatrix<T>(
   const columns = target === null ? features : [...features, target];
   return withRunContext(settings, plan, async (ctx) => {
     const optimised = optimize({ kind: 'project', input: plan, columns }, { memoryLimit: settings.memoryLimit });
-    const matrix = await loadResidentMatrix(await physical(optimised, ctx), features, target, ctx, device);
+    // Rows GPU kernels read are partitioned the same way whatever the workers (gpuTrainingBlocksize).
+    const onGpu = device && (ctx.runner.gpuWorkers ?? 0) > 0 && settings.blocksize === undefined;
+    const loadCtx = onGpu ? { ...ctx, blocksize: gpuTrainingBlocksize(plan, settings.memoryLimit) } : ctx;
+    const matrix = await loadResidentMatrix(await physical(optimised, loadCtx), features, target, loadCtx, device);
     if (matrix.rows === 0) throw new UsageError('the input has no rows to train on');
     try {
       return await train(matrix, ctx);

@@ -157,6 +157,18 @@ export function autoBlocksize(plan: PlanNode | null, workers: number, memoryLimi
   return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(largest, even, byMemory));
 }
 
+/**
+ * Partitions of training data that GPU kernels read (k-means, linreg), without --blocksize: a
+ * sixteenth of the input, 1 MB to 256 MB, never sized from the workers or GPUs. The GPU sums a
+ * partition's rows in double-float per block, so differently partitioned rows round differently in
+ * the last bits; sized this way, a model is the same whatever --gpus and --workers are. (CPU
+ * training sums in double-double and does not depend on partitions at all.)
+ */
+export function gpuTrainingBlocksize(plan: PlanNode, memoryLimit: number): number {
+  const bytes = scansOf(plan).reduce((s, scan) => s + scan.files.reduce((t, f) => t + f.bytes, 0), 0);
+  return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(GPU_ONLY_BLOCKSIZE, Math.floor(bytes / 16), Math.floor(memoryLimit / 64)));
+}
+
 /** Temp dirs of runs that were killed (SIGKILL leaves no chance to clean up) are removed by the next run. */
 function removeStaleRunDirs(): void {
   let entries: string[];
