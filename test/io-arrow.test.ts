@@ -101,6 +101,21 @@ describe('Arrow IPC files and streams', () => {
     expect(await duckRowsLike(parts[0], `read_parquet('${viaRust}')`)).toEqual(expected);
   });
 
+  test('a file with dictionary columns is read batch by batch: the same values', async () => {
+    const path = join(dir, 'dict.arrow');
+    const words = ['a', 'b', null, 'b', 'c', 'a'];
+    const table = new arrow.Table({
+      k: arrow.vectorFromArray(words, new arrow.Dictionary(new arrow.Utf8(), new arrow.Int32())),
+      v: arrow.vectorFromArray([0, 1, 2, 10, 11, 20], new arrow.Float64()),
+    });
+    // Three record batches sharing the one dictionary.
+    const batches = [[0, 3], [3, 5], [5, 6]].map(([a, b]) => table.slice(a, b).batches[0]);
+    writeFileSync(path, arrow.tableToIPC(new arrow.Table(batches), 'file'));
+    const { chunks } = await planArrowChunks(path, 'file', 1 << 30);
+    const got = concatBatches([{ name: 'k', type: 'string' }, { name: 'v', type: 'float64' }], await readArrowChunk(chunks[0], ['k', 'v']));
+    expect(batchRows(got)).toEqual([['a', 0], ['b', 1], [null, 2], ['b', 10], ['c', 11], ['a', 20]]);
+  });
+
   test('.arrows streams: chunks and selected columns', async () => {
     const path = join(dir, 'in.arrows');
     writeFileSync(path, arrow.tableToIPC(new arrow.Table(parts.map((p) => batchToArrowTable(p).batches[0])), 'stream'));

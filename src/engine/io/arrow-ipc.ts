@@ -80,21 +80,55 @@ export async function planArrowChunks(path: string, kind: 'file' | 'stream', blo
   return { schema: arrowSchemaToSchema(got.schema, path), chunks: groupIntoChunks(path, kind, got.infos, blocksize) };
 }
 
+/**
+ * A file chunk's record batches. Their messages lie end to end in the file, so the bytes from the
+ * first to the end of the last, after a schema message, form an IPC stream: one read, and every
+ * batch a view of that one buffer (reading batch by batch allocated and zero-filled a buffer per
+ * batch: a third of the time of a 117 MB chunk). Files with dictionaries (their batches need the
+ * dictionary messages first) or with gaps between the batches are read batch by batch.
+ */
 async function readFileBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> {
   const handle = await open(chunk.path, 'r');
   try {
     const reader = await arrow.RecordBatchReader.from(handle);
     await reader.open();
-    const out: Arrow.RecordBatch[] = [];
-    for (const i of chunk.batchIndices) {
-      const rb = await (reader as Arrow.AsyncRecordBatchFileReader).readRecordBatch(i);
-      if (!rb) throw new DataError(`record batch ${i} is missing or truncated`, { file: chunk.path });
-      out.push(rb);
-    }
+    const footer = (reader as Arrow.AsyncRecordBatchFileReader).footer!;
+    const all = [...footer.recordBatches()];
+    const blocks = chunk.batchIndices.map((i) => all[i]);
+    if (blocks.some((b) => !b)) throw new DataError(`record batch ${chunk.batchIndices.find((i) => !all[i])} is missing or truncated`, { file: chunk.path });
+    const end = (b: { offset: number | bigint; metaDataLength: number; bodyLength: number | bigint }) => Number(b.offset) + b.metaDataLength + Number(b.bodyLength);
+    const contiguous = blocks.every((b, i) => i === 0 || Number(b.offset) === end(blocks[i - 1]));
+    if (footer.numDictionaries > 0 || !contiguous) return await readBatchByBatch(reader as Arrow.AsyncRecordBatchFileReader, chunk);
+    const schema = schemaMessage(reader.schema);
+    const start = Number(blocks[0].offset), length = end(blocks[blocks.length - 1]) - start;
+    const bytes = Buffer.allocUnsafe(schema.length + length);
+    bytes.set(schema, 0);
+    const { bytesRead } = await handle.read(bytes, schema.length, length, start);
+    if (bytesRead < length) throw new DataError(`record batches ${chunk.batchIndices[0]}-${chunk.batchIndices[chunk.batchIndices.length - 1]} are truncated`, { file: chunk.path });
+    const batches = arrow.RecordBatchReader.from(bytes);
+    batches.open();
+    const out = [...batches];
+    if (out.length !== blocks.length) throw new DataError(`expected ${blocks.length} record batches at bytes ${start}-${start + length}, found ${out.length}`, { file: chunk.path });
     return out;
   } finally {
     await handle.close();
   }
+}
+
+async function readBatchByBatch(reader: Arrow.AsyncRecordBatchFileReader, chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> {
+  const out: Arrow.RecordBatch[] = [];
+  for (const i of chunk.batchIndices) {
+    const rb = await reader.readRecordBatch(i);
+    if (!rb) throw new DataError(`record batch ${i} is missing or truncated`, { file: chunk.path });
+    out.push(rb);
+  }
+  return out;
+}
+
+/** The IPC stream message of `schema` (what a stream starts with): an empty table's stream without its end marker. */
+function schemaMessage(schema: Arrow.Schema): Uint8Array {
+  const ipc = arrow.tableToIPC(new arrow.Table(schema), 'stream');
+  return ipc.subarray(0, ipc.length - 8);
 }
 
 /** IPC streams have no index: read through, keeping the wanted batches, and stop after the last. */
