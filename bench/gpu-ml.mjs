@@ -3,7 +3,8 @@
 // byte-identical and that GPU results match the CPU's (inertia within 1e-4, coefficients within
 // 1e-6); compares with scikit-learn and PyTorch through python3 on data of the same shape.
 //   source .devkit/env.sh; node bench/gpu-ml.mjs          (env: ROWS=1e7 ROWS_LINREG=1e7 DIR=/tmp/gpuframe-ml TIMEOUT=150
-//   CONFIGS=cpu,gpu_0,gpu_0_1 to choose runs, PEERS=0 to skip scikit-learn and PyTorch)
+//   CONFIGS=cpu,gpu_0,gpu_0_1,gpus_cpu_workers to choose runs, PEERS=0 to skip scikit-learn and PyTorch,
+//   BLOCKSIZE=128MB by default, auto for no --blocksize)
 // Time per Lloyd iteration comes from the run's --trace: the starts of successive 'ml kmeans.assign'
 // rounds, so loading and seeding are not counted, nor the first round (it compiles the kernels).
 // The blobs have fewer true centres (BLOB_CENTERS) than k, so Lloyd keeps moving for all 20
@@ -28,7 +29,8 @@ const DIR = process.env.DIR ?? '/tmp/gpuframe-ml';
 const TIMEOUT_S = Number(process.env.TIMEOUT ?? 150);
 const K = 64, D = 32, D_LINREG = 16, ITERS = 20, BLOB_CENTERS = 8;
 const HBM_BYTES_PER_S = 4.2e12, F32_FLOPS_PER_S = 67e12; // H200 SXM: HBM3e, FP32 without tensor cores
-const BLOCKSIZE = ['--blocksize', process.env.BLOCKSIZE ?? '128MB'];
+/** BLOCKSIZE=auto: no --blocksize flag (what a user gets: GPU training partitions from the input size alone). */
+const BLOCKSIZE = process.env.BLOCKSIZE === 'auto' ? [] : ['--blocksize', process.env.BLOCKSIZE ?? '128MB'];
 
 /** Runs the CLI; `progressFlag` false for commands without --progress (devices). */
 const gpuframe = (args, progressFlag = true) => runGpuframe([...args, ...(progressFlag ? ['--no-progress'] : [])], { timeoutS: TIMEOUT_S });
@@ -141,7 +143,16 @@ const configs = [
   { name: 'cpu', flags: ['--device', 'cpu', '--workers', String(availableParallelism())] },
   { name: 'gpu 0', flags: ['--device', 'gpu', '--gpus', '0', '--workers', '0'] },
   ...(gpuCount >= 2 ? [{ name: 'gpu 0,1', flags: ['--device', 'gpu', '--gpus', '0,1', '--workers', '0'] }] : []),
+  { name: 'gpus + cpu workers', flags: ['--device', 'gpu'] },
 ].filter((c) => !process.env.CONFIGS || process.env.CONFIGS.split(',').includes(c.name.replace(/\W+/g, '_')));
+
+/** Whether every GPU configuration wrote the same model file (the contract: whatever --gpus and --workers). */
+function sameModels(kind, models) {
+  const gpu = Object.keys(models).filter((name) => name !== 'cpu');
+  if (gpu.length < 2) return;
+  const same = gpu.every((name) => models[name].text === models[gpu[0]].text);
+  add(`${kind} model files of ${gpu.join(' / ')}`, same ? 'identical bytes' : 'DIFFERENT');
+}
 
 function generate(kind, rows, d, path, extra) {
   if (existsSync(path)) { log(`reusing ${path}`); return true; }
@@ -171,8 +182,8 @@ if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '
     add(`kmeans ${c.name}`, `${r.seconds.toFixed(2)} s total, ${(it.seconds * 1e3).toFixed(2)} ms per Lloyd iteration (median ${(it.medianSeconds * 1e3).toFixed(2)} ms)${fraction}`,
       `${summary.iterations} iterations (${it.rounds} assignment rounds, the first left out), inertia ${summary.inertia}${summary.iterations < ITERS ? ' — CONVERGED EARLY' : ''}`);
   }
+  sameModels('kmeans', models);
   if (models['gpu 0'] && models['gpu 0,1']) {
-    add('kmeans model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
     add('kmeans 2 GPUs speed-up', `${(models['gpu 0'].seconds / models['gpu 0,1'].seconds).toFixed(2)}×`, 'per Lloyd iteration; goal ≥ 1.8×');
   }
   if (models.cpu && models['gpu 0']) {
@@ -201,8 +212,8 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
     const fraction = c.name === 'cpu' ? '' : `, ${ofRoofline(gramMs / 1e3, lrBytes, lrFlops)}`;
     add(`linreg ${c.name}`, `${r.seconds.toFixed(2)} s total, Gram pass ${gramMs.toFixed(2)} ms${fraction}`, `R² ${models[c.name].summary.r2}`);
   }
+  sameModels('linreg', models);
   if (models['gpu 0'] && models['gpu 0,1']) {
-    add('linreg model 1 GPU = 2 GPUs', models['gpu 0'].text === models['gpu 0,1'].text ? 'identical bytes' : 'DIFFERENT');
     add('linreg 2 GPUs speed-up', `${(models['gpu 0'].gramMs / models['gpu 0,1'].gramMs).toFixed(2)}×`, 'Gram pass; goal ≥ 1.8×');
   }
   if (models.cpu && models['gpu 0']) {
