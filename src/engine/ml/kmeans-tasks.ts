@@ -65,20 +65,23 @@ function rowOf(part: MatrixPartition, r: number): Float64Array {
 
 function bestRows(part: MatrixPartition, m: number, score: (r: number) => number): ScoredRow[] {
   const picked: ScoredRow[] = [];
-  for (let r = 0; r < part.rows; r++) {
+  const { rows, firstRow } = part;
+  let worst = Infinity; // the score a row must beat (any, until m are picked)
+  for (let r = 0; r < rows; r++) {
     const s = score(r);
-    if (picked.length === m && s >= picked[m - 1].score) continue;
-    const row: ScoredRow = { score: s, row: part.firstRow + r, values: rowOf(part, r) };
-    picked.push(row);
+    if (s >= worst) continue;
+    picked.push({ score: s, row: firstRow + r, values: rowOf(part, r) });
     picked.sort(byScoreThenRow);
     if (picked.length > m) picked.pop();
+    if (picked.length === m) worst = picked[m - 1].score;
   }
   return picked;
 }
 
 /** The m rows with the smallest hash under `key`: a uniform sample independent of partitioning. */
 function smallestHash(part: MatrixPartition, { key, m }: { key: number; m: number }): ScoredRow[] {
-  return bestRows(part, m, (r) => rowUniform(key, part.firstRow + r));
+  const firstRow = part.firstRow;
+  return bestRows(part, m, (r) => rowUniform(key, firstRow + r));
 }
 
 /** The m rows farthest from their nearest centre (for relocating empty clusters). */
