@@ -161,8 +161,8 @@ function columnOfData(data: Arrow.Data, name: string): Column {
       const vec = arrow.makeVector(data);
       return { type: 'float64', values: Float64Array.from({ length: n }, (_, i) => Number(vec.get(i) ?? 0)), valid };
     }
-    // float64: a view of the record batch's buffer (read for this batch alone), not a copy; a
-    // float32 column is widened with set(), which runs at memory speed (from() iterates).
+    // float64: a view of the buffer the batch was read into (arrow-ipc.ts reads one per chunk),
+    // not a copy; a float32 column is widened with set(), which runs at memory speed (from() iterates).
     const values = (data.values as Float64Array | Float32Array).subarray(0, n);
     if (values instanceof Float64Array) return { type: 'float64', values, valid };
     const wide = new Float64Array(n);
