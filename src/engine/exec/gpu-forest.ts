@@ -22,7 +22,12 @@ import { GpuWork } from '../../kernels/ml-matrix.js';
 
 /** Device bytes one histogram chunk may take (a level with more nodes is searched in chunks). */
 const HISTOGRAM_BYTES = 256 << 20;
-/** Device bytes the per-(tree, row) weight and slot arrays of the two batches growing at once may take. */
+/**
+ * Batches of trees a GPU worker grows at once. GPUFRAME_FOREST_LANES overrides it (for measuring;
+ * a tree is the same whatever batch grows it).
+ */
+const FOREST_LANES = Math.max(1, Math.floor(Number(process.env.GPUFRAME_FOREST_LANES) || 2));
+/** Device bytes the per-(tree, row) weight and slot arrays of the batches growing at once may take. */
 const ROW_STATE_BYTES = 1 << 30;
 
 /** grow-trees on a GPU worker: on the device when the task says so (forestOnGpu), else on this worker's CPU. */
@@ -71,11 +76,11 @@ function freeForestInputs(ctx: GpuContext, inputs: ForestInputs): void {
 export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: TreeSpec, treeIndices: readonly number[], given?: ForestInputs): Promise<GrownTree[]> {
   const inputs = given ?? await uploadForestInputs(ctx, data, spec);
   try {
-    // Two batches grow at once: while the device searches one batch's level, the host decides
-    // the other's (one batch alone leaves the device or the host idle half the time).
+    // Batches grow at once (FOREST_LANES): while the device searches one batch's level, the host
+    // decides another's (one batch alone leaves the device or the host idle half the time).
     const limit = Math.min(ROW_STATE_BYTES / 4, ctx.device.limits.maxStorageBufferBindingSize);
     const fits = Math.max(1, Math.min(Math.floor(limit / (data.rows * 4)), Math.floor((2 ** 32 - 1) / data.rows)));
-    const perBatch = Math.min(fits, Math.max(1, Math.ceil(treeIndices.length / 2)));
+    const perBatch = Math.min(fits, Math.max(1, Math.ceil(treeIndices.length / FOREST_LANES)));
     const batches: number[][] = [];
     for (let at = 0; at < treeIndices.length; at += perBatch) batches.push(treeIndices.slice(at, at + perBatch));
     const grown: GrownTree[][] = new Array(batches.length);
@@ -86,7 +91,7 @@ export async function growTreesOnGpu(ctx: GpuContext, data: BinnedData, spec: Tr
         grown[b] = await growBatch(ctx, inputs, data, spec, batches[b]);
       }
     };
-    await Promise.all([lane(), lane()]);
+    await Promise.all(Array.from({ length: FOREST_LANES }, lane));
     return grown.flat();
   } finally {
     if (!given) freeForestInputs(ctx, inputs);
