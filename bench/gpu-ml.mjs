@@ -4,7 +4,7 @@
 // 1e-6); compares with scikit-learn and PyTorch through python3 on data of the same shape.
 //   source .devkit/env.sh; node bench/gpu-ml.mjs          (env: ROWS=1e7 ROWS_LINREG=1e7 DIR=/tmp/gpuframe-ml TIMEOUT=150
 //   CONFIGS=cpu,gpu_0,gpu_0_1,gpus_cpu_workers to choose runs, PEERS=0 to skip scikit-learn and PyTorch,
-//   BLOCKSIZE=128MB by default, auto for no --blocksize)
+//   BLOCKSIZE=128MB by default, auto for no --blocksize, KERNELS=0 to skip the kernels alone)
 // Time per Lloyd iteration comes from the run's --trace: the starts of successive 'ml kmeans.assign'
 // rounds, so loading and seeding are not counted, nor the first round (it compiles the kernels).
 // The blobs have fewer true centres (BLOB_CENTERS) than k, so Lloyd keeps moving for all 20
@@ -226,8 +226,8 @@ if (generate('make-regression', ROWS_LINREG, D_LINREG, reg, ['--n-informative', 
     `${(lrBytes / 1e9).toFixed(2)} GB (xr + xl) / 4.2 TB/s = ${(lrBytes / HBM_BYTES_PER_S * 1e3).toFixed(2)} ms; ${(lrFlops / 1e9).toFixed(0)} GFLOP / 67 TFLOP/s = ${(lrFlops / F32_FLOPS_PER_S * 1e3).toFixed(2)} ms`);
 }
 
-// ---- the kernels alone ----
-{
+// ---- the kernels alone (KERNELS=0 skips them) ----
+if (process.env.KERNELS !== '0') {
   log('kernels alone (node bench/gpu-ml.mjs --kernels) ...');
   const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--kernels'], { encoding: 'utf8', timeout: TIMEOUT_S * 1000, maxBuffer: 16 << 20 });
   const lines = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
