@@ -158,16 +158,20 @@ export function autoBlocksize(plan: PlanNode | null, workers: number, memoryLimi
 }
 
 /**
- * Partitions of training data that GPU kernels read (k-means, linreg), without --blocksize: a
- * sixteenth of the input, 1 MB to 256 MB, never sized from the workers or GPUs. The GPU sums a
+ * Partitions of training data that GPU kernels read (k-means, linreg), without --blocksize: an
+ * eighth of the input, 1 MB to 512 MB, never sized from the workers or GPUs. The GPU sums a
  * partition's rows in double-float per block, so differently partitioned rows round differently in
  * the last bits; sized this way, a model is the same whatever --gpus and --workers are. (CPU
- * training sums in double-double and does not depend on partitions at all.)
+ * training sums in double-double and does not depend on partitions at all.) Large partitions make
+ * a round cheaper (k-means, 10^7 × 32 on one H200: 7.8-8.1 ms per iteration at 512 MB, 9.5-11.3 ms
+ * at 256 MB, 11.6-13.2 ms at 163 MB); eight keep two GPUs evenly loaded.
  */
 export function gpuTrainingBlocksize(plan: PlanNode, memoryLimit: number): number {
   const bytes = scansOf(plan).reduce((s, scan) => s + scan.files.reduce((t, f) => t + f.bytes, 0), 0);
-  return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(GPU_ONLY_BLOCKSIZE, Math.floor(bytes / 16), Math.floor(memoryLimit / 64)));
+  return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(GPU_TRAINING_MAX_BLOCKSIZE, Math.floor(bytes / 8), Math.floor(memoryLimit / 64)));
 }
+
+const GPU_TRAINING_MAX_BLOCKSIZE = 512 << 20;
 
 /** Temp dirs of runs that were killed (SIGKILL leaves no chance to clean up) are removed by the next run. */
 function removeStaleRunDirs(): void {
