@@ -92,15 +92,26 @@ export function freeMatrix(ctx: GpuContext, m: DeviceMatrix): void {
 }
 
 /**
- * The commands of one task, recorded into one encoder and submitted once; `finish` reads results
- * back in that same submission and frees the temporary buffers.
+ * The commands of one task, recorded into an encoder and submitted at `flush` and `finish`;
+ * `finish` reads results back in the last submission and frees the temporary buffers.
  */
 export class GpuWork {
-  readonly encoder: GPUCommandEncoder;
+  private current: GPUCommandEncoder;
   private readonly temps: GPUBuffer[] = [];
 
   constructor(readonly ctx: GpuContext) {
-    this.encoder = ctx.device.createCommandEncoder();
+    this.current = ctx.device.createCommandEncoder();
+  }
+
+  /** Where commands are recorded now. */
+  get encoder(): GPUCommandEncoder {
+    return this.current;
+  }
+
+  /** Submits what is recorded so far, so the device starts on it while the host records the rest. */
+  flush(): void {
+    submit(this.ctx, this.current.finish());
+    this.current = this.ctx.device.createCommandEncoder();
   }
 
   /** Kernel parameters: a shared uniform buffer, so rounds that repeat them repeat their bind groups too. */
