@@ -135,6 +135,8 @@ const DEFAULT_BLOCKSIZE = 64 << 20;
  * share work the GPUs do not speed up (a 256 MB chunk is ~4 s of parsing on one).
  */
 const GPU_ONLY_BLOCKSIZE = 256 << 20;
+/** The largest partition of training data GPU kernels read (gpuTrainingBlocksize). */
+const GPU_TRAINING_MAX_BLOCKSIZE = 512 << 20;
 const MIN_AUTO_BLOCKSIZE = 1 << 20;
 /** Resident memory of an idle Node process of ours (measured: ~50 MB a worker, more for the parent). */
 const PROCESS_BASELINE = 64 << 20;
@@ -152,7 +154,7 @@ export function autoBlocksize(plan: PlanNode | null, workers: number, memoryLimi
   const forData = Math.max(memoryLimit / 4, memoryLimit - PROCESS_BASELINE * (w + 1));
   const byMemory = Math.floor(forData / (w * TASK_MEMORY_FACTOR));
   if (plan === null) return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(largest, byMemory));
-  const bytes = scansOf(plan).reduce((s, scan) => s + scan.files.reduce((t, f) => t + f.bytes, 0), 0);
+  const bytes = inputBytes(plan);
   const even = Math.floor(bytes / (4 * w));
   return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(largest, even, byMemory));
 }
@@ -167,11 +169,14 @@ export function autoBlocksize(plan: PlanNode | null, workers: number, memoryLimi
  * at 256 MB, 11.6-13.2 ms at 163 MB); eight keep two GPUs evenly loaded.
  */
 export function gpuTrainingBlocksize(plan: PlanNode, memoryLimit: number): number {
-  const bytes = scansOf(plan).reduce((s, scan) => s + scan.files.reduce((t, f) => t + f.bytes, 0), 0);
+  const bytes = inputBytes(plan);
   return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(GPU_TRAINING_MAX_BLOCKSIZE, Math.floor(bytes / 8), Math.floor(memoryLimit / 64)));
 }
 
-const GPU_TRAINING_MAX_BLOCKSIZE = 512 << 20;
+/** Bytes of every file the plan scans. */
+function inputBytes(plan: PlanNode): number {
+  return scansOf(plan).reduce((s, scan) => s + scan.files.reduce((t, f) => t + f.bytes, 0), 0);
+}
 
 /** Temp dirs of runs that were killed (SIGKILL leaves no chance to clean up) are removed by the next run. */
 function removeStaleRunDirs(): void {

@@ -197,24 +197,27 @@ export function recordReduceBlocks(work: GpuWork, partials: GPUBuffer, blocks: n
   }
 }
 
-/** CPU twin of one double-float addition of the kernels (dfAdd in ml-matrix.wgsl.ts), in f32 steps. */
-export function dfAddCpu(ah: number, al: number, bh: number, bl: number): [number, number] {
+/** CPU twins of the double-float steps of ml-matrix.wgsl.ts (twoSum, dfAdd, dfAddF), in f32 steps. */
+function twoSumCpu(a: number, b: number): [number, number] {
   const f = Math.fround;
-  const s = f(ah + bh), bb = f(s - ah);
-  const err = f(f(ah - f(s - bb)) + f(bh - bb));
-  const t = f(f(err + al) + bl);
-  const r = f(s + t);
-  return [r, f(t - f(r - s))];
+  const s = f(a + b), bb = f(s - a);
+  return [s, f(f(a - f(s - bb)) + f(b - bb))];
 }
 
-/** CPU twin of dfAddF (a double-float plus an f32) in ml-matrix.wgsl.ts. */
+/** The renormalisation ending dfAdd and dfAddF: r = s + t and what rounding r left out. */
+function renormaliseCpu(s: number, t: number): [number, number] {
+  const r = Math.fround(s + t);
+  return [r, Math.fround(t - Math.fround(r - s))];
+}
+
+function dfAddCpu(ah: number, al: number, bh: number, bl: number): [number, number] {
+  const [s, err] = twoSumCpu(ah, bh);
+  return renormaliseCpu(s, Math.fround(Math.fround(err + al) + bl));
+}
+
 export function dfAddFCpu(ah: number, al: number, b: number): [number, number] {
-  const f = Math.fround;
-  const s = f(ah + b), bb = f(s - ah);
-  const err = f(f(ah - f(s - bb)) + f(b - bb));
-  const t = f(err + al);
-  const r = f(s + t);
-  return [r, f(t - f(r - s))];
+  const [s, err] = twoSumCpu(ah, b);
+  return renormaliseCpu(s, Math.fround(err + al));
 }
 
 /** CPU twin of recordReduceBlocks: the same tree, the same f32 steps; (hi, lo) pairs in and out. */
