@@ -33,9 +33,9 @@ export function forestOnGpu(data: BinnedData, spec: TreeSpec): boolean {
 /**
  * Grows trees as tasks of `ctx`'s runner: one task per GPU worker when the device grows them
  * (then only GPU workers take them), else as many as all its workers run at once. One per GPU
- * worker, not the two it would run at once: its growTreesOnGpu already grows two batches at a
- * time, and four smaller batches sharing a device and its host thread took longer (H200, 10^6 ×
- * 32, 100 trees: 2.37 s on one GPU and 2.18 s on two, against 1.72 s and 1.32 s).
+ * worker, not as many as it runs at once: its growTreesOnGpu already grows batches side by side
+ * (gpu-forest.ts FOREST_LANES), and four smaller batches sharing a device and its host thread took
+ * longer (H200, 10^6 × 32, 100 trees: 2.37 s on one GPU and 2.18 s on two, against 1.72 s and 1.32 s).
  */
 export function workerTreeGrower(ctx: RunContext): TreeGrower {
   return {

@@ -1,5 +1,5 @@
-// Entry point of a GPU worker process (one per GPU; gpu-pool.ts starts it pinned to its GPU and
-// with node flags that avoid the dawn.node crash). Same IPC protocol as worker-main.ts, plus:
+// Entry point of a GPU worker process (one per GPU; gpu-worker-process.ts starts it pinned to its
+// GPU). Same IPC protocol as worker-main.ts, plus:
 //   -> { type: 'ready', adapter, phases } once the device is open (adapter null: none could be opened)
 //   -> { type: 'phases', phases }        start-up steps timed later (kernel compilation), for --trace
 //   -> { type: 'device-lost', reason }   then exits: the pool retries its task on another GPU

@@ -58,7 +58,6 @@ export class GpuWorkerProcess {
     this.child.off('message', this.keep);
     for (const msg of this.early.splice(0)) this.child.emit('message', msg);
   }
-
 }
 
 const waiting: GpuWorkerProcess[] = [];
