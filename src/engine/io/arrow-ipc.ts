@@ -94,9 +94,11 @@ async function readFileBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> 
     const reader = await arrow.RecordBatchReader.from(handle);
     await reader.open();
     const footer = (reader as Arrow.AsyncRecordBatchFileReader).footer!;
-    const all = [...footer.recordBatches()];
-    const blocks = chunk.batchIndices.map((i) => all[i]);
-    if (blocks.some((b) => !b)) throw new DataError(`record batch ${chunk.batchIndices.find((i) => !all[i])} is missing or truncated`, { file: chunk.path });
+    const blocks = chunk.batchIndices.map((i) => {
+      const block = footer.getRecordBatch(i);
+      if (!block) throw new DataError(`record batch ${i} is missing or truncated`, { file: chunk.path });
+      return block;
+    });
     const end = (b: { offset: number | bigint; metaDataLength: number; bodyLength: number | bigint }) => Number(b.offset) + b.metaDataLength + Number(b.bodyLength);
     const contiguous = blocks.every((b, i) => i === 0 || Number(b.offset) === end(blocks[i - 1]));
     if (footer.numDictionaries > 0 || !contiguous) return await readBatchByBatch(reader as Arrow.AsyncRecordBatchFileReader, chunk);
