@@ -131,6 +131,29 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
     });
   }
 
+  it('data far from the origin (10^4 ± 5): labels are the float64 nearest centres, up to near-ties', async () => {
+    // Scores |c|² - 2 x·c without the shift by centre 0 would lose every digit here (|x|² ≈ 10^9, f32).
+    const ctx = await testGpu();
+    const rng = new Rng(11, 'far from the origin');
+    const rows = 4000, d = 8, k = 16;
+    const x = randomRows(rng, rows, d, 10).map((v) => v + 1e4);
+    const centres = randomRows(rng, k, d, 10).map((v) => v + 1e4);
+    const m = await upload(ctx, x, null, rows, d);
+    const got = await assignOnGpu(ctx, m, centres, k);
+    freeMatrix(ctx, m);
+    const f32Centres = new Float32Array(centres), columns = columnsCpu(x, rows, d);
+    let far = 0;
+    for (let r = 0; r < rows; r++) {
+      const d2 = (c: number) => { let s = 0; for (let j = 0; j < d; j++) s += (columns[j * rows + r] - f32Centres[c * d + j]) ** 2; return s; };
+      let best = 0;
+      for (let c = 1; c < k; c++) if (d2(c) < d2(best)) best = c;
+      // The GPU's choice is the nearest, or within f32 rounding of it; its distance is that centre's.
+      if (d2(got.labels[r]) > d2(best) * (1 + 1e-5)) far++;
+      expect(relClose(got.dist[r], d2(got.labels[r]), 1e-4), `row ${r} distance`).toBe(true);
+    }
+    expect(far).toBe(0);
+  });
+
   it('sums kernel with other sub-tile sizes: the CPU twin\'s bits', async () => {
     const ctx = await testGpu();
     const rng = new Rng(8, 'sums sub-tiles');
