@@ -71,7 +71,7 @@ async function kernelTimings() {
   const { openGpu } = await dist('engine/gpu/device.js');
   const { StagingRing, storageBuffer } = await dist('engine/gpu/buffers.js');
   const { GpuWork, uploadMatrix, freeMatrix, recordReduceBlocks } = await dist('kernels/ml-matrix.js');
-  const { recordAssign, assignEntries, assignBufferBytes } = await dist('kernels/kmeans.js');
+  const { recordAssign, assignSteps, assignEntries, assignBufferBytes } = await dist('kernels/kmeans.js');
   const { kmeansAssignWgsl, assignRowsPerThread, kmeansSumsWgsl, sumBlockRows, sumsShape } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
   const { GRAM_BLOCK_ROWS } = await dist('kernels/linreg.wgsl.js');
@@ -106,9 +106,30 @@ async function kernelTimings() {
     work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
   }));
   report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));
-  report('kmeans step as the CLI runs it (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
+  report('kmeans step on one partition of all rows (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
   for (const b of Object.values(kept)) b.destroy();
   freeMatrix(ctx, m);
+
+  // The same rows in PARTS partitions, as a GPU worker holds them: each partition's three steps
+  // one after another (the order before this session), or step by step over all (mapPartitions).
+  const parts = Number(process.env.PARTS ?? 8), partRows = Math.ceil(kmRows / parts);
+  const held = [];
+  for (let i = 0; i < parts; i++) {
+    const rows = Math.min(partRows, kmRows - i * partRows);
+    const pm = await uploadMatrix(ctx, ring, x.subarray(i * partRows * D, (i * partRows + rows) * D), null, rows, D);
+    const b = assignBufferBytes(rows, K, D);
+    held.push({ m: pm, kept: { labels: storageBuffer(ctx, b.labels, 'labels'), dist: storageBuffer(ctx, b.dist, 'dist'), partials: storageBuffer(ctx, b.partials, 'partials') } });
+  }
+  const entries = assignEntries(K, D);
+  const partitionSteps = (work, out) => { const c = work.input(centres, 'centres'); return held.map((h, i) => assignSteps(work, h.m, c, K, out, i * entries, h.kept).steps); };
+  report(`kmeans step over ${parts} partitions, one partition after another`, kmRows, await marginal((work, out) => {
+    for (const steps of partitionSteps(work, out)) { for (const step of steps) step(); work.flush(); }
+  }));
+  report(`kmeans step over ${parts} partitions, step by step over all`, kmRows, await marginal((work, out) => {
+    const all = partitionSteps(work, out);
+    for (let s = 0; s < all[0].length; s++) { for (const steps of all) steps[s](); work.flush(); }
+  }));
+  for (const h of held) { for (const b of Object.values(h.kept)) b.destroy(); freeMatrix(ctx, h.m); }
 
   const lrRows = Math.min(ROWS_LINREG, Math.floor(limit / ((D_LINREG + 1) * 4)));
   const lr = await uploadMatrix(ctx, ring, uniform(lrRows * D_LINREG), uniform(lrRows), lrRows, D_LINREG);

@@ -41,6 +41,19 @@ export function assignBufferBytes(rows: number, k: number, d: number): { labels:
  * caller across Lloyd iterations; by default they are temporaries of `work`. Returns them.
  */
 export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers): AssignBuffers {
+  const assign = assignSteps(work, m, centres, k, out, outOffset, buffers);
+  for (const step of assign.steps) step();
+  return assign.buffers;
+}
+
+/**
+ * recordAssign as three steps (assignment, per-block sums, sum over blocks), each recording its
+ * dispatches when called, in order. A worker holding several partitions records step s of every
+ * partition before step s + 1 of any: the device then runs one step's dispatches over different
+ * partitions side by side, not each partition's small dispatches (a wave or two each) one after
+ * another.
+ */
+export function assignSteps(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers): { buffers: AssignBuffers; steps: (() => void)[] } {
   const d = m.cols, entries = assignEntries(k, d);
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
   const bytes = assignBufferBytes(m.rows, k, d);
@@ -49,10 +62,14 @@ export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer,
   };
   const params = work.params([m.rows, k, 0, 0]);
   const blocks = Math.ceil(m.rows / sumBlockRows(k));
-  work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d))));
-  work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes);
-  recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
-  return { labels, dist, partials };
+  return {
+    buffers: { labels, dist, partials },
+    steps: [
+      () => work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d)))),
+      () => work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes),
+      () => recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major'),
+    ],
+  };
 }
 
 /** The trainer's AssignResult from a partition's (hi, lo) pairs. */

@@ -15,7 +15,7 @@ import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
 import type { PickTarget } from '../ml/kmeans-tasks.js';
-import { assignBufferBytes, assignEntries, assignResultOf, kmeansOnGpu, recordAssign, type AssignBuffers, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
+import { assignBufferBytes, assignEntries, assignResultOf, assignSteps, kmeansOnGpu, type AssignBuffers, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadColumns, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
@@ -141,11 +141,16 @@ function freePartition(ctx: GpuContext, p: GpuPartition): void {
 
 /**
  * What one partition's task needs on the device: `pairs` (hi, lo) results recorded at an offset of
- * the shared output buffer, then decoded. A plan with `value` needs no GPU work.
+ * the shared output buffer, then decoded. `steps` returns the recording steps, each recording
+ * its dispatches when called, in order (see mapPartitions). A plan with `value` needs no GPU work.
  */
 type Plan =
   | { value: unknown }
-  | { pairs: number; record(work: GpuWork, out: GPUBuffer, offset: number): void; decode(pairs: Float32Array): unknown; done?(): void };
+  | { pairs: number; steps(work: GpuWork, out: GPUBuffer, offset: number): (() => void)[]; decode(pairs: Float32Array): unknown; done?(): void };
+
+/** The steps of a task recorded in one go. */
+const oneStep = (record: (work: GpuWork, out: GPUBuffer, offset: number) => void) =>
+  (work: GpuWork, out: GPUBuffer, offset: number) => [() => record(work, out, offset)];
 
 type DevicePartition = GpuPartition & { device: DeviceMatrix };
 type GpuPartitionTask = (ctx: GpuContext, p: DevicePartition, args: any) => Plan | null;
@@ -167,9 +172,14 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     let results: Float32Array | null = null;
     if (total > 0) {
       const out = work.temp(total * 8, 'ml results');
-      // Each partition's commands are submitted as soon as they are recorded: the device starts on
-      // them while the host records the next (recording is ~0.2 ms a partition).
-      plans.forEach((plan, i) => { if (plan && 'pairs' in plan) { plan.record(work, out, offsets[i]); work.flush(); } });
+      // Step s of every partition before step s + 1 of any, so that one step's dispatches over
+      // different partitions run side by side; each step is submitted as soon as it is recorded,
+      // so the device starts on it while the host records the next.
+      const steps = plans.map((plan, i) => (plan && 'pairs' in plan ? plan.steps(work, out, offsets[i]) : []));
+      for (let s = 0; s < Math.max(...steps.map((list) => list.length)); s++) {
+        for (const list of steps) list[s]?.();
+        work.flush();
+      }
       phases.mark('record');
       [results] = await work.finish([{ buf: out, floats: total * 2 }]);
       phases.mark('submit and read back');
@@ -264,10 +274,10 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     let kept: AssignBuffers | null = null;
     return {
       pairs: assignEntries(k, d),
-      record: (work, out, offset) => {
+      steps: (work, out, offset) => {
         kept = assignBuffersOf(ctx, p, k);
         if (kept) p.assignBusy = true;
-        recordAssign(work, p.device, centresOf(work, centers), k, out, offset, kept ?? undefined);
+        return assignSteps(work, p.device, centresOf(work, centers), k, out, offset, kept ?? undefined).steps;
       },
       decode: (pairs) => assignResultOf(pairs, k, d),
       done: () => { if (kept) p.assignBusy = false; },
@@ -277,7 +287,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     if (!kmeansOnGpu(p.device.cols)) return null;
     return {
       pairs: 1,
-      record: (work, out, offset) => { recordTotal(work, p.device, recordSeeding(ctx, work, p, args), out, offset); },
+      steps: oneStep((work, out, offset) => { recordTotal(work, p.device, recordSeeding(ctx, work, p, args), out, offset); }),
       decode: (pairs) => pairsToDD(pairs, 1),
     };
   },
@@ -287,11 +297,11 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     let minD2: GPUBuffer;
     return {
       pairs: blocksOf(p.device.rows),
-      record: (work, out, offset) => {
+      steps: oneStep((work, out, offset) => {
         minD2 = recordSeeding(ctx, work, p, args);
         const partials = recordBlockSums(work, minD2, p.device.rows, 1);
         work.encoder.copyBufferToBuffer(partials, 0, out, offset * 8, blocksOf(p.device.rows) * 8);
-      },
+      }),
       decode: async (pairs) => {
         const rows: (Float64Array | null)[] = [];
         for (const t of args.targets) rows.push(t.partition === p.host.index ? await pickRow(ctx, p, minD2, pairs, t.target) : null);
@@ -303,10 +313,10 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     if (!kmeansOnGpu(p.device.cols)) return null;
     return {
       pairs: args.trials,
-      record: (work, out, offset) => {
+      steps: oneStep((work, out, offset) => {
         const minD2 = recordSeeding(ctx, work, p, args);
         recordPotential(work, p.device, minD2, work.input(new Float32Array(args.candidates), 'kmeans++ candidates'), args.trials, out, offset);
-      },
+      }),
       decode: (pairs) => pairsToDD(pairs, args.trials),
     };
   },
@@ -323,7 +333,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     const pairs = momentPairs(shifts.length);
     return {
       pairs: pairs.length / 2,
-      record: (work, out, offset) => recordGram(work, p.device, shifts, pairs, out, offset),
+      steps: oneStep((work, out, offset) => recordGram(work, p.device, shifts, pairs, out, offset)),
       decode: (result) => momentsResultOf(result, rows, cols, hasY),
     };
   },
@@ -332,7 +342,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     const d = p.device.cols, pairs = gramPairs(d);
     return {
       pairs: pairs.length / 2,
-      record: (work, out, offset) => recordGram(work, p.device, [...shift, yShift], pairs, out, offset),
+      steps: oneStep((work, out, offset) => recordGram(work, p.device, [...shift, yShift], pairs, out, offset)),
       decode: (result) => gramResultOf(result, d),
     };
   },
@@ -340,7 +350,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     if (!p.device.hasY) return null;
     return {
       pairs: 1,
-      record: (work, out, offset) => recordResidual(work, p.device, coefficients, intercept, out, offset),
+      steps: oneStep((work, out, offset) => recordResidual(work, p.device, coefficients, intercept, out, offset)),
       decode: (result) => pairsToDD(result, 1),
     };
   },
