@@ -51,13 +51,15 @@ const WANTED_FEATURES: GPUFeatureName[] = ['subgroups', 'timestamp-query'];
 
 // The instance (and each adapter, kept in its GpuContext) must stay referenced while a device
 // lives: dawn.node crashes the process when either is garbage-collected first (notes/webgpu.md).
-// Timestamps are not quantised, so kernel timings (timing.ts) are exact.
+// Timestamps are not quantised, so kernel timings (timing.ts) are exact. GPUFRAME_DAWN_FLAGS adds
+// dawn.node flags (space-separated), to measure Dawn settings such as its toggles.
 let gpuInstance: GPU | null = null;
 function gpu(): GPU {
   if (!gpuInstance) {
     Object.assign(globalThis, globals);
     process.env.XDG_RUNTIME_DIR ??= '/tmp';
-    gpuInstance = create(['disable-dawn-features=timestamp_quantization']);
+    const extra = (process.env.GPUFRAME_DAWN_FLAGS ?? '').split(/\s+/).filter((f) => f !== '');
+    gpuInstance = create(['disable-dawn-features=timestamp_quantization', ...extra]);
   }
   return gpuInstance;
 }
