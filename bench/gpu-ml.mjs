@@ -101,6 +101,14 @@ async function kernelTimings() {
       work.dispatch(`kmeans-assign-${D}-r${rowsPerThread}`, kmeansAssignWgsl(D, rowsPerThread), 'assign', [work.params(params), m.xr, work.input(centres, 'centres'), kept.labels, kept.dist], Math.ceil(kmRows / (256 * rowsPerThread)));
     }));
   }
+  if (process.env.ALT_KMEANS_WGSL) {
+    // Another build's kmeans.wgsl.js (a copy placed in dist/kernels/), to compare assignment kernels in one process.
+    const alt = await import(process.env.ALT_KMEANS_WGSL);
+    report(`kmeans assignment kernel of ${process.env.ALT_KMEANS_WGSL}`, kmRows, await marginal((work) => {
+      work.dispatch(`kmeans-assign-${D}-alt`, alt.kmeansAssignWgsl(D), 'assign', [work.params(params), m.xr, work.input(centres, 'centres'), kept.labels, kept.dist], Math.ceil(kmRows / (256 * alt.assignRowsPerThread(D))));
+    }));
+    report('kmeans assignment kernel (again, after the other)', kmRows, await marginal(assign));
+  }
   const blocks = Math.ceil(kmRows / sumBlockRows(K));
   report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
     work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], blocks * sumsShape(K, D).passes);
@@ -188,9 +196,9 @@ function generate(kind, rows, d, path, extra) {
 const blobs = join(DIR, `blobs-${ROWS}x${D}-c${BLOB_CENTERS}.arrow`);
 if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '--cluster-std', '2'])) {
   // The k-means step reads xr and writes labels and distances (the sums' second read of xr is not
-  // counted). Distances: a subtract and a multiply-add (3 flops) per feature and centre, the direct
-  // form's count, kept from earlier sessions. The kernel computes the dot form (one multiply-add, 2
-  // flops); against that count the roofline is 2/3 as long: printed beside it (kmFlopsDot).
+  // counted). Distances: a subtract and a multiply-add (3 flops) per feature and centre, as the
+  // kernel computes them. The dot form (|c|² - 2 x·c, one multiply-add: 2 flops) needs 2/3 of
+  // that, a stricter bound printed beside it (kmFlopsDot); measured slower on the H200 (BENCHMARKS.md).
   const kmBytes = ROWS * (D * 4 + 8), kmFlops = 3 * ROWS * K * D, kmFlopsDot = 2 * ROWS * K * D;
   const models = {};
   for (const c of configs) {

@@ -132,7 +132,7 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
   }
 
   it('data far from the origin (10^4 ± 5): labels are the float64 nearest centres, up to near-ties', async () => {
-    // Scores |c|² - 2 x·c without the shift by centre 0 would lose every digit here (|x|² ≈ 10^9, f32).
+    // Guards the f32 distances: a dot-product form |c|² - 2 x·c without a shift would lose every digit here (|x|² ≈ 10^9).
     const ctx = await testGpu();
     const rng = new Rng(11, 'far from the origin');
     const rows = 4000, d = 8, k = 16;

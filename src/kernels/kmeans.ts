@@ -1,8 +1,8 @@
 // k-means on a device matrix: Lloyd assignment with per-cluster counts, sums and inertia, and the
 // k-means++ seeding steps over each row's nearest squared distance kept on the device (minD2).
 // Functions record into a GpuWork, so every partition of a worker shares one submission and one
-// readback. WGSL: kmeans.wgsl.ts. CPU twins (f32 scores and distances, float64 sums):
-// kmeansAssignCpu, ppUpdateCpu.
+// readback. WGSL: kmeans.wgsl.ts. CPU twins (f32 distances, float64 sums): kmeansAssignCpu,
+// ppUpdateCpu.
 
 import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
@@ -124,44 +124,21 @@ function distF32(x: Float32Array, rows: number, r: number, centres: Float32Array
   return s;
 }
 
-/**
- * CPU twin of recordAssign: labels by the kernel's f32 scores (values shifted by centre 0, score
- * |c'|² + x'·(-2c') summed in feature order), the f32 distance to the chosen centre, counts, and
- * float64 sums and inertia.
- */
+/** CPU twin of recordAssign: labels and distances in f32, counts, float64 sums and inertia. */
 export function kmeansAssignCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number) {
-  const shifted = (c: number, j: number) => Math.fround(centres[c * d + j] - centres[j]);
-  const scaled = new Float32Array(k * d), norms = new Float32Array(k);
-  for (let c = 0; c < k; c++) {
-    let s = 0;
-    for (let j = 0; j < d; j++) {
-      const t = shifted(c, j);
-      scaled[c * d + j] = -2 * t;
-      s = Math.fround(s + Math.fround(t * t));
-    }
-    norms[c] = s;
-  }
   const labels = new Uint32Array(rows), dist = new Float32Array(rows);
   const counts = new Float64Array(k), sums = new Float64Array(k * d);
-  const row = new Float32Array(d);
   let inertia = 0;
   for (let r = 0; r < rows; r++) {
-    for (let j = 0; j < d; j++) row[j] = x[j * rows + r] - centres[j];
-    let best = 0, bestS = 3.4028234663852886e38;
+    let best = 0, bestD = 3.4028234663852886e38;
     for (let c = 0; c < k; c++) {
-      let s = norms[c];
-      for (let j = 0; j < d; j++) s = Math.fround(s + Math.fround(row[j] * scaled[c * d + j]));
-      if (s < bestS) { bestS = s; best = c; }
-    }
-    let d2 = 0;
-    for (let j = 0; j < d; j++) {
-      const t = Math.fround(row[j] - shifted(best, j));
-      d2 = Math.fround(d2 + Math.fround(t * t));
+      const s = distF32(x, rows, r, centres, c, d);
+      if (s < bestD) { bestD = s; best = c; }
     }
     labels[r] = best;
-    dist[r] = d2;
+    dist[r] = bestD;
     counts[best]++;
-    inertia += d2;
+    inertia += bestD;
     for (let j = 0; j < d; j++) sums[best * d + j] += x[j * rows + r];
   }
   return { labels, dist, counts, sums, inertia };

@@ -1,8 +1,8 @@
 // WGSL of k-means on a device matrix (ml-matrix.wgsl.ts layout), generated per feature count D so
-// that a row lives in registers. Distances and scores are f32, summed over features in order; the
-// nearest centre is the lowest index among equal scores (strict <), as the CPU twins.
-//   assign:       nearest centre per row by a dot-product score, then its squared distance
-//                 (centres staged in workgroup memory as vec4s, several rows per thread)
+// that a row lives in registers. Distances are f32, summed over features in order; the nearest
+// centre is the lowest index among equal distances (strict <), as the CPU code.
+//   assign:       nearest centre and its squared distance per row (centres staged in workgroup
+//                 memory as vec4s, several rows per thread)
 //   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
 //                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
 //                 each thread adds its clusters' rows in row order, found through per-cluster bit masks
@@ -38,26 +38,18 @@ export function assignRowsPerThread(d: number): number {
 }
 
 /**
- * Nearest centre per row, as a dot product: with every value shifted by centre 0 (x' = x - c0,
- * c' = c - c0, which changes no distance), |x' - c'|² = |x'|² + |c'|² - 2 x'·c', and |x'|² is the
- * same for every centre of a row, so the nearest centre has the lowest score |c'|² + x'·(-2c'):
- * one multiply-add per feature and centre instead of a subtract and a multiply-add, the bound of
- * this kernel. The shift keeps the cancellation to the spread of the data, not its offset (data
- * near 10^4 ± 1 would otherwise lose every digit of its distances in f32). The row's distance is
- * then Σ (x'_j - c'_j)² to the chosen centre alone. Scores are summed over features in order
- * starting from |c'|²; the lowest index wins among equal scores (strict <), as kmeansAssignCpu.
- * The staged centres are -2c' as vec4s (each centre padded with zeros to a multiple of 4
- * features; the padding adds 0 × x = +0, which changes no sum) and |c'|² beside them. Each thread
- * keeps R rows in registers (rows base + lane + i × WG, so loads stay coalesced). The rows, their
- * scores and best centres are separate variables written out per row and feature quad here, not
- * private arrays indexed in loops: a driver that does not unroll such loops keeps the arrays in
- * local memory.
+ * Nearest centre per row. Centres are staged in workgroup memory as vec4s (each centre padded
+ * with zeros to a multiple of 4 features; the padding adds (0 - 0)² = +0, which changes no sum),
+ * each thread keeps R rows in registers (rows base + lane + i × WG, so loads stay coalesced).
+ * The rows, their sums and best centres are separate variables written out per row and feature
+ * quad here, not private arrays indexed in loops: a driver that does not unroll such loops keeps
+ * the arrays in local memory. The order of operations is the CPU twin's (kmeansAssignCpu).
  */
 export function kmeansAssignWgsl(d: number, rowsPerThread = assignRowsPerThread(d)): string {
   const d4 = Math.ceil(d / 4);
   const rows = Array.from({ length: rowsPerThread }, (_, i) => i);
   const quads = Array.from({ length: d4 }, (_, q) => q);
-  const load = (q: number, i: number) => [0, 1, 2, 3].map((t) => (4 * q + t < d ? `x[${4 * q + t}u * p.rows + r${i}] - centres[${4 * q + t}u]` : '0.0')).join(', ');
+  const load = (q: number, i: number) => [0, 1, 2, 3].map((t) => (4 * q + t < d ? `x[${4 * q + t}u * p.rows + r${i}]` : '0.0')).join(', ');
   const each = (f: (i: number) => string, indent: string) => rows.map((i) => indent + f(i)).join('\n');
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> centres: array<f32>;
@@ -67,25 +59,16 @@ const D4: u32 = ${d4}u;
 const R: u32 = ${rowsPerThread}u;
 const PER_TILE: u32 = ${CENTRE_TILE}u / (D4 * 4u);
 var<workgroup> tile: array<vec4f, PER_TILE * D4>;
-var<workgroup> norms: array<f32, PER_TILE>;
-
-/** Centre c shifted by centre 0: c'_j = c_j - c0_j. */
-fn shifted(c: u32, j: u32) -> f32 { return centres[c * D + j] - centres[j]; }
 
 fn stage(c0: u32, lane: u32) {
-  let n = min(PER_TILE, p.k - c0);
+  let n = min(PER_TILE, p.k - c0) * D4;
   workgroupBarrier();
-  for (var i = lane; i < n * D4; i += WG) {
+  for (var i = lane; i < n; i += WG) {
     let c = c0 + i / D4;
     let j = (i % D4) * 4u;
     var v = vec4f(0.0);
-    for (var t = 0u; t < 4u; t++) { if (j + t < D) { v[t] = -2.0 * shifted(c, j + t); } }
+    for (var t = 0u; t < 4u; t++) { if (j + t < D) { v[t] = centres[c * D + j + t]; } }
     tile[i] = v;
-  }
-  for (var i = lane; i < n; i += WG) {
-    var s = 0.0;
-    for (var j = 0u; j < D; j++) { let t = shifted(c0 + i, j); s = s + t * t; }
-    norms[i] = s;
   }
   workgroupBarrier();
 }
@@ -99,26 +82,20 @@ fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: 
 ${each((i) => `let r${i} = base + ${i}u * WG + lid.x;`, '    ')}
 ${rows.map((i) => quads.map((q) => `    var x${i}_${q} = vec4f(0.0);`).join('\n')).join('\n')}
 ${each((i) => `if (r${i} < p.rows) { ${quads.map((q) => `x${i}_${q} = vec4f(${load(q, i)});`).join(' ')} }`, '    ')}
-${each((i) => `var best${i} = 0u; var bestS${i} = MAX_F32;`, '    ')}
+${each((i) => `var best${i} = 0u; var bestD${i} = MAX_F32;`, '    ')}
     for (var c0 = 0u; c0 < p.k; c0 += PER_TILE) {
       if (!oneTile) { stage(c0, lid.x); }
       let n = min(PER_TILE, p.k - c0);
       for (var c = 0u; c < n; c++) {
-        let norm = norms[c];
-${each((i) => `var s${i} = norm;`, '        ')}
+${each((i) => `var s${i} = 0.0;`, '        ')}
 ${quads.map((q) => `        {
           let cv = tile[c * D4 + ${q}u];
-${each((i) => `s${i} = s${i} + x${i}_${q}.x * cv.x; s${i} = s${i} + x${i}_${q}.y * cv.y; s${i} = s${i} + x${i}_${q}.z * cv.z; s${i} = s${i} + x${i}_${q}.w * cv.w;`, '          ')}
+${each((i) => `let t${i} = x${i}_${q} - cv; s${i} = s${i} + t${i}.x * t${i}.x; s${i} = s${i} + t${i}.y * t${i}.y; s${i} = s${i} + t${i}.z * t${i}.z; s${i} = s${i} + t${i}.w * t${i}.w;`, '          ')}
         }`).join('\n')}
-${each((i) => `if (s${i} < bestS${i}) { bestS${i} = s${i}; best${i} = c0 + c; }`, '        ')}
+${each((i) => `if (s${i} < bestD${i}) { bestD${i} = s${i}; best${i} = c0 + c; }`, '        ')}
       }
     }
-${each((i) => `if (r${i} < p.rows) {
-      var d2 = 0.0;
-${quads.map((q) => [0, 1, 2, 3].filter((t) => 4 * q + t < d).map((t) => `      { let t = x${i}_${q}[${t}] - shifted(best${i}, ${4 * q + t}u); d2 = d2 + t * t; }`).join('\n')).join('\n')}
-      labels[r${i}] = best${i};
-      dist[r${i}] = d2;
-    }`, '    ')}
+${each((i) => `if (r${i} < p.rows) { labels[r${i}] = best${i}; dist[r${i}] = bestD${i}; }`, '    ')}
   }
 }
 `;
