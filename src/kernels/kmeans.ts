@@ -7,7 +7,7 @@
 import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
 import { blocksOf, dfAddFCpu, pairsToDD, recordBlockSums, recordReduceBlocks, reduceBlocksCpu, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsShape } from './kmeans.wgsl.js';
+import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsWorkgroups } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
@@ -66,7 +66,7 @@ export function assignSteps(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, 
     buffers: { labels, dist, partials },
     steps: [
       () => work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d)))),
-      () => work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], blocks * sumsShape(k, d).passes),
+      () => work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], sumsWorkgroups(m.rows, k, d)),
       () => recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major'),
     ],
   };
@@ -154,13 +154,13 @@ export function ppUpdateCpu(x: Float32Array, rows: number, d: number, minD2: Flo
 }
 
 /**
- * CPU twin of recordAssign's sums for given labels and distances, bit for bit: per block of
- * sumBlockRows(k) rows each entry summed over its cluster's rows in row order in double-float f32
- * steps, then the sum over blocks; the (hi, lo) pairs recordAssign writes.
+ * CPU twin of the sums kernel, bit for bit: its per-block partials, partial[b × entries + e] as
+ * (hi, lo) pairs, each entry summed over its cluster's rows of block b (sumBlockRows(k) rows) in
+ * row order in double-float f32 steps.
  */
-export function kmeansSumsCpu(x: Float32Array, rows: number, d: number, labels: Uint32Array, dist: Float32Array, k: number): Float32Array {
-  const entries = assignEntries(k, d), blockRows = sumBlockRows(k), blocks = Math.ceil(rows / blockRows);
-  const partials = new Float32Array(blocks * entries * 2);
+export function kmeansSumPartialsCpu(x: Float32Array, rows: number, d: number, labels: Uint32Array, dist: Float32Array, k: number): Float32Array {
+  const entries = assignEntries(k, d), blockRows = sumBlockRows(k);
+  const partials = new Float32Array(Math.ceil(rows / blockRows) * entries * 2);
   const add = (at: number, v: number) => { [partials[2 * at], partials[2 * at + 1]] = dfAddFCpu(partials[2 * at], partials[2 * at + 1], v); };
   for (let r = 0; r < rows; r++) {
     const base = Math.floor(r / blockRows) * entries, c = labels[r];
@@ -168,5 +168,10 @@ export function kmeansSumsCpu(x: Float32Array, rows: number, d: number, labels: 
     add(base + k * d + c, 1);
     add(base + k * d + k + c, dist[r]);
   }
-  return reduceBlocksCpu(partials, blocks, entries, 'block-major');
+  return partials;
+}
+
+/** CPU twin of recordAssign's sums for given labels and distances, bit for bit: the per-block partials, then the sum over blocks; the (hi, lo) pairs recordAssign writes. */
+export function kmeansSumsCpu(x: Float32Array, rows: number, d: number, labels: Uint32Array, dist: Float32Array, k: number): Float32Array {
+  return reduceBlocksCpu(kmeansSumPartialsCpu(x, rows, d, labels, dist, k), Math.ceil(rows / sumBlockRows(k)), assignEntries(k, d), 'block-major');
 }
