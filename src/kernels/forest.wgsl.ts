@@ -14,7 +14,7 @@
 //   route:       each row moves to the next-level slot of its child (or to NONE)
 // Bins are bytes packed 4 per u32 word, feature f's column padded to rowsPadded (a multiple of 4).
 
-import { WGSL_GRID } from './wgsl-common.js';
+import { memoWgsl, WGSL_GRID } from './wgsl-common.js';
 
 /** Most classes the kernels take: a thread keeps one class-weight vector in registers. */
 export const MAX_GPU_CLASSES = 32;
@@ -139,7 +139,7 @@ fn histogram(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
  * counters fit in `counters` u32, the chunk accumulates there and then adds each non-zero counter
  * to device memory once; otherwise that chunk adds straight to device memory.
  */
-export function forestHistogramSharedWgsl(counters: number): string {
+function buildForestHistogramSharedWgsl(counters: number): string {
   return /* wgsl */ `${HISTOGRAM_HEADER}
 const CAP: u32 = ${counters}u;
 const REGRESSION_CELL_WORDS: u32 = ${REGRESSION_CELL_WORDS}u;
@@ -193,6 +193,7 @@ fn histogram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wi
 }
 `;
 }
+export const forestHistogramSharedWgsl = memoWgsl(buildForestHistogramSharedWgsl);
 
 /**
  * Best bin per (slot, candidate). Scores are f32 (gini: Σ L²/wl + Σ R²/wr; entropy: Σ L log(L/wl)

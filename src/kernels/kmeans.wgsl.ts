@@ -10,7 +10,7 @@
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
-import { WGSL_GRID } from './wgsl-common.js';
+import { memoWgsl, WGSL_GRID } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
 
 /** Centre values staged per workgroup (16 KiB). */
@@ -46,7 +46,7 @@ export function assignRowsPerThread(d: number): number {
  * quad here, not private arrays indexed in loops: a driver that does not unroll such loops keeps
  * the arrays in local memory. The order of operations is the CPU twin's (kmeansAssignCpu).
  */
-export function kmeansAssignWgsl(d: number, rowsPerThread = assignRowsPerThread(d)): string {
+function buildKmeansAssignWgsl(d: number, rowsPerThread = assignRowsPerThread(d)): string {
   const d4 = Math.ceil(d / 4);
   const rows = Array.from({ length: rowsPerThread }, (_, i) => i);
   const quads = Array.from({ length: d4 }, (_, q) => q);
@@ -101,6 +101,7 @@ ${each((i) => `if (r${i} < p.rows) { labels[r${i}] = best${i}; dist[r${i}] = bes
 }
 `;
 }
+export const kmeansAssignWgsl = memoWgsl(buildKmeansAssignWgsl);
 
 /**
  * Rows of one block of the per-cluster sums: a function of k alone, so the sums do not depend on
@@ -217,10 +218,11 @@ export interface SumsOptions { variant?: SumsVariant; tileRows?: number }
  * then k × d + k + c (Σ distance over cluster c); partial[b × entries + e] (block-major).
  * Dispatch sumsWorkgroups(rows, k, d, variant) workgroups.
  */
-export function kmeansSumsWgsl(d: number, k: number, { variant = DEFAULT_SUMS_VARIANT, tileRows }: SumsOptions = {}): string {
+function buildKmeansSumsWgsl(d: number, k: number, { variant = DEFAULT_SUMS_VARIANT, tileRows }: SumsOptions = {}): string {
   const t = tileRows ?? sumTileRows(d, k, variant);
   return variant === 'masks' || variant === 'constTile' ? clusterSumsWgsl(d, k, t, variant) : warpSumsWgsl(d, k, t, variant);
 }
+export const kmeansSumsWgsl = memoWgsl(buildKmeansSumsWgsl);
 
 /** Variants masks and constTile: groups of d + 2 lanes, a mask per cluster. */
 function clusterSumsWgsl(d: number, k: number, t: number, variant: 'masks' | 'constTile'): string {
@@ -432,7 +434,7 @@ ${slots.map((i) => `      {
 `;
 }
 
-export function kmeansPpUpdateWgsl(d: number): string {
+function buildKmeansPpUpdateWgsl(d: number): string {
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> centres: array<f32>;
 @group(0) @binding(3) var<storage, read_write> minD2: array<f32>;
@@ -453,8 +455,9 @@ fn pp_update(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups)
 }
 `;
 }
+export const kmeansPpUpdateWgsl = memoWgsl(buildKmeansPpUpdateWgsl);
 
-export function kmeansPpPotentialWgsl(d: number): string {
+function buildKmeansPpPotentialWgsl(d: number): string {
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> candidates: array<f32>;
 @group(0) @binding(3) var<storage, read> minD2: array<f32>;
@@ -476,3 +479,4 @@ fn pp_potential(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
 }
 `;
 }
+export const kmeansPpPotentialWgsl = memoWgsl(buildKmeansPpPotentialWgsl);

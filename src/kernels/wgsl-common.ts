@@ -1,5 +1,19 @@
 // WGSL snippets shared by several kernels (pasted into their modules).
 
+/**
+ * A WGSL generator that builds each source once per argument list: kernels are looked up at every
+ * dispatch, and building an unrolled source again takes tens of microseconds each time.
+ */
+export function memoWgsl<A extends unknown[]>(build: (...args: A) => string): (...args: A) => string {
+  const built = new Map<string, string>();
+  return (...args) => {
+    const key = JSON.stringify(args);
+    let code = built.get(key);
+    if (code === undefined) { code = build(...args); built.set(key, code); }
+    return code;
+  };
+}
+
 /** Grid-stride loops: every kernel runs @workgroup_size(256) over a capped number of workgroups. */
 export const WGSL_GRID = /* wgsl */ `
 const WG: u32 = 256u;
