@@ -139,7 +139,8 @@ async function kernelTimings() {
   freeMatrix(ctx, m);
 
   // The same rows in PARTS partitions, as a GPU worker holds them: each partition's three steps
-  // one after another (the order before this session), or step by step over all (mapPartitions).
+  // one after another (the order mapPartitions once used), or step by step over all, submitted per step
+  // or per partition's step (mapPartitions).
   const parts = Number(process.env.PARTS ?? 8), partRows = Math.ceil(kmRows / parts);
   const held = [];
   for (let i = 0; i < parts; i++) {
@@ -156,6 +157,10 @@ async function kernelTimings() {
   report(`kmeans step over ${parts} partitions, step by step over all`, kmRows, await marginal((work, out) => {
     const all = partitionSteps(work, out);
     for (let s = 0; s < all[0].length; s++) { for (const steps of all) steps[s](); work.flush(); }
+  }));
+  report(`kmeans step over ${parts} partitions, step by step over all, a submission per partition's step (mapPartitions)`, kmRows, await marginal((work, out) => {
+    const all = partitionSteps(work, out);
+    for (let s = 0; s < all[0].length; s++) for (const steps of all) { steps[s](); work.flush(); }
   }));
   for (const h of held) { for (const b of Object.values(h.kept)) b.destroy(); freeMatrix(ctx, h.m); }
 

@@ -173,12 +173,11 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     if (total > 0) {
       const out = work.temp(total * 8, 'ml results');
       // Step s of every partition before step s + 1 of any, so that one step's dispatches over
-      // different partitions run side by side; each step is submitted as soon as it is recorded,
-      // so the device starts on it while the host records the next.
+      // different partitions can run side by side; each partition's step is submitted as soon as
+      // it is recorded, so the device starts on it while the host records the next.
       const steps = plans.map((plan, i) => (plan && 'pairs' in plan ? plan.steps(work, out, offsets[i]) : []));
       for (let s = 0; s < Math.max(...steps.map((list) => list.length)); s++) {
-        for (const list of steps) list[s]?.();
-        work.flush();
+        for (const list of steps) { if (list[s]) { list[s](); work.flush(); } }
       }
       phases.mark('record');
       [results] = await work.finish([{ buf: out, floats: total * 2 }]);
