@@ -11,8 +11,7 @@
 // iterations (well-separated blobs with one centre each converge after 2). Times are also given as
 // a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Last, the kernels
 // alone on one device matrix of all rows (a child process, `node bench/gpu-ml.mjs --kernels`): the
-// k-means assignment, per-cluster sums (each variant of the kernel, and whether it gave the
-// default's bits) and sum over blocks, the whole step, the Gram pass and its
+// k-means assignment, per-cluster sums and sum over blocks, the whole step, the Gram pass and its
 // sum over blocks, each the marginal time of REPS (20) more in one submission after WARM_S (1.5) s
 // of the same work (the GPU's clock ramps up), so the CLI's per-partition and per-round costs can
 // be told apart from the kernels'. Progress lines go to stdout as they happen.
@@ -73,7 +72,7 @@ async function kernelTimings() {
   const { StagingRing, storageBuffer } = await dist('engine/gpu/buffers.js');
   const { GpuWork, uploadMatrix, freeMatrix, recordReduceBlocks } = await dist('kernels/ml-matrix.js');
   const { recordAssign, assignSteps, assignEntries, assignBufferBytes } = await dist('kernels/kmeans.js');
-  const { kmeansAssignWgsl, assignRowsPerThread, kmeansSumsWgsl, sumBlockRows, sumsWorkgroups, SUMS_VARIANTS, DEFAULT_SUMS_VARIANT } = await dist('kernels/kmeans.wgsl.js');
+  const { kmeansAssignWgsl, assignRowsPerThread, kmeansSumsWgsl, sumBlockRows, sumsWorkgroups } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
   const { GRAM_BLOCK_ROWS } = await dist('kernels/linreg.wgsl.js');
   const ctx = await openGpu({ allowSoftware: true });
@@ -111,28 +110,9 @@ async function kernelTimings() {
     report('kmeans assignment kernel (again, after the other)', kmRows, await marginal(assign));
   }
   const blocks = Math.ceil(kmRows / sumBlockRows(K));
-  // The sums kernel's variants on the assignment's labels, each at its default sub-tile rows, and
-  // groupMasks and distLane0 at other sub-tile rows (112: the most that fit 16 KiB for d 32, k 64);
-  // then whether each gave the default's partials bit for bit on this device (checked after all are timed).
-  const sumsRuns = [...SUMS_VARIANTS.map((variant) => ({ variant })), ...['groupMasks', 'distLane0'].flatMap((variant) => [32, 96, 112].map((tileRows) => ({ variant, tileRows })))];
-  const sumsName = (o) => `variant ${o.variant}${o.variant === DEFAULT_SUMS_VARIANT ? ' (the default)' : ''}${o.tileRows ? `, ${o.tileRows} rows per sub-tile` : ''}`;
-  const sums = (o) => (work) => {
-    work.dispatch(`kmeans-sums-${D}-${K}-${o.variant}-${o.tileRows ?? 'default'}`, kmeansSumsWgsl(D, K, o), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], sumsWorkgroups(kmRows, K, D, o.variant));
-  };
-  const sumsMs = [];
-  for (const o of sumsRuns) sumsMs.push(await marginal(sums(o)));
-  const partialBits = async (o) => {
-    const work = new GpuWork(ctx);
-    sums(o)(work);
-    const [got] = await work.finish([{ buf: kept.partials, floats: blocks * assignEntries(K, D) * 2 }]);
-    return new Uint32Array(got.buffer);
-  };
-  const reference = await partialBits({ variant: DEFAULT_SUMS_VARIANT });
-  for (const [i, o] of sumsRuns.entries()) {
-    const bits = await partialBits(o);
-    const same = Buffer.from(bits.buffer).equals(Buffer.from(reference.buffer));
-    report(`kmeans sums kernel (per-cluster sums per block), ${sumsName(o)}, ${same ? 'the default\'s bits' : 'BITS DIFFER from the default'}`, kmRows, sumsMs[i]);
-  }
+  report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
+    work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], sumsWorkgroups(kmRows, K, D));
+  }));
   report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));
   report('kmeans step on one partition of all rows (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
   for (const b of Object.values(kept)) b.destroy();

@@ -4,15 +4,15 @@
 // equal, row counts that are not a multiple of the workgroup or of a block, k and d that are not a
 // multiple of anything, the largest k the sums kernel takes, one cluster holding every row of many
 // blocks while others stay empty, and the same bits when run again; the per-cluster sums of the
-// GPU's labels equal their CPU twin's bit for bit, and so do every variant's per-block partials.
+// GPU's labels equal their CPU twin's bit for bit, and so do the sums kernel's per-block partials.
 
 import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, kmeansSumPartialsCpu, kmeansSumsCpu, MAX_GPU_FEATURES, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
-import { kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, SUMS_VARIANTS, sumsWorkgroups, type SumsOptions, type SumsVariant } from '../src/kernels/kmeans.wgsl.js';
-import { decodeCpu, dfAddFCpu, freeMatrix, GpuWork, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
+import { kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsWorkgroups } from '../src/kernels/kmeans.wgsl.js';
+import { decodeCpu, freeMatrix, GpuWork, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng } from '../src/engine/ml/random.js';
 
 function randomRows(rng: Rng, rows: number, d: number, scale = 10, round = false): Float64Array {
@@ -196,15 +196,16 @@ describe.skipIf(skipGpuTests)('k-means assignment kernel', () => {
 });
 
 /**
- * The sums kernel alone on given labels and distances: its per-block partials as u32 bits. The
- * buffer starts as NaN bits, so an entry the kernel leaves unwritten shows.
+ * The sums kernel alone on given labels and distances, with `tileRows` rows per sub-tile (by
+ * default its own choice): its per-block partials as u32 bits. The buffer starts as NaN bits, so
+ * an entry the kernel leaves unwritten shows.
  */
-async function sumPartialsOnGpu(ctx: GpuContext, m: DeviceMatrix, labels: Uint32Array, dist: Float32Array, k: number, options: SumsOptions, workgroups = sumsWorkgroups(m.rows, k, m.cols, options.variant)): Promise<Uint32Array> {
+async function sumPartialsOnGpu(ctx: GpuContext, m: DeviceMatrix, labels: Uint32Array, dist: Float32Array, k: number, tileRows?: number, workgroups = sumsWorkgroups(m.rows, k, m.cols)): Promise<Uint32Array> {
   const work = new GpuWork(ctx);
   const floats = Math.ceil(m.rows / sumBlockRows(k)) * assignEntries(k, m.cols) * 2;
   const partials = work.input(new Uint32Array(floats).fill(0x7fc0dead), 'partials');
-  const label = `sums-${m.cols}-${k}-${options.variant}-${options.tileRows ?? 'default'}`;
-  work.dispatch(label, kmeansSumsWgsl(m.cols, k, options), 'sums', [work.params([m.rows, k, 0, 0]), m.xr, work.input(labels, 'labels'), work.input(dist, 'dist'), partials], workgroups);
+  const label = `sums-${m.cols}-${k}-${tileRows ?? 'default'}`;
+  work.dispatch(label, kmeansSumsWgsl(m.cols, k, tileRows), 'sums', [work.params([m.rows, k, 0, 0]), m.xr, work.input(labels, 'labels'), work.input(dist, 'dist'), partials], workgroups);
   const [got] = await work.finish([{ buf: partials, floats }]);
   return new Uint32Array(got.buffer);
 }
@@ -217,36 +218,29 @@ function firstDifference(got: Uint32Array, want: Uint32Array, entries: number): 
   return undefined;
 }
 
-describe.skipIf(skipGpuTests)('k-means sums kernel variants', () => {
-  it('adding 1.0 per row in double-float gives (count, +0) up to the largest block, as the variants without a count lane write', () => {
-    let acc: [number, number] = [0, 0];
-    for (let n = 1; n <= sumBlockRows(MAX_SUM_CLUSTERS); n++) {
-      acc = dfAddFCpu(acc[0], acc[1], 1);
-      if (acc[0] !== n || !Object.is(acc[1], 0)) throw new Error(`after ${n} rows: (${acc[0]}, ${acc[1]})`);
-    }
-  });
-
+describe.skipIf(skipGpuTests)('k-means sums kernel: per-block partials bit for bit', () => {
   const cases: [string, number, number, number, (r: number, rng: Rng) => number][] = [
     // name, rows, d, k, label of row r
     ['d 6, k 9, a last partial block', 2 * sumBlockRows(9) + 101, 6, 9, (_, rng) => rng.nextInt(9)],
     ['d 32, k 64 (the benchmark shape)', 2 * sumBlockRows(64) + 517, 32, 64, (_, rng) => rng.nextInt(64)],
     ['d 1, k 1', 1500, 1, 1, () => 0],
     [`k ${MAX_SUM_CLUSTERS} (several cluster ranges), d 3`, sumBlockRows(MAX_SUM_CLUSTERS) + 999, 3, MAX_SUM_CLUSTERS, (_, rng) => rng.nextInt(MAX_SUM_CLUSTERS)],
-    ['d 31 (32 values: whole warps exactly), k 300 (several cluster ranges)', 1300, 31, 300, (_, rng) => rng.nextInt(300)],
+    ['d 31 (33 values: groups that straddle warps), k 300 (several cluster ranges)', 1300, 31, 300, (_, rng) => rng.nextInt(300)],
     ['d 70 (more values than a warp), k 20', 2100, 70, 20, (_, rng) => rng.nextInt(20)],
-    [`d ${MAX_GPU_FEATURES} (the most features: two value ranges, one for distLane0), k 5`, 1100, MAX_GPU_FEATURES, 5, (_, rng) => rng.nextInt(5)],
+    [`d ${MAX_GPU_FEATURES} (the most features: two value ranges), k 5`, 1100, MAX_GPU_FEATURES, 5, (_, rng) => rng.nextInt(5)],
     ['empty clusters: k 40, runs of 50 rows of clusters 3, 17, 39', 3000, 5, 40, (r) => [3, 17, 39][Math.floor(r / 50) % 3]],
     ['one cluster holds every row', 3 * sumBlockRows(11) + 300, 5, 11, () => 6],
   ];
   // Two shapes also with other rows per sub-tile (1 row, rows that fill no whole mask word, several
-  // words, more than the default; 112 as the benchmark times groupMasks and distLane0 with), and
-  // with 2 workgroups, fewer than blocks × passes, so each takes several in turn.
-  const sweeps: Record<string, (variant: SumsVariant) => number[]> = {
-    'd 6, k 9, a last partial block': () => [1, 37, 64, 96, 256],
-    'd 32, k 64 (the benchmark shape)': (variant) => [1, 37, 96, ...(variant === 'groupMasks' || variant === 'distLane0' ? [112] : [])],
+  // words, more than the default; 112 the most that fit 16 KiB for d 32, k 64), and with 2
+  // workgroups, fewer than blocks × passes, so each takes several in turn.
+  const sweeps: Record<string, number[]> = {
+    'd 6, k 9, a last partial block': [1, 37, 64, 96, 256],
+    'd 32, k 64 (the benchmark shape)': [1, 37, 96, 112],
   };
   for (const [name, rows, d, k, labelOf] of cases) {
-    it(`${name}: every variant gives the CPU twin's partials`, async () => {
+    const also = sweeps[name] ? `, also with ${sweeps[name].join(', ')} rows per sub-tile and with 2 workgroups` : '';
+    it(`${name}: the CPU twin's partials, every entry written${also}`, async () => {
       const ctx = await testGpu();
       const rng = new Rng(rows, name);
       // Magnitudes from 2^-30 to 2^30: exact sums need more than a double-float's 48 bits, so the bits depend on the order of the rows.
@@ -257,15 +251,11 @@ describe.skipIf(skipGpuTests)('k-means sums kernel variants', () => {
       const m = await upload(ctx, x, null, rows, d);
       const want = new Uint32Array(kmeansSumPartialsCpu(columnsCpu(x, rows, d), rows, d, labels, dist, k).buffer);
       const entries = assignEntries(k, d);
-      for (const variant of SUMS_VARIANTS) {
-        expect(firstDifference(await sumPartialsOnGpu(ctx, m, labels, dist, k, { variant }), want, entries), variant).toBeUndefined();
+      expect(firstDifference(await sumPartialsOnGpu(ctx, m, labels, dist, k), want, entries), 'default rows per sub-tile').toBeUndefined();
+      for (const tileRows of sweeps[name] ?? []) {
+        expect(firstDifference(await sumPartialsOnGpu(ctx, m, labels, dist, k, tileRows), want, entries), `${tileRows} rows per sub-tile`).toBeUndefined();
       }
-      for (const variant of sweeps[name] ? SUMS_VARIANTS : []) {
-        for (const tileRows of sweeps[name](variant)) {
-          expect(firstDifference(await sumPartialsOnGpu(ctx, m, labels, dist, k, { variant, tileRows }), want, entries), `${variant}, ${tileRows} rows per sub-tile`).toBeUndefined();
-        }
-        expect(firstDifference(await sumPartialsOnGpu(ctx, m, labels, dist, k, { variant }, 2), want, entries), `${variant}, 2 workgroups`).toBeUndefined();
-      }
+      if (sweeps[name]) expect(firstDifference(await sumPartialsOnGpu(ctx, m, labels, dist, k, undefined, 2), want, entries), '2 workgroups').toBeUndefined();
       freeMatrix(ctx, m);
     });
   }

@@ -5,8 +5,7 @@
 //                 memory as vec4s, several rows per thread)
 //   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
 //                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
-//                 each thread adds its clusters' rows in row order, found through bit masks (variants:
-//                 SumsVariant)
+//                 each thread adds its clusters' rows in row order, found through bit masks
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
@@ -118,120 +117,63 @@ export const MAX_SUM_CLUSTERS = 1024;
 /** Accumulators (clusters) one thread of the sums kernel keeps. */
 const MAX_CLUSTERS_PER_THREAD = 16;
 
-/**
- * Variants of the sums kernel, all giving the same bits (each entry summed over its cluster's
- * rows in row order, in double-float); they differ in how the threads find those rows. Each makes
- * one more change than the one before it, so timing them side by side shows what each is worth.
- *   masks:      a bit mask per cluster and sub-tile, walked by every thread of the cluster; groups
- *               of d + 2 lanes (the count adds 1.0 per row), so a warp holds lanes of two groups;
- *               the staging divides by the sub-tile's row count, a runtime value. The default.
- *   constTile:  masks, staged by the constant T (i / T, i % T: shifts for a power of two), the
- *               last, partial sub-tile guarded by a bounds check.
- *   warpLanes:  constTile, with groups of whole warps (lanes padded to a multiple of 32), so a
- *               warp's loops walk one set of masks and do not diverge; no count lane (a block's
- *               count is an integer below 2^24, so adding 1.0 per row in double-float from
- *               (+0, +0) gives exactly (count, +0): counted by atomicAdd in workgroup memory);
- *               the distances staged as a tile column after the features, so a lane reads its
- *               value without a branch; masks double-buffered (the next sub-tile's are cleared
- *               while this one's are set): two barriers per sub-tile instead of three.
- *   groupMasks: warpLanes, with one mask per group of clusters instead of one per cluster: a
- *               group walks its rows once per sub-tile, in row order, adding each to the
- *               accumulator of the row's cluster (a switch on the label, the same for the warp).
- *   distLane0:  groupMasks, where the features fill whole warps (d a multiple of 32, as the
- *               benchmark's 32), with lane 0 adding the distance besides its feature, instead of
- *               a warp more per group for the distance alone (31 of its 32 lanes idle). Other d:
- *               groupMasks.
- */
-export type SumsVariant = 'masks' | 'constTile' | 'warpLanes' | 'groupMasks' | 'distLane0';
-export const SUMS_VARIANTS: readonly SumsVariant[] = ['masks', 'constTile', 'warpLanes', 'groupMasks', 'distLane0'];
-export const DEFAULT_SUMS_VARIANT: SumsVariant = 'masks';
-
 /** A sums kernel's layout: see sumsShape. */
-export interface SumsShape { lanes: number; distOnLane0: boolean; groups: number; perThread: number; valueRanges: number; clusterRanges: number; passes: number }
+export interface SumsShape { lanes: number; groups: number; perThread: number; valueRanges: number; clusterRanges: number; passes: number }
 
 /**
- * How the sums kernel shares out a block's entries. A group of `lanes` threads takes one value
- * range of its perThread clusters: thread t has value v0 + t mod lanes, group g = t div lanes.
- * The values a lane each: masks, constTile: the d feature sums, the count and the summed distance
- * (lanes = d + 2); warpLanes, groupMasks: the features and the distance, padded to whole warps;
- * distLane0: the same, but where the features fill whole warps, the distance is lane 0's second
- * value (distOnLane0). Lanes past the last value idle. Clusters: masks, constTile: c = c0 + g +
- * groups × i; the others: c = c0 + g × perThread + i; i < perThread. A pass is one (value range,
- * cluster range) pair.
+ * How the sums kernel shares out a block's entries. A cluster has d + 2 values (its d feature
+ * sums, its count, its summed distance); a group of `lanes` threads (d + 2, at most 256) takes one
+ * value range of its perThread clusters: thread t has value v0 + t mod lanes, group g = t div lanes,
+ * clusters c = c0 + g + groups × i, i < perThread. Lanes past the last value idle. A pass is one
+ * (value range, cluster range) pair; passes = valueRanges × clusterRanges.
  */
-export function sumsShape(k: number, d: number, variant: SumsVariant = DEFAULT_SUMS_VARIANT): SumsShape {
-  const laneEach = variant === 'masks' || variant === 'constTile';
-  const values = laneEach ? d + 2 : d + 1;
-  const lanes = Math.min(256, laneEach ? values : 32 * Math.ceil((variant === 'distLane0' ? d : values) / 32));
-  const distOnLane0 = variant === 'distLane0' && d % lanes === 0;
+export function sumsShape(k: number, d: number): SumsShape {
+  const lanes = Math.min(256, d + 2);
   const groups = Math.floor(256 / lanes);
-  // distOnLane0: lane 0 keeps two accumulators per cluster, so half the clusters (as many registers as the others).
-  const perThread = Math.min(MAX_CLUSTERS_PER_THREAD / (distOnLane0 ? 2 : 1), Math.ceil(k / groups));
-  const valueRanges = Math.ceil((distOnLane0 ? d : values) / lanes), clusterRanges = Math.ceil(k / (groups * perThread));
-  return { lanes, distOnLane0, groups, perThread, valueRanges, clusterRanges, passes: valueRanges * clusterRanges };
+  const perThread = Math.min(MAX_CLUSTERS_PER_THREAD, Math.ceil(k / groups));
+  const valueRanges = Math.ceil((d + 2) / lanes), clusterRanges = Math.ceil(k / (groups * perThread));
+  return { lanes, groups, perThread, valueRanges, clusterRanges, passes: valueRanges * clusterRanges };
 }
 
 /** Workgroups of a sums dispatch over `rows` rows: one per block and pass. */
-export function sumsWorkgroups(rows: number, k: number, d: number, variant: SumsVariant = DEFAULT_SUMS_VARIANT): number {
-  return Math.ceil(rows / sumBlockRows(k)) * sumsShape(k, d, variant).passes;
+export function sumsWorkgroups(rows: number, k: number, d: number): number {
+  return Math.ceil(rows / sumBlockRows(k)) * sumsShape(k, d).passes;
 }
 
-/** Tile columns of the variants with whole-warp groups: a pass's features, then (its last) the distance. */
-function tileColumns({ lanes, distOnLane0 }: SumsShape, d: number): number {
-  return distOnLane0 ? lanes + 1 : Math.min(lanes, d + 1);
+/** Workgroup memory of the sums kernel with sub-tiles of t rows: features (stride t + 1), labels, distances, k bit masks. */
+function sumsWorkgroupBytes(d: number, k: number, t: number): number {
+  return 4 * ((t + 1) * d + 2 * t + k * Math.ceil(t / 32));
 }
 
-/**
- * Workgroup memory of the sums kernel with sub-tiles of t rows. masks, constTile: features (stride
- * t + 1), labels, distances, k bit masks. The others: a pass's values (stride t + 1), two sets of
- * masks (per cluster or per group of the pass), a count per cluster of the pass and (groupMasks,
- * distLane0) labels.
- */
-function sumsWorkgroupBytes(d: number, k: number, t: number, variant: SumsVariant): number {
-  const words = Math.ceil(t / 32);
-  if (variant === 'masks' || variant === 'constTile') return 4 * ((t + 1) * d + 2 * t + k * words);
-  const shape = sumsShape(k, d, variant), clusters = shape.groups * shape.perThread;
-  const perGroup = variant !== 'warpLanes';
-  return 4 * ((t + 1) * tileColumns(shape, d) + 2 * (perGroup ? shape.groups : clusters) * words + clusters + (perGroup ? t : 0));
-}
-
-/** Rows per sub-tile: 64 (the fastest on the H200 for 32 features, 64 clusters, variant masks), fewer where the workgroup memory would not hold them. */
-function sumTileRows(d: number, k: number, variant: SumsVariant): number {
+/** Rows per sub-tile: 64 (the fastest on the H200 for 32 features, 64 clusters), fewer where the workgroup memory would not hold them. */
+function sumTileRows(d: number, k: number): number {
   let t = 64;
-  while (t > 1 && sumsWorkgroupBytes(d, k, t, variant) > SUM_WORKGROUP_BYTES) t = Math.floor(t / 2);
+  while (t > 1 && sumsWorkgroupBytes(d, k, t) > SUM_WORKGROUP_BYTES) t = Math.floor(t / 2);
   return t;
 }
 
-/** The sums kernel's variant and rows per sub-tile (by default the most up to 64 that fit). */
-export interface SumsOptions { variant?: SumsVariant; tileRows?: number }
-
 /**
  * Per-cluster counts, feature sums and distance sums per block of sumBlockRows(k) rows. The block
- * is walked in sub-tiles of T rows (features, labels and distances staged in workgroup memory);
- * in each, the rows of every cluster are marked in bit masks (atomicOr, which no order changes),
- * and a thread visits its clusters' rows lowest bit first, adding each to that cluster's
- * accumulator. So each entry is summed over its cluster's rows in row order, in double-float, one
- * thread per entry: the same bits on any device or run, whatever the variant (SumsVariant).
- * (variant masks, 10^7 × 32, k = 64 on an H200: 2.85 ms; every thread reading every label,
- * 3.84 ms; lists linked by atomicMin, 4.07 ms; 128-row sub-tiles were slower with either.)
+ * is walked in sub-tiles of T rows, T a constant of the module (t, by default sumTileRows(d, k);
+ * other values for tests): features, labels and distances staged in workgroup memory, the staging
+ * indexed by i / T and i % T (shifts for a power of two), the last, partial sub-tile guarded by a
+ * bounds check. In each sub-tile, the rows of every cluster are marked in a bit mask per cluster
+ * (atomicOr, which no order changes), and a thread visits its clusters' rows lowest bit first,
+ * adding each to that cluster's accumulator: its feature, 1.0 (the count lane) or the row's
+ * distance (sumsShape: groups of d + 2 lanes). So each entry is summed over its cluster's rows in
+ * row order, in double-float, one thread per entry: the same bits on any device or run. The threads
+ * of a warp mostly share their clusters, so their additions do not diverge. (10^7 × 32, k = 64 on
+ * an H200: 2.67 ms; with the sub-tile rows a runtime value, 2.85 ms; warp-aligned groups with
+ * counts from atomics 4.12 ms, one mask per group of clusters 3.28–3.78 ms, the distance on lane 0
+ * 2.86–3.05 ms; every thread reading every label, 3.84 ms; lists linked by atomicMin, 4.07 ms.)
  * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
  * then k × d + k + c (Σ distance over cluster c); partial[b × entries + e] (block-major).
- * Dispatch sumsWorkgroups(rows, k, d, variant) workgroups.
+ * Dispatch sumsWorkgroups(rows, k, d) workgroups.
  */
-function buildKmeansSumsWgsl(d: number, k: number, { variant = DEFAULT_SUMS_VARIANT, tileRows }: SumsOptions = {}): string {
-  const t = tileRows ?? sumTileRows(d, k, variant);
-  return variant === 'masks' || variant === 'constTile' ? clusterSumsWgsl(d, k, t, variant) : warpSumsWgsl(d, k, t, variant);
-}
-export const kmeansSumsWgsl = memoWgsl(buildKmeansSumsWgsl);
-
-/** Variants masks and constTile: groups of d + 2 lanes, a mask per cluster. */
-function clusterSumsWgsl(d: number, k: number, t: number, variant: 'masks' | 'constTile'): string {
-  const { lanes, groups, perThread, clusterRanges, passes } = sumsShape(k, d, variant);
+function buildKmeansSumsWgsl(d: number, k: number, t = sumTileRows(d, k)): string {
+  const { lanes, groups, perThread, clusterRanges, passes } = sumsShape(k, d);
   // The accumulators are separate variables, not an array indexed in a loop (kept in local memory by drivers that do not unroll).
   const slots = Array.from({ length: perThread }, (_, i) => i);
-  const stage = variant === 'constTile'
-    ? 'for (var i = lid.x; i < T * D; i += WG) { let r = i % T; if (s0 + r < r1) { tile[(i / T) * TS + r] = x[(i / T) * p.rows + s0 + r]; } }'
-    : 'for (var i = lid.x; i < n * D; i += WG) { tile[(i / n) * TS + i % n] = x[(i / n) * p.rows + s0 + i % n]; }';
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
@@ -271,7 +213,7 @@ ${slots.map((i) => `    var acc${i} = vec2f(0.0);`).join('\n')}
     for (var s0 = r0; s0 < r1; s0 += T) {
       let n = min(T, r1 - s0);
       workgroupBarrier(); // the previous sub-tile is no longer read
-      ${stage}
+      for (var i = lid.x; i < T * D; i += WG) { let r = i % T; if (s0 + r < r1) { tile[(i / T) * TS + r] = x[(i / T) * p.rows + s0 + r]; } }
       for (var i = lid.x; i < n; i += WG) { lab[i] = labels[s0 + i]; rowDist[i] = dist[s0 + i]; }
       for (var i = lid.x; i < K * MW; i += WG) { atomicStore(&masks[i], 0u); }
       workgroupBarrier();
@@ -303,136 +245,7 @@ ${slots.map((i) => `      {
 }
 `;
 }
-
-/**
- * Variants warpLanes, groupMasks and distLane0: groups of whole warps, each with perThread
- * consecutive clusters; tile column `col` holds the pass's value v0 + col (features, then the
- * distance as value D); counts by atomicAdd; masks double-buffered, per cluster (warpLanes) or per
- * group (groupMasks, distLane0) of the pass's clusters.
- */
-function warpSumsWgsl(d: number, k: number, t: number, variant: 'warpLanes' | 'groupMasks' | 'distLane0'): string {
-  const shape = sumsShape(k, d, variant);
-  const { lanes, groups, perThread, clusterRanges, passes, distOnLane0 } = shape;
-  const slots = Array.from({ length: perThread }, (_, i) => i);
-  const perGroup = variant !== 'warpLanes';
-  // Lane 0's second value where the features fill every lane: the distance (tile column L), into accumulators dist0 … .
-  const addDistance = (i: number) => (distOnLane0 ? ` if (distLane) { dist${i} = dfAddF(dist${i}, distance); }` : '');
-  // Per group: one walk over the group's rows, each added to its cluster's accumulator (the switch
-  // is on lab[r], the same for every thread of the warp). Per cluster: a walk per cluster.
-  const walk = perGroup
-    ? `        for (var mw = 0u; mw < MW; mw++) {
-          var bits = atomicLoad(&masks[cur * MASKS + g * MW + mw]);
-          while (bits != 0u) {
-            let r = mw * 32u + firstTrailingBit(bits);
-            bits &= bits - 1u;
-            let value = tile[col * TS + r];${distOnLane0 ? '\n            let distance = tile[L * TS + r];' : ''}
-            switch (lab[r] - g * E) {
-${slots.map((i) => `              case ${i}u: { acc${i} = dfAddF(acc${i}, value);${addDistance(i)} }`).join('\n')}
-              default: {}
-            }
-          }
-        }`
-    : slots.map((i) => `        for (var mw = 0u; mw < MW; mw++) {
-          var bits = atomicLoad(&masks[cur * MASKS + (g * E + ${i}u) * MW + mw]);
-          while (bits != 0u) {
-            let r = mw * 32u + firstTrailingBit(bits);
-            bits &= bits - 1u;
-            acc${i} = dfAddF(acc${i}, tile[col * TS + r]);
-          }
-        }`).join('\n');
-  const mark = perGroup
-    ? `lab[r] = c;
-            atomicOr(&masks[cur * MASKS + (c / E) * MW + r / 32u], 1u << (r % 32u));`
-    : 'atomicOr(&masks[cur * MASKS + c * MW + r / 32u], 1u << (r % 32u));';
-  return /* wgsl */ `${header(d)}
-@group(0) @binding(2) var<storage, read> labels: array<u32>;
-@group(0) @binding(3) var<storage, read> dist: array<f32>;
-@group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
-const K: u32 = ${k}u;
-const T: u32 = ${t}u;
-/** Lanes per group: a multiple of 32 (at most 256), so a warp holds one group. */
-const L: u32 = ${lanes}u;
-const GROUPS: u32 = ${groups}u;
-const E: u32 = ${perThread}u;
-/** Clusters of one pass: group g has c0 + g × E + i, i < E. */
-const PC: u32 = GROUPS * E;
-const CLUSTER_RANGES: u32 = ${clusterRanges}u;
-const PASSES: u32 = ${passes}u;
-const SUM_ROWS: u32 = ${sumBlockRows(k)}u;
-/** Row stride of a value in the tile: T + 1, so the threads of a row's values read different banks. */
-const TS: u32 = T + 1u;
-/** Tile columns: values v0 … of the pass, feature j as value j, the distance as value D. */
-const COLS: u32 = ${tileColumns(shape, d)}u;
-var<workgroup> tile: array<f32, TS * COLS>;
-/** Bit r % 32 of word r / 32 of a mask: row r of the sub-tile is in the mask's cluster (or group). */
-const MW: u32 = (T + 31u) / 32u;
-const MASKS: u32 = ${perGroup ? 'GROUPS' : 'PC'} * MW;
-/** Two sets of masks: the sub-tile's (cur), and the next one's, cleared meanwhile. */
-var<workgroup> masks: array<atomic<u32>, 2u * MASKS>;
-/** Rows of each of the pass's clusters in the block so far. */
-var<workgroup> counts: array<atomic<u32>, PC>;
-${perGroup ? '/** The cluster of each row of the sub-tile, less c0 (set for rows of the pass\'s clusters only). */\nvar<workgroup> lab: array<u32, T>;\n' : ''}
-@compute @workgroup_size(256)
-fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  dfInit(nwg);
-  let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
-  let entries = K * D + 2u * K;
-  let g = lid.x / L;
-  let col = lid.x % L;
-  for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
-    let b = w % blocks;
-    let pw = w / blocks; // the pass
-    let v0 = (pw / CLUSTER_RANGES) * L; // its first value
-    let c0 = (pw % CLUSTER_RANGES) * PC; // its first cluster
-    let v = v0 + col; // this thread's value: feature v or the distance (D)
-    let live = g < GROUPS && v <= D;${distOnLane0 ? '\n    let distLane = col == 0u && v0 + L == D; // the distance is this pass\'s column L, added by lane 0' : ''}
-    let r0 = b * SUM_ROWS;
-    let r1 = min(p.rows, r0 + SUM_ROWS);
-    workgroupBarrier(); // the previous block's masks and counts are no longer read
-    for (var i = lid.x; i < 2u * MASKS; i += WG) { atomicStore(&masks[i], 0u); }
-    for (var i = lid.x; i < PC; i += WG) { atomicStore(&counts[i], 0u); }
-${slots.map((i) => `    var acc${i} = vec2f(0.0);${distOnLane0 ? ` var dist${i} = vec2f(0.0);` : ''}`).join('\n')}
-    var cur = 0u;
-    for (var s0 = r0; s0 < r1; s0 += T) {
-      workgroupBarrier(); // the previous sub-tile is no longer read; this one's masks are cleared
-      for (var i = lid.x; i < T * COLS; i += WG) {
-        let j = i / T;
-        let r = i % T;
-        if (j < L && v0 + j < D && s0 + r < r1) { tile[j * TS + r] = x[(v0 + j) * p.rows + s0 + r]; }
-      }
-      for (var r = lid.x; r < T; r += WG) {
-        if (s0 + r < r1) {
-          if (D - v0 < COLS) { tile[(D - v0) * TS + r] = dist[s0 + r]; }
-          let c = labels[s0 + r] - c0; // past PC (wrapping) for clusters outside the pass's
-          if (c < PC) {
-            atomicAdd(&counts[c], 1u);
-            ${mark}
-          }
-        }
-      }
-      for (var i = lid.x; i < MASKS; i += WG) { atomicStore(&masks[(1u - cur) * MASKS + i], 0u); }
-      workgroupBarrier();
-      if (live) {
-${walk}
-      }
-      cur = 1u - cur;
-    }
-    if (live) {
-${slots.map((i) => `      {
-        let c = c0 + g * E + ${i}u;
-        if (c < K) { partials[b * entries + select(K * D + K + c, v * K + c, v < D)] = acc${i};${distOnLane0 ? ' if (distLane) { partials[b * entries + K * D + K + c] = dist' + i + '; }' : ''} }
-      }`).join('\n')}
-    }
-    if (v0 == 0u) {
-      // The count of a block is below 2^24, exact in f32: (count, +0), as adding 1.0 per row in double-float gives.
-      for (var i = lid.x; i < PC; i += WG) {
-        if (c0 + i < K) { partials[b * entries + K * D + c0 + i] = vec2f(f32(atomicLoad(&counts[i])), 0.0); }
-      }
-    }
-  }
-}
-`;
-}
+export const kmeansSumsWgsl = memoWgsl(buildKmeansSumsWgsl);
 
 function buildKmeansPpUpdateWgsl(d: number): string {
   return /* wgsl */ `${header(d)}
