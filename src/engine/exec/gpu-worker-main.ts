@@ -67,11 +67,14 @@ function maybeLoseDevice(gpu: GpuContext): void {
   throw new DeviceLost('device destroyed by GPUFRAME_GPU_FAULT');
 }
 
+const PHASES = process.env.GPUFRAME_GPU_PHASES === '1';
+
 process.on('message', (msg: ParentMessage) => {
   if (msg.type === 'broadcast') {
     cache.add(msg.broadcast);
     return;
   }
+  const received = PHASES ? performance.timeOrigin + performance.now() : 0;
   void Promise.all([opened, warmed]).then(async ([gpu]) => {
     tasksRun++;
     maybeInjectFault(tasksRun);
@@ -79,7 +82,8 @@ process.on('message', (msg: ParentMessage) => {
       if (!gpu || !worker) throw new DeviceLost('this GPU worker has no device');
       maybeLoseDevice(gpu);
       const result = await runGpuTask(msg.task, cache, worker);
-      process.send!({ type: 'result', id: msg.id, result });
+      // With GPUFRAME_GPU_PHASES=1, when the task arrived and left (the parent reports the messages' latency).
+      process.send!({ type: 'result', id: msg.id, result, ...(PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) });
     } catch (err) {
       if (err instanceof DeviceLost) reportLost(err.message);
       else process.send!({ type: 'error', id: msg.id, error: serializeError(err) });

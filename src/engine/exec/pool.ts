@@ -75,6 +75,12 @@ export interface WorkerMessage { type: string; id?: number; result?: FragmentRes
 
 export const MAX_ATTEMPTS = 3;
 
+/** A task's way there and back (a worker that times its tasks, GPUFRAME_GPU_PHASES=1, sends when it got and answered it). */
+function reportMessageLatency(job: PendingTask, received: number, sent: number): void {
+  const start = performance.timeOrigin + job.startedAt!, end = performance.timeOrigin + performance.now();
+  process.stderr.write(`${job.label}: to the worker ${(received - start).toFixed(2)} ms, in the worker ${(sent - received).toFixed(2)} ms, back ${(end - sent).toFixed(2)} ms\n`);
+}
+
 const PROFILING = process.execArgv.some((a) => a.startsWith('--cpu-prof'));
 
 export abstract class WorkerProcessPool implements TaskRunner {
@@ -162,6 +168,7 @@ export abstract class WorkerProcessPool implements TaskRunner {
       if (at < 0) return;
       const job = slot.running.splice(at, 1)[0];
       this.tracer?.record(job.label, slot.name, job.startedAt!, performance.now());
+      if (typeof msg.received === 'number' && typeof msg.sent === 'number') reportMessageLatency(job, msg.received, msg.sent);
       if (msg.type === 'result') job.resolve(msg.result!);
       else job.reject(deserializeError(msg.error!));
       this.dispatch();
