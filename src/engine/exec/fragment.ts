@@ -13,6 +13,7 @@ import type { GenerateParams, GeneratorKind } from '../ml/generate.js';
 import type { GrownTree, TreeSpec } from '../ml/forest-tree.js';
 import type { ModelKind } from '../ml/model.js';
 import type { BinnedFile } from './forest-trees.js';
+import type { MappedPairs } from './mapped-pairs.js';
 
 export type SourceSpec =
   | { kind: 'csv'; chunk: CsvChunk; layout: CsvLayout; options: CsvOptions; columns: string[] }
@@ -81,6 +82,8 @@ export interface FragmentResult {
   holder?: number;
   /** map-matrix: each held partition's result, by partition index. */
   mapped?: { index: number; value: unknown }[];
+  /** map-matrix on a GPU worker: partitions whose results the parent decodes (mapped-pairs.ts). */
+  mappedPairs?: MappedPairs;
   /** grow-trees: the trees, in the task's order. */
   grown?: GrownTree[];
   /** probe: build rows matched by this fragment, per broadcast id (for right/outer joins). */

@@ -15,10 +15,11 @@ import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
 import type { PickTarget } from '../ml/kmeans-tasks.js';
-import { assignBufferBytes, assignEntries, assignResultOf, assignSteps, kmeansOnGpu, type AssignBuffers, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
+import { assignBufferBytes, assignEntries, assignSteps, kmeansOnGpu, type AssignBuffers, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadColumns, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
+import { decodesOnParent, type MappedPairs } from './mapped-pairs.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
 
 /** Seeding state of one k-means++ run: each row's nearest squared distance among the first `count` centres. */
@@ -58,18 +59,15 @@ export async function runGpuMatrixTask(task: Task, cache: BroadcastCache, ctx: G
     case 'map-matrix': {
       const parts = [...(matrices.get(terminal.matrixId)?.values() ?? [])].sort((a, b) => a.host.index - b.host.index);
       for (const p of parts) p.host.firstRow = terminal.firstRows[p.host.index];
-      const warnings: string[] = [];
-      let values: unknown[];
       try {
-        values = await mapPartitions(ctx, parts, terminal.task, terminal.args);
+        return { ...await mapPartitions(ctx, parts, terminal.task, terminal.args), rows: 0, warnings: [] };
       } catch (err) {
         if (ctx.lostReason) throw err;
         // Seeding state may be half-updated: drop it, so the next call rebuilds it from the centres.
         for (const p of parts) { for (const s of p.seeding.values()) s.minD2.destroy(); p.seeding.clear(); }
-        warnings.push(`GPU ${terminal.task} failed (${err instanceof Error ? err.message : String(err)}); it ran on the CPU`);
-        values = parts.map((p) => PARTITION_TASKS[terminal.task](p.host, terminal.args));
+        const warning = `GPU ${terminal.task} failed (${err instanceof Error ? err.message : String(err)}); it ran on the CPU`;
+        return { mapped: parts.map((p) => ({ index: p.host.index, value: PARTITION_TASKS[terminal.task](p.host, terminal.args) })), rows: 0, warnings: [warning] };
       }
-      return { mapped: parts.map((p, i) => ({ index: p.host.index, value: values[i] })), rows: 0, warnings };
     }
     default:
       throw new Error(`not a matrix task: ${terminal.kind}`);
@@ -141,12 +139,13 @@ function freePartition(ctx: GpuContext, p: GpuPartition): void {
 
 /**
  * What one partition's task needs on the device: `pairs` (hi, lo) results recorded at an offset of
- * the shared output buffer, then decoded. `steps` returns the recording steps, each recording
- * its dispatches when called, in order (see mapPartitions). A plan with `value` needs no GPU work.
+ * the shared output buffer, then decoded (by `decode` here, or by the parent for the tasks of
+ * mapped-pairs.ts). `steps` returns the recording steps, each recording its dispatches when called,
+ * in order (see mapPartitions). A plan with `value` needs no GPU work.
  */
 type Plan =
   | { value: unknown }
-  | { pairs: number; steps(work: GpuWork, out: GPUBuffer, offset: number): (() => void)[]; decode(pairs: Float32Array): unknown; done?(): void };
+  | { pairs: number; steps(work: GpuWork, out: GPUBuffer, offset: number): (() => void)[]; decode?(pairs: Float32Array): unknown; done?(): void };
 
 /** The steps of a task recorded in one go. */
 const oneStep = (record: (work: GpuWork, out: GPUBuffer, offset: number) => void) =>
@@ -155,7 +154,8 @@ const oneStep = (record: (work: GpuWork, out: GPUBuffer, offset: number) => void
 type DevicePartition = GpuPartition & { device: DeviceMatrix };
 type GpuPartitionTask = (ctx: GpuContext, p: DevicePartition, args: any) => Plan | null;
 
-async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: string, args: unknown): Promise<unknown[]> {
+/** Each partition's result: a value, or for the tasks the parent decodes, its pairs in `mappedPairs`. */
+async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: string, args: unknown): Promise<Pick<FragmentResult, 'mapped' | 'mappedPairs'>> {
   const cpu = PARTITION_TASKS[name];
   if (!cpu) throw new Error(`unknown partition task '${name}'`);
   const gpu = GPU_TASKS[name] as GpuPartitionTask | undefined;
@@ -173,26 +173,30 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     if (total > 0) {
       const out = work.temp(total * 8, 'ml results');
       // Step s of every partition before step s + 1 of any, so that one step's dispatches over
-      // different partitions can run side by side; each partition's step is submitted as soon as
-      // it is recorded, so the device starts on it while the host records the next.
+      // different partitions can run side by side. The first step is submitted partition by
+      // partition, so the device starts while the host records the rest; later steps, recorded
+      // while the device is busy, are submitted whole (a submission costs the host ~30 µs).
       const steps = plans.map((plan, i) => (plan && 'pairs' in plan ? plan.steps(work, out, offsets[i]) : []));
       for (let s = 0; s < Math.max(...steps.map((list) => list.length)); s++) {
-        for (const list of steps) { if (list[s]) { list[s](); work.flush(); } }
+        for (const list of steps) { if (list[s]) { list[s](); if (s === 0) work.flush(); } }
+        if (s > 0) work.flush();
       }
       phases.mark('record');
       [results] = await work.finish([{ buf: out, floats: total * 2 }]);
       phases.mark('submit and read back');
     }
-    const values: unknown[] = [];
+    const mapped: { index: number; value: unknown }[] = [];
+    const shipped: MappedPairs = { indices: [], offsets: [0], pairs: results ?? new Float32Array(0) };
     for (let i = 0; i < parts.length; i++) {
-      const plan = plans[i];
-      if (!plan) values.push(cpu(parts[i].host, args));
-      else if ('value' in plan) values.push(plan.value);
-      else values.push(await plan.decode(results!.subarray(offsets[i] * 2, (offsets[i] + plan.pairs) * 2)));
+      const plan = plans[i], index = parts[i].host.index;
+      if (!plan) mapped.push({ index, value: cpu(parts[i].host, args) });
+      else if ('value' in plan) mapped.push({ index, value: plan.value });
+      else if (decodesOnParent(name)) { shipped.indices.push(index); shipped.offsets.push((offsets[i] + plan.pairs) * 2); }
+      else mapped.push({ index, value: await plan.decode!(results!.subarray(offsets[i] * 2, (offsets[i] + plan.pairs) * 2)) });
     }
     phases.mark('decode');
     phases.report(`${name} over ${parts.length} partitions`);
-    return values;
+    return { mapped, ...(shipped.indices.length > 0 ? { mappedPairs: shipped } : {}) };
   } finally {
     work.release();
     for (const plan of plans) if (plan && 'done' in plan) plan.done?.();
@@ -278,7 +282,6 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
         if (kept) p.assignBusy = true;
         return assignSteps(work, p.device, centresOf(work, centers), k, out, offset, kept ?? undefined).steps;
       },
-      decode: (pairs) => assignResultOf(pairs, k, d),
       done: () => { if (kept) p.assignBusy = false; },
     };
   },

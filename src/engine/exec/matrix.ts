@@ -10,6 +10,7 @@ import { RuntimeFailure } from '../errors.js';
 import type { PartitionedMatrix } from '../ml/partitioned.js';
 import type { RunContext } from './context.js';
 import { NO_SOURCE, type Task } from './fragment.js';
+import { decodeMappedPairs } from './mapped-pairs.js';
 import { WorkerLost } from './pool.js';
 import { runStream, type Stream } from './stream.js';
 
@@ -52,7 +53,10 @@ export async function loadResidentMatrix(stream: Stream, features: string[], tar
           throw err;
         }
         const byIndex = new Map<number, unknown>();
-        for (const r of results) for (const m of r.mapped ?? []) if (!byIndex.has(m.index)) byIndex.set(m.index, m.value);
+        for (const r of results) {
+          const mapped = [...(r.mapped ?? []), ...(r.mappedPairs ? decodeMappedPairs(task, args, r.mappedPairs) : [])];
+          for (const m of mapped) if (!byIndex.has(m.index)) byIndex.set(m.index, m.value);
+        }
         const missing = indices.filter((i) => !byIndex.has(i));
         if (missing.length === 0) return indices.map((i) => byIndex.get(i) as R);
         if (attempt >= MAX_RELOADS) throw new RuntimeFailure(`lost ${missing.length} partitions of the training data ${MAX_RELOADS} times; giving up`);
