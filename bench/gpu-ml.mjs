@@ -171,13 +171,6 @@ async function kernelTimings() {
       report(`linreg Gram kernel alone, ${tile} values a sub-tile${tile === GRAM_TILE ? ' (the default)' : ''}`, lrRows, await marginal((work) => {
         work.dispatch(`linreg-gram-${tile}`, linregGramWgsl(tile), 'gram', [gramParams(work), lr.xr, lr.xl, shiftBuf, pairBuf, part], blocks * Math.ceil(entries / 256));
       }));
-      // Workgroups of just enough threads for the entries (whole warps of 32): more of them fit an SM.
-      const lanes = Math.min(256, 32 * Math.ceil(entries / 32));
-      if (lanes < 256) {
-        report(`linreg Gram kernel alone, ${tile} values a sub-tile, ${lanes} threads a workgroup`, lrRows, await marginal((work) => {
-          work.dispatch(`linreg-gram-${tile}-${lanes}`, linregGramWgsl(tile, lanes), 'gram', [gramParams(work), lr.xr, lr.xl, shiftBuf, pairBuf, part], blocks * Math.ceil(entries / lanes));
-        }));
-      }
       for (const b of [shiftBuf, pairBuf, part]) b.destroy();
     }
   }

@@ -23,7 +23,7 @@ export const MAX_GRAM_COLUMNS = GRAM_TILE - 1;
  * row-major in workgroup memory, each computed once; thread e of the pass sums entry
  * h × 256 + e over the block's rows in row order. partial[b × entries + e] (block-major).
  */
-function buildLinregGramWgsl(tileValues: number, lanes = 256): string {
+function buildLinregGramWgsl(tileValues: number): string {
   return /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_DOUBLE_FLOAT}
@@ -35,19 +35,17 @@ struct Params { rows: u32, entries: u32, blocks: u32, columns: u32 }
 @group(0) @binding(4) var<storage, read> pairs: array<vec2u>;
 @group(0) @binding(5) var<storage, read_write> partials: array<vec2f>;
 const GRAM_ROWS: u32 = ${GRAM_BLOCK_ROWS}u;
-/** Threads of a workgroup: one entry each. */
-const LANES: u32 = ${lanes}u;
 var<workgroup> tile: array<vec2f, ${tileValues}u>;
 
-@compute @workgroup_size(${lanes})
+@compute @workgroup_size(256)
 fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let stride = p.columns + 1u; // the constant-1 column last
-  let t = min(256u, ${tileValues}u / stride);
-  let passes = (p.entries + LANES - 1u) / LANES;
+  let t = min(WG, ${tileValues}u / stride);
+  let passes = (p.entries + WG - 1u) / WG;
   for (var w = wid.x; w < p.blocks * passes; w += nwg.x) {
     let b = w % p.blocks;
-    let e = (w / p.blocks) * LANES + lid.x;
+    let e = (w / p.blocks) * WG + lid.x;
     let live = e < p.entries;
     var pr = vec2u(0u);
     if (live) { pr = pairs[e]; }
@@ -59,7 +57,7 @@ fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     for (var s0 = r0; s0 < r1; s0 += t) {
       let n = min(t, r1 - s0);
       workgroupBarrier(); // the previous sub-tile is no longer read
-      for (var i = lid.x; i < n * stride; i += LANES) {
+      for (var i = lid.x; i < n * stride; i += WG) {
         let col = i / n;
         let row = i % n;
         var v = vec2f(1.0, 0.0);
@@ -79,7 +77,7 @@ fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
 }
 `;
 }
-/** The Gram kernel staging `tileValues` double-floats a sub-tile (the default GRAM_TILE; the bench tries more) with `lanes` threads a workgroup. */
+/** The Gram kernel staging `tileValues` double-floats a sub-tile (the default GRAM_TILE; the bench tries more). */
 export const linregGramWgsl = memoWgsl(buildLinregGramWgsl);
 
 export const LINREG_RESIDUAL_WGSL = /* wgsl */ `
