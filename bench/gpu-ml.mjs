@@ -74,7 +74,7 @@ async function kernelTimings() {
   const { recordAssign, assignSteps, assignEntries, assignBufferBytes } = await dist('kernels/kmeans.js');
   const { kmeansAssignWgsl, assignRowsPerThread, kmeansSumsWgsl, sumBlockRows, sumsWorkgroups } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
-  const { GRAM_BLOCK_ROWS, GRAM_TILE, linregGramWgsl } = await dist('kernels/linreg.wgsl.js');
+  const { GRAM_BLOCK_ROWS } = await dist('kernels/linreg.wgsl.js');
   const ctx = await openGpu({ allowSoftware: true });
   const ring = new StagingRing(ctx);
   const limit = ctx.device.limits.maxStorageBufferBindingSize;
@@ -113,14 +113,6 @@ async function kernelTimings() {
   report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
     work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], sumsWorkgroups(kmRows, K, D));
   }));
-  // Other rows per sub-tile (the same sums; beyond 64 they need more than WebGPU's default 16 KiB
-  // of workgroup memory, which this device may offer: maxComputeWorkgroupStorageSize).
-  const workgroupBytes = ctx.device.limits.maxComputeWorkgroupStorageSize;
-  for (const t of [32, 128, 192, 256].filter((t) => 4 * ((t + 1) * D + 2 * t + K * Math.ceil(t / 32)) <= workgroupBytes)) {
-    report(`kmeans sums kernel, ${t} rows per sub-tile (not the default)`, kmRows, await marginal((work) => {
-      work.dispatch(`kmeans-sums-${D}-${K}-t${t}`, kmeansSumsWgsl(D, K, t), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], sumsWorkgroups(kmRows, K, D));
-    }));
-  }
   report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));
   report('kmeans step on one partition of all rows (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
   for (const b of Object.values(kept)) b.destroy();
@@ -161,19 +153,6 @@ async function kernelTimings() {
   const gram = (work, out) => { recordGram(work, lr, shift, pairs, out, 0); };
   await warm(gram);
   report('linreg Gram pass (per-block sums, then the sum over blocks)', lrRows, await marginal(gram));
-  // The Gram kernel alone staging more rows a sub-tile (more workgroup memory than the default 16 KiB).
-  {
-    const entries = pairs.length / 2, blocks = Math.ceil(lrRows / GRAM_BLOCK_ROWS);
-    const gramParams = (work) => work.params([lrRows, entries, blocks, D_LINREG + 1]);
-    for (const tile of [GRAM_TILE, 2 * GRAM_TILE, 3 * GRAM_TILE].filter((t) => t * 8 <= workgroupBytes)) {
-      const shiftBuf = storageBuffer(ctx, (D_LINREG + 1) * 8, 'shift'), pairBuf = storageBuffer(ctx, pairs.byteLength, 'pairs'), part = storageBuffer(ctx, blocks * entries * 8, 'partials');
-      ctx.device.queue.writeBuffer(pairBuf, 0, pairs);
-      report(`linreg Gram kernel alone, ${tile} values a sub-tile${tile === GRAM_TILE ? ' (the default)' : ''}`, lrRows, await marginal((work) => {
-        work.dispatch(`linreg-gram-${tile}`, linregGramWgsl(tile), 'gram', [gramParams(work), lr.xr, lr.xl, shiftBuf, pairBuf, part], blocks * Math.ceil(entries / 256));
-      }));
-      for (const b of [shiftBuf, pairBuf, part]) b.destroy();
-    }
-  }
   const gramBlocks = Math.ceil(lrRows / GRAM_BLOCK_ROWS), partials = storageBuffer(ctx, gramBlocks * pairs.length * 4, 'gram partials');
   report(`linreg sum over ${gramBlocks} blocks of ${pairs.length / 2} entries`, lrRows, await marginal((work, out) => { recordReduceBlocks(work, partials, gramBlocks, pairs.length / 2, out, 0, 'block-major'); }));
   partials.destroy();

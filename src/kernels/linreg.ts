@@ -6,7 +6,7 @@
 import type { GramResult } from '../engine/ml/linreg-tasks.js';
 import type { MomentsResult } from '../engine/ml/stats-tasks.js';
 import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, splitDouble, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { GRAM_BLOCK_ROWS, GRAM_TILE, linregGramWgsl, LINREG_RESIDUAL_WGSL, MAX_GRAM_COLUMNS, ONE_COLUMN } from './linreg.wgsl.js';
+import { GRAM_BLOCK_ROWS, LINREG_GRAM_WGSL, LINREG_RESIDUAL_WGSL, MAX_GRAM_COLUMNS, ONE_COLUMN } from './linreg.wgsl.js';
 
 /** Column pairs of the Gram matrix: (i, j) for i ≤ j < d, then (i, d) for Xᵀ y (column d is y). */
 export function gramPairs(d: number): Uint32Array {
@@ -41,7 +41,7 @@ export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<numb
   if (shift.length !== columns || !gramOnGpu(columns)) throw new Error(`gram: ${shift.length} shifts for ${columns} device columns (at most ${MAX_GRAM_COLUMNS})`);
   const partials = work.temp(Math.max(1, blocks) * entries * 8, 'gram partials');
   const buffers = [work.params([m.rows, entries, blocks, columns]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(pairs, 'gram pairs'), partials];
-  work.dispatch('linreg-gram', linregGramWgsl(GRAM_TILE), 'gram', buffers, blocks * Math.ceil(entries / 256));
+  work.dispatch('linreg-gram', LINREG_GRAM_WGSL, 'gram', buffers, blocks * Math.ceil(entries / 256));
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
 }
 

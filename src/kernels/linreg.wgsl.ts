@@ -4,7 +4,7 @@
 //             values staged per sub-tile in workgroup memory, one thread per entry
 //   residual: (y - b - Σ w_j x_j)² per row (f32), summed afterwards by the block-sum kernels
 
-import { memoWgsl, WGSL_GRID } from './wgsl-common.js';
+import { WGSL_GRID } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
 
 /** The column index that stands for the constant 1 in a gram entry. */
@@ -12,8 +12,8 @@ export const ONE_COLUMN = 0xffffffff;
 
 /** Rows of one block of the Gram sums (a fixed number: the sums do not depend on the device). */
 export const GRAM_BLOCK_ROWS = 1024;
-/** Centred double-float values of a sub-tile of rows staged in workgroup memory (16 KiB, WebGPU's default limit). */
-export const GRAM_TILE = 2048;
+/** Centred double-float values of a sub-tile of rows staged in workgroup memory (16 KiB). */
+const GRAM_TILE = 2048;
 /** Device columns the Gram kernel takes (one row of them and the constant 1 fit the tile); more run on the CPU. */
 export const MAX_GRAM_COLUMNS = GRAM_TILE - 1;
 
@@ -23,8 +23,7 @@ export const MAX_GRAM_COLUMNS = GRAM_TILE - 1;
  * row-major in workgroup memory, each computed once; thread e of the pass sums entry
  * h × 256 + e over the block's rows in row order. partial[b × entries + e] (block-major).
  */
-function buildLinregGramWgsl(tileValues: number): string {
-  return /* wgsl */ `
+export const LINREG_GRAM_WGSL = /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_DOUBLE_FLOAT}
 struct Params { rows: u32, entries: u32, blocks: u32, columns: u32 }
@@ -35,13 +34,13 @@ struct Params { rows: u32, entries: u32, blocks: u32, columns: u32 }
 @group(0) @binding(4) var<storage, read> pairs: array<vec2u>;
 @group(0) @binding(5) var<storage, read_write> partials: array<vec2f>;
 const GRAM_ROWS: u32 = ${GRAM_BLOCK_ROWS}u;
-var<workgroup> tile: array<vec2f, ${tileValues}u>;
+var<workgroup> tile: array<vec2f, ${GRAM_TILE}u>;
 
 @compute @workgroup_size(256)
 fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let stride = p.columns + 1u; // the constant-1 column last
-  let t = min(WG, ${tileValues}u / stride);
+  let t = min(WG, ${GRAM_TILE}u / stride);
   let passes = (p.entries + WG - 1u) / WG;
   for (var w = wid.x; w < p.blocks * passes; w += nwg.x) {
     let b = w % p.blocks;
@@ -76,9 +75,6 @@ fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   }
 }
 `;
-}
-/** The Gram kernel staging `tileValues` double-floats a sub-tile (the default GRAM_TILE; the bench tries more). */
-export const linregGramWgsl = memoWgsl(buildLinregGramWgsl);
 
 export const LINREG_RESIDUAL_WGSL = /* wgsl */ `
 ${WGSL_GRID}
