@@ -10,7 +10,7 @@ import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js'
 import type { JoinSpec } from '../ops/join/index.js';
 import type { TextFormat } from '../io/output/index.js';
 import type { GenerateParams, GeneratorKind } from '../ml/generate.js';
-import type { GrownTree, TreeSpec } from '../ml/forest-tree.js';
+import type { TreeSpec } from '../ml/forest-tree.js';
 import type { ModelKind } from '../ml/model.js';
 import type { BinnedFile } from './forest-trees.js';
 import type { MappedPairs } from './mapped-pairs.js';
@@ -84,8 +84,8 @@ export interface FragmentResult {
   mapped?: { index: number; value: unknown }[];
   /** map-matrix on a GPU worker: partitions whose results the parent decodes (mapped-pairs.ts). */
   mappedPairs?: MappedPairs;
-  /** grow-trees: the trees, in the task's order. */
-  grown?: GrownTree[];
+  /** grow-trees: a file holding the trees, in the task's order (forest-trees.ts readGrownTrees). */
+  grownFile?: string;
   /** probe: build rows matched by this fragment, per broadcast id (for right/outer joins). */
   matched?: Record<string, Uint8Array>;
   rows: number;

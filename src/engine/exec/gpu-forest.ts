@@ -12,7 +12,7 @@ import { freeBuffer, stagingRingOf, storageBuffer, uploadNew } from '../gpu/buff
 import { bootstrapKey, ForestGrowth, totalsWidth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { FragmentResult, Terminal } from './fragment.js';
-import { readBinnedFile } from './forest-trees.js';
+import { readBinnedFile, writeGrownTrees } from './forest-trees.js';
 import {
   dequantisedSum, forestHistogramBytes, nodeRecordWords, quantiseTargets, recordBestOfNodes, recordBestSplits, recordForestHistogram, recordRoute, recordRowWeights,
   REGRESSION_CELL_WORDS, splitRecordWords, uploadForestBins, type QuantisedTargets, type SplitCriterion,
@@ -36,7 +36,7 @@ export async function growTreesTaskOnGpu(ctx: GpuContext, terminal: Extract<Term
   const grown = terminal.gpu
     ? await growTreesOnGpu(ctx, data, terminal.spec, terminal.trees, await forestInputsOf(ctx, terminal.file.path, data, terminal.spec))
     : growTreesOnCpu(data, terminal.spec, terminal.trees);
-  return { grown, rows: 0, warnings: [] };
+  return { grownFile: writeGrownTrees(terminal.file, grown), rows: 0, warnings: [] };
 }
 
 /** The device copy of the last binned file this worker grew trees on (its tasks of one forest share it). */
