@@ -6,7 +6,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { workerTreeGrower } from '../src/engine/exec/forest-trees.js';
+import { workerTreeGrower, writeGrownTrees } from '../src/engine/exec/forest-trees.js';
 import type { RunContext } from '../src/engine/exec/context.js';
 import type { FragmentResult, Task } from '../src/engine/exec/fragment.js';
 import type { TaskRunner } from '../src/engine/exec/pool.js';
@@ -16,7 +16,7 @@ import type { BinnedData, GrownTree, TreeSpec } from '../src/engine/ml/forest-tr
 const spec: TreeSpec = { task: 'classification', criterion: 'gini', maxDepth: 4, minSamplesLeaf: 1, maxFeatures: 1, bootstrap: true, seed: 1 };
 const data: BinnedData = { rows: 4, cols: 1, bins: new Uint8Array(4), binsPerFeature: Int32Array.from([2]), target: Int32Array.from([0, 1, 0, 1]), nClasses: 2 };
 
-/** A runner that grows nothing: each tree comes back as a stand-in naming it; tasks are recorded. */
+/** A runner that grows nothing: each tree comes back (through a file, as from a worker) as a one-node stand-in whose feature is its index; tasks are recorded. */
 function recordingRunner(shape: { size: number; concurrency: number; gpuWorkers: number }): TaskRunner & { tasks: { trees: number[]; gpu: boolean }[] } {
   const tasks: { trees: number[]; gpu: boolean }[] = [];
   return {
@@ -26,7 +26,8 @@ function recordingRunner(shape: { size: number; concurrency: number; gpuWorkers:
     async run(task: Task): Promise<FragmentResult> {
       if (task.terminal.kind !== 'grow-trees') throw new Error('unexpected task');
       tasks.push({ trees: task.terminal.trees, gpu: task.terminal.gpu });
-      return { grown: task.terminal.trees.map((t) => ({ tree: t }) as unknown as GrownTree), rows: 0, warnings: [] };
+      const standIns: GrownTree[] = task.terminal.trees.map((t) => ({ feature: Int32Array.of(t), bin: Int32Array.of(0), left: Int32Array.of(-1), right: Int32Array.of(-1), value: Float64Array.of(0.5, 0.5) }));
+      return { grownFile: writeGrownTrees(task.terminal.file, standIns), rows: 0, warnings: [] };
     },
     runOnEach: async () => [],
     close: async () => {},
@@ -44,7 +45,7 @@ describe('workerTreeGrower', () => {
     const runner = recordingRunner({ size: 34, concurrency: 36, gpuWorkers: 2 });
     const grown = await workerTreeGrower(contextOf(runner)).grow(data, spec, trees);
     expect(runner.tasks).toEqual([{ trees: [0, 2, 4, 6, 8], gpu: true }, { trees: [1, 3, 5, 7, 9], gpu: true }]);
-    expect(grown.map((g) => (g as unknown as { tree: number }).tree)).toEqual(trees);
+    expect(grown.map((g) => g.feature[0])).toEqual(trees);
   });
 
   it('without GPU workers, as many tasks as the workers run at once', async () => {
@@ -52,6 +53,6 @@ describe('workerTreeGrower', () => {
     const grown = await workerTreeGrower(contextOf(runner)).grow(data, spec, trees);
     expect(runner.tasks.map((t) => t.trees.length)).toEqual([4, 3, 3]);
     expect(runner.tasks.every((t) => !t.gpu)).toBe(true);
-    expect(grown.map((g) => (g as unknown as { tree: number }).tree)).toEqual(trees);
+    expect(grown.map((g) => g.feature[0])).toEqual(trees);
   });
 });
