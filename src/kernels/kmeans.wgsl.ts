@@ -174,6 +174,8 @@ function buildKmeansSumsWgsl(d: number, k: number, t = sumTileRows(d, k)): strin
   const { lanes, groups, perThread, clusterRanges, passes } = sumsShape(k, d);
   // The accumulators are separate variables, not an array indexed in a loop (kept in local memory by drivers that do not unroll).
   const slots = Array.from({ length: perThread }, (_, i) => i);
+  if (t > 256) throw new Error(`sums sub-tiles take at most 256 rows (one label per thread), not ${t}`);
+  const pre = Array.from({ length: Math.ceil((t * d) / 256) }, (_, q) => q);
   return /* wgsl */ `${header(d)}
 @group(0) @binding(2) var<storage, read> labels: array<u32>;
 @group(0) @binding(3) var<storage, read> dist: array<f32>;
@@ -195,6 +197,12 @@ var<workgroup> rowDist: array<f32, T>;
 const MW: u32 = (T + 31u) / 32u;
 var<workgroup> masks: array<atomic<u32>, K * MW>;
 
+/** Loads sub-tile s0's values this thread stages (rows past r1 read as 0, never used). */
+fn prefetch(s0: u32, r1: u32, lane: u32, ${pre.map((q) => `v${q}: ptr<function, f32>`).join(', ')}, lab0: ptr<function, u32>, dist0: ptr<function, f32>) {
+${pre.map((q) => `  { let i = lane + ${q}u * WG; let r = i % T; if (i < T * D && s0 + r < r1) { *v${q} = x[(i / T) * p.rows + s0 + r]; } }`).join('\n')}
+  if (lane < T && s0 + lane < r1) { *lab0 = labels[s0 + lane]; *dist0 = dist[s0 + lane]; }
+}
+
 @compute @workgroup_size(256)
 fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
@@ -210,13 +218,20 @@ fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     let r0 = b * SUM_ROWS;
     let r1 = min(p.rows, r0 + SUM_ROWS);
 ${slots.map((i) => `    var acc${i} = vec2f(0.0);`).join('\n')}
+    // The next sub-tile's values are loaded into registers (pre*) before this one is summed, so
+    // their memory latency passes while the workgroup adds (a thread stages PRE values, at most one
+    // label and distance).
+${pre.map((q) => `    var pre${q} = 0.0;`).join('\n')}
+    var preLab = 0u; var preDist = 0.0;
+    prefetch(r0, r1, lid.x, ${pre.map((q) => `&pre${q}`).join(', ')}, &preLab, &preDist);
     for (var s0 = r0; s0 < r1; s0 += T) {
       let n = min(T, r1 - s0);
       workgroupBarrier(); // the previous sub-tile is no longer read
-      for (var i = lid.x; i < T * D; i += WG) { let r = i % T; if (s0 + r < r1) { tile[(i / T) * TS + r] = x[(i / T) * p.rows + s0 + r]; } }
-      for (var i = lid.x; i < n; i += WG) { lab[i] = labels[s0 + i]; rowDist[i] = dist[s0 + i]; }
+${pre.map((q) => `      { let i = lid.x + ${q}u * WG; if (i < T * D) { tile[(i / T) * TS + i % T] = pre${q}; } }`).join('\n')}
+      if (lid.x < n) { lab[lid.x] = preLab; rowDist[lid.x] = preDist; }
       for (var i = lid.x; i < K * MW; i += WG) { atomicStore(&masks[i], 0u); }
       workgroupBarrier();
+      if (s0 + T < r1) { prefetch(s0 + T, r1, lid.x, ${pre.map((q) => `&pre${q}`).join(', ')}, &preLab, &preDist); }
       for (var r = lid.x; r < n; r += WG) { atomicOr(&masks[lab[r] * MW + r / 32u], 1u << (r % 32u)); }
       workgroupBarrier();
       if (live) {
