@@ -12,7 +12,7 @@ export const ONE_COLUMN = 0xffffffff;
 
 /** Rows of one block of the Gram sums (a fixed number: the sums do not depend on the device). */
 export const GRAM_BLOCK_ROWS = 1024;
-/** Centred double-float values of a sub-tile of rows staged in workgroup memory (16 KiB): 8 a thread. */
+/** Centred double-float values of a sub-tile of rows staged in workgroup memory (16 KiB). */
 const GRAM_TILE = 2048;
 /** Device columns the Gram kernel takes (one row of them and the constant 1 fit the tile); more run on the CPU. */
 export const MAX_GRAM_COLUMNS = GRAM_TILE - 1;
@@ -36,18 +36,6 @@ struct Params { rows: u32, entries: u32, blocks: u32, columns: u32 }
 const GRAM_ROWS: u32 = ${GRAM_BLOCK_ROWS}u;
 var<workgroup> tile: array<vec2f, ${GRAM_TILE}u>;
 
-/** Loads the (xr, xl) values this thread stages of the sub-tile of n rows at s0 (the constant-1 column needs none). */
-fn prefetch(s0: u32, n: u32, stride: u32, lane: u32, v0: ptr<function, vec2f>, v1: ptr<function, vec2f>, v2: ptr<function, vec2f>, v3: ptr<function, vec2f>, v4: ptr<function, vec2f>, v5: ptr<function, vec2f>, v6: ptr<function, vec2f>, v7: ptr<function, vec2f>) {
-  { let i = lane + 0u * WG; if (i < n * stride && i / n < p.columns) { let at = (i / n) * p.rows + s0 + i % n; *v0 = vec2f(xr[at], xl[at]); } }
-  { let i = lane + 1u * WG; if (i < n * stride && i / n < p.columns) { let at = (i / n) * p.rows + s0 + i % n; *v1 = vec2f(xr[at], xl[at]); } }
-  { let i = lane + 2u * WG; if (i < n * stride && i / n < p.columns) { let at = (i / n) * p.rows + s0 + i % n; *v2 = vec2f(xr[at], xl[at]); } }
-  { let i = lane + 3u * WG; if (i < n * stride && i / n < p.columns) { let at = (i / n) * p.rows + s0 + i % n; *v3 = vec2f(xr[at], xl[at]); } }
-  { let i = lane + 4u * WG; if (i < n * stride && i / n < p.columns) { let at = (i / n) * p.rows + s0 + i % n; *v4 = vec2f(xr[at], xl[at]); } }
-  { let i = lane + 5u * WG; if (i < n * stride && i / n < p.columns) { let at = (i / n) * p.rows + s0 + i % n; *v5 = vec2f(xr[at], xl[at]); } }
-  { let i = lane + 6u * WG; if (i < n * stride && i / n < p.columns) { let at = (i / n) * p.rows + s0 + i % n; *v6 = vec2f(xr[at], xl[at]); } }
-  { let i = lane + 7u * WG; if (i < n * stride && i / n < p.columns) { let at = (i / n) * p.rows + s0 + i % n; *v7 = vec2f(xr[at], xl[at]); } }
-}
-
 @compute @workgroup_size(256)
 fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
@@ -65,94 +53,20 @@ fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     let r0 = b * GRAM_ROWS;
     let r1 = min(p.rows, r0 + GRAM_ROWS);
     var acc = vec2f(0.0);
-    // The next sub-tile's values are loaded into registers (pre*) before this one is summed, so
-    // their memory latency passes while the workgroup adds.
-    var pre0 = vec2f(0.0);
-    var pre1 = vec2f(0.0);
-    var pre2 = vec2f(0.0);
-    var pre3 = vec2f(0.0);
-    var pre4 = vec2f(0.0);
-    var pre5 = vec2f(0.0);
-    var pre6 = vec2f(0.0);
-    var pre7 = vec2f(0.0);
-    prefetch(r0, min(t, r1 - r0), stride, lid.x, &pre0, &pre1, &pre2, &pre3, &pre4, &pre5, &pre6, &pre7);
     for (var s0 = r0; s0 < r1; s0 += t) {
       let n = min(t, r1 - s0);
       workgroupBarrier(); // the previous sub-tile is no longer read
-      {
-        let i = lid.x + 0u * WG;
-        if (i < n * stride) {
-          let col = i / n;
-          var v = vec2f(1.0, 0.0);
-          if (col < p.columns) { v = dfSub(pre0, shift[col]); }
-          tile[(i % n) * stride + col] = v;
+      for (var i = lid.x; i < n * stride; i += WG) {
+        let col = i / n;
+        let row = i % n;
+        var v = vec2f(1.0, 0.0);
+        if (col < p.columns) {
+          let at = col * p.rows + s0 + row;
+          v = dfSub(vec2f(xr[at], xl[at]), shift[col]);
         }
-      }
-      {
-        let i = lid.x + 1u * WG;
-        if (i < n * stride) {
-          let col = i / n;
-          var v = vec2f(1.0, 0.0);
-          if (col < p.columns) { v = dfSub(pre1, shift[col]); }
-          tile[(i % n) * stride + col] = v;
-        }
-      }
-      {
-        let i = lid.x + 2u * WG;
-        if (i < n * stride) {
-          let col = i / n;
-          var v = vec2f(1.0, 0.0);
-          if (col < p.columns) { v = dfSub(pre2, shift[col]); }
-          tile[(i % n) * stride + col] = v;
-        }
-      }
-      {
-        let i = lid.x + 3u * WG;
-        if (i < n * stride) {
-          let col = i / n;
-          var v = vec2f(1.0, 0.0);
-          if (col < p.columns) { v = dfSub(pre3, shift[col]); }
-          tile[(i % n) * stride + col] = v;
-        }
-      }
-      {
-        let i = lid.x + 4u * WG;
-        if (i < n * stride) {
-          let col = i / n;
-          var v = vec2f(1.0, 0.0);
-          if (col < p.columns) { v = dfSub(pre4, shift[col]); }
-          tile[(i % n) * stride + col] = v;
-        }
-      }
-      {
-        let i = lid.x + 5u * WG;
-        if (i < n * stride) {
-          let col = i / n;
-          var v = vec2f(1.0, 0.0);
-          if (col < p.columns) { v = dfSub(pre5, shift[col]); }
-          tile[(i % n) * stride + col] = v;
-        }
-      }
-      {
-        let i = lid.x + 6u * WG;
-        if (i < n * stride) {
-          let col = i / n;
-          var v = vec2f(1.0, 0.0);
-          if (col < p.columns) { v = dfSub(pre6, shift[col]); }
-          tile[(i % n) * stride + col] = v;
-        }
-      }
-      {
-        let i = lid.x + 7u * WG;
-        if (i < n * stride) {
-          let col = i / n;
-          var v = vec2f(1.0, 0.0);
-          if (col < p.columns) { v = dfSub(pre7, shift[col]); }
-          tile[(i % n) * stride + col] = v;
-        }
+        tile[row * stride + col] = v;
       }
       workgroupBarrier();
-      if (s0 + t < r1) { prefetch(s0 + t, min(t, r1 - s0 - t), stride, lid.x, &pre0, &pre1, &pre2, &pre3, &pre4, &pre5, &pre6, &pre7); }
       if (live) {
         for (var row = 0u; row < n; row++) { acc = dfMulAdd(acc, tile[row * stride + a], tile[row * stride + c]); }
       }
