@@ -162,8 +162,9 @@ function sumTileRows(d: number, k: number): number {
  * adding each to that cluster's accumulator: its feature, 1.0 (the count lane) or the row's
  * distance (sumsShape: groups of d + 2 lanes). So each entry is summed over its cluster's rows in
  * row order, in double-float, one thread per entry: the same bits on any device or run. The threads
- * of a warp mostly share their clusters, so their additions do not diverge. (10^7 × 32, k = 64 on
- * an H200: 2.67 ms; with the sub-tile rows a runtime value, 2.85 ms; warp-aligned groups with
+ * of a warp mostly share their clusters, so their additions do not diverge. The next sub-tile is
+ * loaded into registers while this one is summed. (10^7 × 32, k = 64 on an H200: 2.28–2.30 ms;
+ * without the prefetch 2.65–2.78 ms; with the sub-tile rows a runtime value, 2.85 ms; warp-aligned groups with
  * counts from atomics 4.12 ms, one mask per group of clusters 3.28–3.78 ms, the distance on lane 0
  * 2.86–3.05 ms; every thread reading every label, 3.84 ms; lists linked by atomicMin, 4.07 ms.)
  * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
