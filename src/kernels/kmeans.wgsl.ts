@@ -164,9 +164,10 @@ function sumTileRows(d: number, k: number): number {
  * row order, in double-float, one thread per entry: the same bits on any device or run. The threads
  * of a warp mostly share their clusters, so their additions do not diverge. The next sub-tile is
  * loaded into registers while this one is summed. (10^7 × 32, k = 64 on an H200: 2.28–2.30 ms;
- * without the prefetch 2.65–2.78 ms; with the sub-tile rows a runtime value, 2.85 ms; warp-aligned groups with
- * counts from atomics 4.12 ms, one mask per group of clusters 3.28–3.78 ms, the distance on lane 0
- * 2.86–3.05 ms; every thread reading every label, 3.84 ms; lists linked by atomicMin, 4.07 ms.)
+ * without the prefetch 2.65–2.78 ms; with the sub-tile rows a runtime value, 2.85 ms; warp-aligned
+ * groups with counts from atomics 4.12 ms, one mask per group of clusters 3.28–3.78 ms, the distance
+ * on lane 0 2.86–3.05 ms; every thread reading every label, 3.84 ms; lists linked by atomicMin,
+ * 4.07 ms; 128- to 256-row sub-tiles 4.9–9.4 ms.)
  * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
  * then k × d + k + c (Σ distance over cluster c); partial[b × entries + e] (block-major).
  * Dispatch sumsWorkgroups(rows, k, d) workgroups.
