@@ -104,7 +104,7 @@ describe('random forest', () => {
     expect(batch[0].feature.length).toBeGreaterThan(20);
   });
 
-  it('binMatrix gives every value the bin a binary search over the edges gives (NaN, ties, edges themselves, outliers)', () => {
+  it('binMatrix gives every value the bin a binary search over the edges gives (NaN, ties, edges themselves, outliers), from rows or from columns', () => {
     const rng = new Rng(5, 'bin-matrix-test');
     const rows = 20011, cols = 6;
     const x = new Float64Array(rows * cols);
@@ -119,10 +119,14 @@ describe('random forest', () => {
     const edges = Array.from({ length: cols }, (_, f) => quantileEdges(Float64Array.from({ length: 3000 }, (_, i) => x[(i * 7) % rows * cols + f]), f === 5 ? 256 : 32));
     expect(edges[4].length).toBe(0);
     expect(edges[5].length).toBeGreaterThan(200);
-    const bins = binMatrix(x, rows, cols, edges);
+    const bins = binMatrix({ x, rows, cols }, edges);
     let mismatches = 0;
     for (let r = 0; r < rows; r++) for (let f = 0; f < cols; f++) if (bins[f * rows + r] !== binOf(edges[f], x[r * cols + f])) mismatches++;
     expect(mismatches).toBe(0);
+    // A partition that keeps its columns (a GPU worker's) is binned from them, to the same bins.
+    const columns = Array.from({ length: cols }, (_, f) => Float64Array.from({ length: rows }, (_, r) => x[r * cols + f]));
+    const fromColumns = binMatrix({ rows, cols, get x(): Float64Array { throw new Error('row-major x read'); }, column: (f) => columns[f] }, edges);
+    expect(Buffer.from(fromColumns).equals(Buffer.from(bins))).toBe(true);
   });
 
   it('quantile edges equal those read off the sorted sample (duplicates, NaN, outliers, few values)', () => {

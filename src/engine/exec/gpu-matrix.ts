@@ -121,6 +121,7 @@ function columnPartition(index: number, pieces: readonly DesignColumns[], cols: 
     index, firstRow: -1, rows, cols,
     get y() { return pieces[0].y === null ? null : whole().y; },
     get x() { return (x ??= rowMajor(whole().columns, rows)); },
+    column: (j) => whole().columns[j],
     row: (r) => {
       let i = 0;
       while (starts[i + 1] <= r) i++;

@@ -2,6 +2,8 @@
 // taken from a sample; bin(x) = number of cut points below x, so bin(x) <= b exactly when
 // x <= edges[b], and a split "bin <= b" becomes the threshold edges[b] on raw values.
 
+import type { MatrixPartition } from './partitioned.js';
+
 /** Cut points for one feature from its sampled values (reordered in place). */
 export function quantileEdges(sample: Float64Array, nBins: number): Float64Array {
   let n = 0;
@@ -113,11 +115,23 @@ function binOnGrid(g: GridEdges, x: number): number {
   return b;
 }
 
-/** Column-major bins (feature f of row r at f × rows + r) of a row-major matrix. */
-export function binMatrix(x: Float64Array, rows: number, cols: number, edges: Float64Array[]): Uint8Array {
+/**
+ * Column-major bins (feature f of row r at f × rows + r) of a partition's rows: read from its
+ * columns where it keeps them (a GPU worker's; no row-major copy is made), else from its row-major x.
+ */
+export function binMatrix(part: Pick<MatrixPartition, 'rows' | 'cols' | 'x' | 'column'>, edges: Float64Array[]): Uint8Array {
+  const { rows, cols } = part;
   const bins = new Uint8Array(rows * cols);
   const grids = edges.map(gridOf);
+  if (part.column) {
+    for (let f = 0; f < cols; f++) {
+      const values = part.column(f), grid = grids[f], at = f * rows;
+      for (let r = 0; r < rows; r++) bins[at + r] = binOnGrid(grid, values[r]);
+    }
+    return bins;
+  }
   // Rows outer: x is read in order (feature-outer strides through memory once per feature).
+  const x = part.x;
   for (let r = 0; r < rows; r++) {
     for (let f = 0; f < cols; f++) bins[f * rows + r] = binOnGrid(grids[f], x[r * cols + f]);
   }

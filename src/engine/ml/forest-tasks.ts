@@ -13,7 +13,13 @@ function sample(part: MatrixPartition, { key, fraction }: { key: number; fractio
   const keep: number[] = [];
   for (let r = 0; r < part.rows; r++) if (rowUniform(key, part.firstRow + r) < fraction) keep.push(r);
   const x = new Float64Array(keep.length * part.cols);
-  keep.forEach((r, i) => x.set(part.x.subarray(r * part.cols, (r + 1) * part.cols), i * part.cols));
+  if (part.column) {
+    // Rows outer: the sample is written in order, the columns read forward.
+    const columns = Array.from({ length: part.cols }, (_, j) => part.column!(j));
+    keep.forEach((r, i) => { for (let j = 0; j < columns.length; j++) x[i * columns.length + j] = columns[j][r]; });
+  } else {
+    keep.forEach((r, i) => x.set(part.x.subarray(r * part.cols, (r + 1) * part.cols), i * part.cols));
+  }
   return { rows: keep.length, x };
 }
 
@@ -21,7 +27,7 @@ export interface BinResult { index: number; rows: number; bins: Uint8Array; y: F
 
 function bin(part: MatrixPartition, { edges }: { edges: Float64Array[] }): BinResult {
   if (!part.y) throw new RuntimeFailure('random forest training needs a target column in every partition');
-  return { index: part.index, rows: part.rows, bins: binMatrix(part.x, part.rows, part.cols, edges), y: part.y.slice() };
+  return { index: part.index, rows: part.rows, bins: binMatrix(part, edges), y: part.y.slice() };
 }
 
 export const FOREST_TASKS = { 'rf.sample': sample, 'rf.bin': bin };

@@ -21,6 +21,8 @@ export interface MatrixPartition {
   y: Float64Array | null;
   /** One row, where reading `x` would first make it (a GPU worker keeps the batch's columns). */
   row?(r: number): Float64Array;
+  /** Feature j's values, where the partition keeps its columns (reading `x` would first make a row-major copy). */
+  column?(j: number): Float64Array;
 }
 
 export type PartitionTask = (part: MatrixPartition, args: any) => unknown;
