@@ -77,7 +77,9 @@ export async function runGpuMatrixTask(task: Task, cache: BroadcastCache, ctx: G
 async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise<FragmentResult> {
   const { fragment, terminal } = task;
   if (terminal.kind !== 'load-matrix') throw new Error('expected load-matrix');
+  const phases = new PhaseTimes();
   const read = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
+  phases.mark('read');
   const batches = read.batches!;
   // Each batch's columns as they are (an Arrow batch's are views of what was read): joined on
   // the host only if CPU code reads them; the upload copies them into staging memory itself.
@@ -98,6 +100,8 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   } else if (terminal.device && host.rows > 0) {
     warnings.push(`partition ${fragment.index} (${host.rows} rows) exceeds the GPU's storage binding limit; its ML tasks run on the CPU (use a smaller --blocksize)`);
   }
+  phases.mark('upload');
+  phases.report(`load-matrix of partition ${fragment.index}, ${host.rows} rows`);
   const held = matrices.get(terminal.matrixId) ?? new Map<number, GpuPartition>();
   matrices.set(terminal.matrixId, held);
   const old = held.get(fragment.index);
