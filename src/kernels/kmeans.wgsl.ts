@@ -199,7 +199,7 @@ var<workgroup> rowDist: array<f32, T>;
 const MW: u32 = (T + 31u) / 32u;
 var<workgroup> masks: array<atomic<u32>, K * MW>;
 
-/** Loads sub-tile s0's values this thread stages (rows past r1 read as 0, never used). */
+/** Loads sub-tile s0's values this thread stages (those of rows past r1 stay as they were: never read). */
 fn prefetch(s0: u32, r1: u32, lane: u32, ${pre.map((q) => `v${q}: ptr<function, f32>`).join(', ')}, lab0: ptr<function, u32>, dist0: ptr<function, f32>) {
 ${pre.map((q) => `  { let i = lane + ${q}u * WG; let r = i % T; if (i < T * D && s0 + r < r1) { *v${q} = x[(i / T) * p.rows + s0 + r]; } }`).join('\n')}
   if (lane < T && s0 + lane < r1) { *lab0 = labels[s0 + lane]; *dist0 = dist[s0 + lane]; }
@@ -221,8 +221,8 @@ fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     let r1 = min(p.rows, r0 + SUM_ROWS);
 ${slots.map((i) => `    var acc${i} = vec2f(0.0);`).join('\n')}
     // The next sub-tile's values are loaded into registers (pre*) before this one is summed, so
-    // their memory latency passes while the workgroup adds (a thread stages PRE values, at most one
-    // label and distance).
+    // their memory latency passes while the workgroup adds (a thread stages ceil(T × D / 256)
+    // values and at most one label and distance).
 ${pre.map((q) => `    var pre${q} = 0.0;`).join('\n')}
     var preLab = 0u; var preDist = 0.0;
     prefetch(r0, r1, lid.x, ${pre.map((q) => `&pre${q}`).join(', ')}, &preLab, &preDist);
