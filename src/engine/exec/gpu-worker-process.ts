@@ -13,6 +13,9 @@ import type { GpuInfo } from '../gpu/device.js';
 import { pinnedEnv } from '../gpu/pci.js';
 import { holdChild, workerEntry } from './worker-entry.js';
 
+/** libuv threads of a GPU worker (its file reads run there) unless UV_THREADPOOL_SIZE says otherwise: more than the ML partition loads it runs at once (gpu-pool.ts). */
+export const GPU_WORKER_THREADPOOL = 12;
+
 /**
  * Node flags of GPU workers: none. The dawn.node crash of notes/webgpu.md (a process holding a
  * GPUDevice dying on a hot JS loop) is the GPU instance or adapter being garbage-collected while
@@ -32,7 +35,8 @@ export class GpuWorkerProcess {
   private readonly keep = (msg: unknown) => { this.early.push(msg); };
 
   constructor(readonly gpu: GpuInfo, readonly allowSoftware: boolean) {
-    const env = { ...(gpu.driPrime ? pinnedEnv(gpu.driPrime) : process.env), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0' };
+    const base = gpu.driPrime ? pinnedEnv(gpu.driPrime) : process.env;
+    const env = { ...base, UV_THREADPOOL_SIZE: base.UV_THREADPOOL_SIZE ?? String(GPU_WORKER_THREADPOOL), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0' };
     this.child = fork(workerEntry('gpu-worker-main.js'), [], {
       env,
       execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...GPU_WORKER_NODE_FLAGS],

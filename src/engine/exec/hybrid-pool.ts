@@ -16,7 +16,7 @@
 // task it does, to time the CPU side), GPU-only tasks wait for the GPUs, and GPU-preferring tasks
 // go to the GPUs as they come up.
 
-import type { FragmentResult, Broadcast, Task } from './fragment.js';
+import type { FragmentResult, Broadcast, Task, Terminal } from './fragment.js';
 import { concurrencyOf, NO_WORKERS, type TaskRunner } from './pool.js';
 
 interface Job {
@@ -86,6 +86,10 @@ export class HybridRunner implements TaskRunner {
     return (this.gpu ? concurrencyOf(this.gpu) : this.opening!.workers * this.opening!.tasksPerWorker) + concurrencyOf(this.cpu);
   }
 
+  concurrencyFor(terminal: Terminal): number {
+    return (this.gpu ? concurrencyOf(this.gpu, terminal) : this.opening!.workers * this.opening!.tasksPerWorker) + concurrencyOf(this.cpu, terminal);
+  }
+
   get gpuWorkers(): number {
     return this.gpu ? this.gpu.size : this.opening!.workers;
   }
@@ -147,12 +151,14 @@ export class HybridRunner implements TaskRunner {
       return;
     }
     for (;;) {
-      if (this.gpu && this.gpuBusy < concurrencyOf(this.gpu)) {
-        const at = this.queue.findIndex((j) => j.prefersGpu);
+      if (this.gpu) {
+        const gpu = this.gpu;
+        // Each kind of task up to what the GPU workers take of that kind at once (more ML loads than others).
+        const at = this.queue.findIndex((j) => j.prefersGpu && this.gpuBusy < concurrencyOf(gpu, j.task.terminal));
         if (at >= 0) { this.start(this.queue.splice(at, 1)[0], true); continue; }
         // Nothing queued for the GPU: back up a task it speeds up that a CPU worker is still on
         // (CPU workers take such tasks while the GPUs open, and would hold up the end).
-        const slow = this.onCpuAlone.shift();
+        const slow = this.gpuBusy < concurrencyOf(gpu) ? this.onCpuAlone.shift() : undefined;
         if (slow) { if (!slow.settled) this.start(slow, true); continue; }
       }
       if (this.cpuBusy >= concurrencyOf(this.cpu)) return;

@@ -7,7 +7,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { deserializeError, RuntimeFailure, type SerializedError } from '../errors.js';
-import type { Broadcast, FragmentResult, Task } from './fragment.js';
+import type { Broadcast, FragmentResult, Task, Terminal } from './fragment.js';
 import { BroadcastCache, runTask } from './run-fragment.js';
 import type { Tracer } from './trace.js';
 import { holdChild, workerEntry } from './worker-entry.js';
@@ -23,6 +23,8 @@ export interface TaskRunner {
   readonly gpuWorkersOnly?: boolean;
   /** Whether GPU workers with CPU workers beside them would take a task like this (its inputs may come in larger partitions). */
   prefersGpu?(task: Task): boolean;
+  /** Tasks ending in `terminal` it runs at once, where that differs by kind (GPU workers load more ML partitions at once than they run other tasks). */
+  concurrencyFor?(terminal: Terminal): number;
   broadcast(b: Broadcast): void;
   run(task: Task, label: string): Promise<FragmentResult>;
   /** Runs `task` once on every live worker (for data resident in workers); a worker lost meanwhile rejects with WorkerLost. */
@@ -30,8 +32,9 @@ export interface TaskRunner {
   close(): Promise<void>;
 }
 
-/** Tasks `runner` runs at once. */
-export function concurrencyOf(runner: TaskRunner): number {
+/** Tasks `runner` runs at once (tasks ending in `terminal`, when given). */
+export function concurrencyOf(runner: TaskRunner, terminal?: Terminal): number {
+  if (terminal && runner.concurrencyFor) return runner.concurrencyFor(terminal);
   return runner.concurrency ?? runner.size;
 }
 
@@ -95,6 +98,15 @@ export abstract class WorkerProcessPool implements TaskRunner {
    * (reading, uploading) with another's waits (GPU workers); results are matched by task id.
    */
   protected constructor(protected readonly tracer?: Tracer, readonly tasksPerWorker = 1) {}
+
+  /** Tasks ending in `terminal` a worker is given at once (tasksPerWorker unless a pool says otherwise). */
+  protected depthOf(_terminal: Terminal): number {
+    return this.tasksPerWorker;
+  }
+
+  concurrencyFor(terminal: Terminal): number {
+    return this.size * this.depthOf(terminal);
+  }
 
   /** Workers alive (retired ones do not count). */
   get size(): number {
@@ -238,8 +250,10 @@ export abstract class WorkerProcessPool implements TaskRunner {
   /** Idle workers pull from the shared queue; a retried task avoids the worker it died on when another is idle. */
   private dispatch(): void {
     if (this.closed) return; // the run is over (finished, failed or interrupted): start nothing new
-    // Fill every worker's first place before any worker gets a second task.
-    for (let depth = 1; depth <= this.tasksPerWorker; depth++) this.dispatchUpTo(depth);
+    // Fill every worker's first place before any worker gets a second task; a task goes to a worker
+    // running fewer tasks than its kind's depth.
+    const deepest = Math.max(this.tasksPerWorker, ...this.queue.map((job) => this.depthOf(job.task.terminal)));
+    for (let depth = 1; depth <= deepest; depth++) this.dispatchUpTo(depth);
   }
 
   private dispatchUpTo(depth: number): void {
@@ -247,7 +261,7 @@ export abstract class WorkerProcessPool implements TaskRunner {
       const slot = this.slots[i];
       if (slot.running.length >= depth || slot.retired) continue;
       const othersAlive = this.slots.some((s, j) => j !== i && !s.retired);
-      const mayRun = (job: PendingTask) => job.pinnedSlot === undefined || job.pinnedSlot === i;
+      const mayRun = (job: PendingTask) => (job.pinnedSlot === undefined || job.pinnedSlot === i) && this.depthOf(job.task.terminal) >= depth;
       let at = this.queue.findIndex((job) => mayRun(job) && (job.lastSlot !== i || !othersAlive));
       if (at < 0) at = this.queue.findIndex(mayRun);
       if (at < 0) continue;

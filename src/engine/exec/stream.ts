@@ -74,7 +74,7 @@ async function runOrdered(
   confirmFirst: boolean,
   consume: (result: FragmentResult, fragment: Fragment) => Promise<void>,
 ): Promise<void> {
-  const window = taskWindow(ctx);
+  const window = taskWindow(ctx, terminal);
   const inFlight = new Map<number, Promise<FragmentResult>>();
   let next = 0;
   const launch = () => {
@@ -103,13 +103,14 @@ async function runOrdered(
 export const TASK_MEMORY_FACTOR = 6;
 
 /**
- * How many tasks may be running or waiting to be consumed at once: two per worker (so a worker
- * never idles while the parent consumes), fewer when --memory-limit cannot hold that many.
- * This changes only concurrency, never partitioning, so results stay the same.
+ * How many tasks ending in `terminal` may be running or waiting to be consumed at once: two per
+ * place a worker has for them (so a worker never idles while the parent consumes), fewer when
+ * --memory-limit cannot hold that many. This changes only concurrency, never partitioning, so
+ * results stay the same.
  */
-export function taskWindow(ctx: RunContext): number {
+export function taskWindow(ctx: RunContext, terminal?: Terminal): number {
   const byMemory = Math.floor(ctx.memoryLimit / (ctx.blocksize * TASK_MEMORY_FACTOR));
-  return Math.max(1, Math.min(concurrencyOf(ctx.runner) * 2, byMemory));
+  return Math.max(1, Math.min(concurrencyOf(ctx.runner, terminal) * 2, byMemory));
 }
 
 function orInto(acc: Record<string, Uint8Array>, id: string, flags: Uint8Array): void {
