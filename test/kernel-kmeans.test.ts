@@ -10,10 +10,10 @@ import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, kmeansSumPartialsCpu, kmeansSumsCpu, MAX_GPU_FEATURES, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordTotal } from '../src/kernels/kmeans.js';
+import { assignEntries, assignResultOf, kmeansAssignCpu, kmeansOnGpu, kmeansSumPartialsCpu, kmeansSumsCpu, MAX_GPU_FEATURES, ppUpdateCpu, recordAssign, recordPotential, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../src/kernels/kmeans.js';
 import { kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsWorkgroups } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
-import { Rng } from '../src/engine/ml/random.js';
+import { Rng, rowKey, rowUniform } from '../src/engine/ml/random.js';
 
 function randomRows(rng: Rng, rows: number, d: number, scale = 10, round = false): Float64Array {
   const x = new Float64Array(rows * d);
@@ -257,6 +257,31 @@ describe.skipIf(skipGpuTests)('k-means sums kernel: per-block partials bit for b
       }
       if (sweeps[name]) expect(firstDifference(await sumPartialsOnGpu(ctx, m, labels, dist, k, undefined, 2), want, entries), '2 workgroups').toBeUndefined();
       freeMatrix(ctx, m);
+    });
+  }
+});
+
+describe.skipIf(skipGpuTests)('k-means first centre: the row with the smallest hash', () => {
+  // rowUniform's order on the CPU, ties (none expected) to the lower row: what kmeans.smallestHash picks.
+  const smallestOnCpu = (rows: number, key: number, firstRow: number) => {
+    let best = -1, bestScore = Infinity;
+    for (let r = 0; r < rows; r++) { const s = rowUniform(key, firstRow + r); if (s < bestScore) { bestScore = s; best = firstRow + r; } }
+    return best;
+  };
+  // Rows not a multiple of a workgroup, more rows than 1024 workgroups take at once (a grid-stride
+  // loop), one row, and global rows that cross 2^32 (the carry into the high word).
+  for (const [rows, firstRow] of [[1000, 0], [300_000, 123_456], [1, 7], [5000, 2 ** 32 - 2500], [777, 2 ** 33 + 5]] as const) {
+    it(`${rows} rows from global row ${firstRow}`, async () => {
+      const ctx = await testGpu();
+      for (const purpose of ['a', 'b']) {
+        const key = rowKey(rows, purpose);
+        const work = new GpuWork(ctx);
+        const pairs = 2 * smallestHashWorkgroups(rows);
+        const out = work.temp(pairs * 8, 'out');
+        recordSmallestHash(work, rows, key, firstRow, out, 0);
+        const [got] = await work.finish([{ buf: out, floats: pairs * 2 }]);
+        expect(smallestHashRow(new Uint32Array(got.buffer)), `key ${purpose}`).toBe(smallestOnCpu(rows, key, firstRow));
+      }
     });
   }
 });

@@ -14,7 +14,7 @@
 //   route:       each row moves to the next-level slot of its child (or to NONE)
 // Bins are bytes packed 4 per u32 word, feature f's column padded to rowsPadded (a multiple of 4).
 
-import { memoWgsl, WGSL_GRID } from './wgsl-common.js';
+import { memoWgsl, WGSL_GRID, WGSL_MIX32 } from './wgsl-common.js';
 
 /** Most classes the kernels take: a thread keeps one class-weight vector in registers. */
 export const MAX_GPU_CLASSES = 32;
@@ -410,12 +410,7 @@ struct Params { rows: u32, trees: u32, bootstrap: u32, pad: u32 }
 @group(0) @binding(2) var<storage, read_write> weight: array<atomic<u32>>;
 @group(0) @binding(3) var<storage, read_write> slot: array<u32>;
 
-fn mix32(v: u32) -> u32 {
-  var x = (v ^ (v >> 16u)) * 0x85ebca6bu;
-  x = (x ^ (x >> 13u)) * 0xc2b2ae35u;
-  return x ^ (x >> 16u);
-}
-
+${WGSL_MIX32}
 ${WGSL_MUL_HI}
 @compute @workgroup_size(256)
 fn bootstrap(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {

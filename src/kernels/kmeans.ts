@@ -7,7 +7,7 @@
 import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
 import { blocksOf, dfAddFCpu, pairsToDD, recordBlockSums, recordReduceBlocks, reduceBlocksCpu, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { assignRowsPerThread, CENTRE_TILE, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsWorkgroups } from './kmeans.wgsl.js';
+import { assignRowsPerThread, CENTRE_TILE, KMEANS_SMALLEST_HASH_WGSL, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsWorkgroups } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
@@ -112,6 +112,34 @@ export function recordPotential(work: GpuWork, m: DeviceMatrix, minD2: GPUBuffer
   work.dispatch(`kmeans-pp-potential-${d}`, kmeansPpPotentialWgsl(d), 'pp_potential', [work.params([m.rows, trials, 0, 0]), m.xr, candidates, minD2, potential], rowWorkgroups(m.rows));
   const partials = recordBlockSums(work, potential, m.rows, trials);
   recordReduceBlocks(work, partials, blocksOf(m.rows), trials, out, outOffset);
+}
+
+/** Workgroups of a smallest-hash dispatch: each writes its best row (16 bytes). */
+export function smallestHashWorkgroups(rows: number): number {
+  return Math.max(1, Math.min(1024, Math.ceil(rows / 256)));
+}
+
+/**
+ * Records, for rows firstRow + r (r < rows), each workgroup's row with the smallest rowUniform(key,
+ * row) into out from pair `outOffset` on (two pairs, 16 bytes, a workgroup: smallestHashRow reads them).
+ */
+export function recordSmallestHash(work: GpuWork, rows: number, key: number, firstRow: number, out: GPUBuffer, outOffset: number): void {
+  const groups = smallestHashWorkgroups(rows);
+  const best = work.temp(groups * 16, 'kmeans smallest hashes');
+  const params = work.params([rows, key >>> 0, firstRow % 2 ** 32, Math.floor(firstRow / 2 ** 32)]);
+  work.dispatch('kmeans-smallest-hash', KMEANS_SMALLEST_HASH_WGSL, 'smallest_hash', [params, best], groups);
+  work.encoder.copyBufferToBuffer(best, 0, out, outOffset * 8, groups * 16);
+}
+
+/** The global row with the smallest hash, from recordSmallestHash's words: (a >> 5, b >> 6, row lo, row hi) per workgroup. */
+export function smallestHashRow(words: Uint32Array): number {
+  let at = 0;
+  const before = (i: number, j: number) => {
+    for (const w of [0, 1, 3, 2]) if (words[i + w] !== words[j + w]) return words[i + w] < words[j + w];
+    return false;
+  };
+  for (let i = 4; i < words.length; i += 4) if (before(i, at)) at = i;
+  return words[at + 3] * 2 ** 32 + words[at + 2];
 }
 
 /** f32 squared distance of row r (column-major `x`) to centre c, summed over features in order. */

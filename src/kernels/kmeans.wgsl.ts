@@ -9,7 +9,7 @@
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 
-import { memoWgsl, WGSL_GRID } from './wgsl-common.js';
+import { memoWgsl, WGSL_GRID, WGSL_MIX32 } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
 
 /** Centre values staged per workgroup (16 KiB). */
@@ -310,3 +310,46 @@ fn pp_potential(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
 `;
 }
 export const kmeansPpPotentialWgsl = memoWgsl(buildKmeansPpPotentialWgsl);
+
+/**
+ * The row with the smallest rowUniform(key, row) hash (random.ts) among rows firstRow + r, r < rows:
+ * each row's hash as its top 27 and next 26 bits (a >> 5, b >> 6), which order rows as the float64
+ * score does; ties go to the lower row. Each workgroup writes its best as (a >> 5, b >> 6, row lo,
+ * row hi) to best[workgroup]; the host takes the best of those (kmeans.ts smallestHashRow).
+ */
+export const KMEANS_SMALLEST_HASH_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${WGSL_MIX32}
+struct Params { rows: u32, key: u32, firstLo: u32, firstHi: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> best: array<vec4u>;
+var<workgroup> lanes: array<vec4u, 256>;
+
+/** Whether (score, row) s comes before t: score words, then row hi, then row lo. */
+fn before(s: vec4u, t: vec4u) -> bool {
+  if (s.x != t.x) { return s.x < t.x; }
+  if (s.y != t.y) { return s.y < t.y; }
+  if (s.w != t.w) { return s.w < t.w; }
+  return s.z < t.z;
+}
+
+@compute @workgroup_size(256)
+fn smallest_hash(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  var mine = vec4u(0xffffffffu); // after every row: a real score word is below 2^27
+  for (var r = wid.x * WG + lid.x; r < p.rows; r += nwg.x * WG) {
+    let lo = p.firstLo + r;
+    let hi = p.firstHi + select(0u, 1u, lo < r); // the carry of firstRow + r
+    let a = mix32(p.key ^ mix32(lo + 0x632be5abu));
+    let b = mix32(a + (hi ^ p.key) * 0x9e3779b1u + lo);
+    let s = vec4u(a >> 5u, b >> 6u, lo, hi);
+    if (before(s, mine)) { mine = s; }
+  }
+  lanes[lid.x] = mine;
+  workgroupBarrier();
+  for (var half = 128u; half > 0u; half >>= 1u) {
+    if (lid.x < half && before(lanes[lid.x + half], lanes[lid.x])) { lanes[lid.x] = lanes[lid.x + half]; }
+    workgroupBarrier();
+  }
+  if (lid.x == 0u) { best[wid.x] = lanes[0]; }
+}
+`;

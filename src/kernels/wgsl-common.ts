@@ -20,6 +20,15 @@ const WG: u32 = 256u;
 fn gridStride(nwg: vec3u) -> u32 { return nwg.x * WG; }
 `;
 
+/** The murmur3 finaliser, as mix32 in src/engine/ml/random.ts (the row hashes of random.ts use it). */
+export const WGSL_MIX32 = /* wgsl */ `
+fn mix32(v: u32) -> u32 {
+  var x = (v ^ (v >> 16u)) * 0x85ebca6bu;
+  x = (x ^ (x >> 13u)) * 0xc2b2ae35u;
+  return x ^ (x >> 16u);
+}
+`;
+
 /** 32-bit hash of a key given as two u32 words (murmur3-style mixing). */
 export const WGSL_HASH2 = /* wgsl */ `
 fn hash2(a: u32, b: u32) -> u32 {

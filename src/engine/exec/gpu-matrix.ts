@@ -14,8 +14,9 @@ import { PhaseTimes } from '../gpu/timing.js';
 import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
-import type { PickTarget } from '../ml/kmeans-tasks.js';
-import { assignBufferBytes, assignEntries, assignSteps, kmeansOnGpu, type AssignBuffers, recordPotential, recordPpUpdate, recordTotal } from '../../kernels/kmeans.js';
+import type { PickTarget, ScoredRow } from '../ml/kmeans-tasks.js';
+import { rowUniform } from '../ml/random.js';
+import { assignBufferBytes, assignEntries, assignSteps, kmeansOnGpu, type AssignBuffers, recordPotential, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadColumns, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
@@ -288,6 +289,17 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
         return assignSteps(work, p.device, centresOf(work, centers), k, out, offset, kept ?? undefined).steps;
       },
       done: () => { if (kept) p.assignBusy = false; },
+    };
+  },
+  'kmeans.smallestHash': (_ctx, p, { key, m }: { key: number; m: number }) => {
+    if (m !== 1) return null; // the m smallest (random starting centres): the CPU code
+    return {
+      pairs: 2 * smallestHashWorkgroups(p.device.rows),
+      steps: oneStep((work, out, offset) => recordSmallestHash(work, p.device.rows, key, p.host.firstRow, out, offset)),
+      decode: (pairs): ScoredRow[] => {
+        const row = smallestHashRow(new Uint32Array(pairs.buffer, pairs.byteOffset, pairs.length));
+        return [{ score: rowUniform(key, row), row, values: p.host.row(row - p.host.firstRow) }];
+      },
     };
   },
   'kmeans.ppTotal': (ctx, p, args: SeedingArgs) => {
