@@ -53,7 +53,7 @@ describe('HybridRunner', () => {
   it('an idle GPU backs up a task it speeds up that a slow CPU worker took (while the GPU was opening)', async () => {
     const gpu = fake('gpu', 1, () => 5);
     const cpu = fake('cpu', 2, () => 300);
-    const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: 1, runner: new Promise((r) => setTimeout(() => r(gpu), 30)) }, cpu, isGpuTask);
+    const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: () => 1, runner: new Promise((r) => setTimeout(() => r(gpu), 30)) }, cpu, isGpuTask);
     const started = performance.now();
     const results = await Promise.all([0, 1].map((i) => hybrid.run(task(i, true), `t${i}`)));
     expect(results.map((r) => r.warnings[0])).toEqual(['gpu', 'gpu']); // the GPU ran one and backed up the other once it opened
@@ -140,7 +140,7 @@ describe('HybridRunner', () => {
     it('CPU workers start at once, GPU-only tasks wait for the GPUs, GPU-preferring tasks go to them once open', async () => {
       const gpu = fake('gpu', 1, () => 1);
       const cpu = fake('cpu', 1, () => 5);
-      const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: 2, runner: later(200, gpu) }, cpu, isGpuTask, isLoad);
+      const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: () => 2, runner: later(200, gpu) }, cpu, isGpuTask, isLoad);
       expect(hybrid.gpuWorkers).toBe(1); // expected before the GPU opens
       expect(hybrid.concurrency).toBe(2 + 1);
       expect(hybrid.size).toBe(2);
@@ -161,9 +161,19 @@ describe('HybridRunner', () => {
       await hybrid.close();
     });
 
+    it('while the GPUs open, the tasks of a kind it may queue count each GPU worker\'s depth for that kind', async () => {
+      const loadTerminal: Task['terminal'] = { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, device: true };
+      const depth = (t?: Task['terminal']) => (t?.kind === 'load-matrix' ? 9 : 3);
+      const hybrid = new HybridRunner({ workers: 2, tasksPerWorker: depth, runner: later(20, null) }, NO_WORKERS, isGpuTask, isLoad);
+      expect(hybrid.concurrency).toBe(6);
+      expect(hybrid.concurrencyFor(loadTerminal)).toBe(18);
+      expect(hybrid.concurrencyFor({ kind: 'collect' })).toBe(6);
+      await hybrid.close();
+    });
+
     it('when no GPU opens (--device auto), GPU-only tasks run on the CPU workers', async () => {
       const cpu = fake('cpu', 1, () => 1);
-      const hybrid = new HybridRunner({ workers: 2, tasksPerWorker: 2, runner: later(20, null) }, cpu, isGpuTask, isLoad);
+      const hybrid = new HybridRunner({ workers: 2, tasksPerWorker: () => 2, runner: later(20, null) }, cpu, isGpuTask, isLoad);
       expect((await hybrid.run(load(0), 'l0')).warnings).toEqual(['cpu']);
       expect(hybrid.gpuWorkers).toBe(0);
       expect((await hybrid.runOnEach(task(1, false), 'each')).map((r) => r.warnings[0])).toEqual(['cpu']);
@@ -172,7 +182,7 @@ describe('HybridRunner', () => {
     it('when the GPUs fail to open (--device gpu), waiting and later tasks fail with that error', async () => {
       const cpu = fake('cpu', 1, () => 1);
       const failure = new Error('--device gpu: no usable GPU: test');
-      const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: 2, runner: later(20, null).then(() => { throw failure; }) }, cpu, isGpuTask, isLoad);
+      const hybrid = new HybridRunner({ workers: 1, tasksPerWorker: () => 2, runner: later(20, null).then(() => { throw failure; }) }, cpu, isGpuTask, isLoad);
       await expect(hybrid.run(load(0), 'l0')).rejects.toThrow(/no usable GPU: test/);
       await expect(hybrid.run(task(1, false), 'c1')).rejects.toThrow(/no usable GPU: test/);
       await expect(hybrid.runOnEach(task(2, false), 'each')).rejects.toThrow(/no usable GPU: test/);

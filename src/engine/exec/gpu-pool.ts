@@ -31,6 +31,11 @@ export const GPU_TASKS_PER_WORKER = Math.max(1, Math.floor(Number(process.env.GP
  */
 export const GPU_LOADS_PER_WORKER = 9;
 
+/** Tasks ending in `terminal` a GPU worker runs at once (without one: tasks of any kind). */
+export function gpuTasksPerWorker(terminal?: Terminal): number {
+  return terminal?.kind === 'load-matrix' ? Math.max(GPU_LOADS_PER_WORKER, GPU_TASKS_PER_WORKER) : GPU_TASKS_PER_WORKER;
+}
+
 /** Restarts of one GPU's worker after crashes before the GPU is given up. */
 const MAX_RESTARTS = 2;
 const READY_TIMEOUT_MS = 120_000;
@@ -84,7 +89,7 @@ export class GpuProcessPool extends WorkerProcessPool {
   }
 
   protected override depthOf(terminal: Terminal): number {
-    return terminal.kind === 'load-matrix' ? Math.max(GPU_LOADS_PER_WORKER, this.tasksPerWorker) : this.tasksPerWorker;
+    return gpuTasksPerWorker(terminal);
   }
 
   private constructor(private readonly options: GpuPoolOptions, tracer?: Tracer) {

@@ -70,10 +70,10 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
   const candidates = device === 'cpu' ? [] : gpuCandidatesHere(device, settings.gpus);
   if (candidates.length === 0) return settings.workers === 0 ? new InProcessRunner(tracer) : new ProcessPool(settings.workers, tracer, settings.memoryLimit);
   // Loaded only when GPUs may be used.
-  const [{ gpuCsvPathApplies }, { GPU_TASKS_PER_WORKER }] = await Promise.all([import('./gpu-csv-aggregate.js'), import('./gpu-pool.js')]);
+  const [{ gpuCsvPathApplies }, { gpuTasksPerWorker }] = await Promise.all([import('./gpu-csv-aggregate.js'), import('./gpu-pool.js')]);
   // The run plans (chunking its inputs) while the GPU workers open (most of a second each).
   const opening = traced(tracer, 'open GPU workers', () => openGpuWorkers(device, candidates, settings, tracer));
-  const gpus = (runner: Promise<TaskRunner | null>) => ({ workers: candidates.length, tasksPerWorker: GPU_TASKS_PER_WORKER, runner });
+  const gpus = (runner: Promise<TaskRunner | null>) => ({ workers: candidates.length, tasksPerWorker: gpuTasksPerWorker, runner });
   // GPU workers only: every task waits for them (this process runs the tasks when none opened, --device auto).
   if (settings.workers === 0) return new HybridRunner(gpus(opening.then((r) => r ?? new InProcessRunner(tracer))), NO_WORKERS, () => true);
   // Training data GPU kernels read lives on the GPU workers only, and forests grow there: GPU and

@@ -33,8 +33,11 @@ interface Job {
   failures: number;
 }
 
-/** GPU workers still opening: how many are expected, and the runner they become (null: none opened). */
-export interface OpeningGpus { workers: number; tasksPerWorker: number; runner: Promise<TaskRunner | null> }
+/**
+ * GPU workers still opening: how many are expected, the tasks (ending in `terminal`, or of any
+ * kind) each will run at once, and the runner they become (null: none opened).
+ */
+export interface OpeningGpus { workers: number; tasksPerWorker(terminal?: Terminal): number; runner: Promise<TaskRunner | null> }
 
 export class HybridRunner implements TaskRunner {
   private readonly queue: Job[] = [];
@@ -83,11 +86,11 @@ export class HybridRunner implements TaskRunner {
   }
 
   get concurrency(): number {
-    return (this.gpu ? concurrencyOf(this.gpu) : this.opening!.workers * this.opening!.tasksPerWorker) + concurrencyOf(this.cpu);
+    return (this.gpu ? concurrencyOf(this.gpu) : this.opening!.workers * this.opening!.tasksPerWorker()) + concurrencyOf(this.cpu);
   }
 
   concurrencyFor(terminal: Terminal): number {
-    return (this.gpu ? concurrencyOf(this.gpu, terminal) : this.opening!.workers * this.opening!.tasksPerWorker) + concurrencyOf(this.cpu, terminal);
+    return (this.gpu ? concurrencyOf(this.gpu, terminal) : this.opening!.workers * this.opening!.tasksPerWorker(terminal)) + concurrencyOf(this.cpu, terminal);
   }
 
   get gpuWorkers(): number {
