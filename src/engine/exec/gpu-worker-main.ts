@@ -8,6 +8,7 @@
 import { serializeError } from '../errors.js';
 import { describeAdapter, openGpu, type GpuContext } from '../gpu/device.js';
 import { memoryBudget } from '../gpu/buffers.js';
+import { GPU_PHASES } from '../gpu/timing.js';
 import { maybeInjectFault } from './fault-hook.js';
 import type { Broadcast, Task } from './fragment.js';
 import { ResidentCache } from './gpu-resident.js';
@@ -67,14 +68,12 @@ function maybeLoseDevice(gpu: GpuContext): void {
   throw new DeviceLost('device destroyed by GPUFRAME_GPU_FAULT');
 }
 
-const PHASES = process.env.GPUFRAME_GPU_PHASES === '1';
-
 process.on('message', (msg: ParentMessage) => {
   if (msg.type === 'broadcast') {
     cache.add(msg.broadcast);
     return;
   }
-  const received = PHASES ? performance.timeOrigin + performance.now() : 0;
+  const received = GPU_PHASES ? performance.timeOrigin + performance.now() : 0;
   void Promise.all([opened, warmed]).then(async ([gpu]) => {
     tasksRun++;
     maybeInjectFault(tasksRun);
@@ -83,7 +82,7 @@ process.on('message', (msg: ParentMessage) => {
       maybeLoseDevice(gpu);
       const result = await runGpuTask(msg.task, cache, worker);
       // With GPUFRAME_GPU_PHASES=1, when the task arrived and left (the parent reports the messages' latency).
-      process.send!({ type: 'result', id: msg.id, result, ...(PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) });
+      process.send!({ type: 'result', id: msg.id, result, ...(GPU_PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) });
     } catch (err) {
       if (err instanceof DeviceLost) reportLost(err.message);
       else process.send!({ type: 'error', id: msg.id, error: serializeError(err) });

@@ -154,12 +154,15 @@ export async function wallClockNs(ctx: GpuContext, encode: (encoder: GPUCommandE
   return ns / repetitions;
 }
 
+/** GPUFRAME_GPU_PHASES=1: GPU workers report where a task's time goes (PhaseTimes, message latencies). */
+export const GPU_PHASES = process.env.GPUFRAME_GPU_PHASES === '1';
+
 /**
  * Wall-clock time per phase on the host, summed when a phase repeats (levels of a forest), written
  * to stderr with `report` when GPUFRAME_GPU_PHASES=1 (diagnosis of where a GPU task's time goes).
  */
 export class PhaseTimes {
-  private readonly enabled = process.env.GPUFRAME_GPU_PHASES === '1';
+  private readonly enabled = GPU_PHASES;
   private last = performance.now();
   private readonly ms = new Map<string, number>();
 

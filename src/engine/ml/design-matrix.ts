@@ -26,13 +26,19 @@ export function designColumns(batch: Batch, features: readonly string[], target:
 export function joinDesignColumns(pieces: readonly DesignColumns[], cols: number): DesignColumns {
   if (pieces.length === 1) return pieces[0];
   const rows = pieces.reduce((s, p) => s + p.rows, 0);
-  const join = (part: (p: DesignColumns) => Float64Array) => {
-    const out = new Float64Array(rows);
-    let at = 0;
-    for (const p of pieces) { out.set(part(p), at); at += p.rows; }
-    return out;
+  return {
+    rows,
+    columns: Array.from({ length: cols }, (_, j) => concatFloat64(pieces.map((p) => p.columns[j]))),
+    y: pieces[0]?.y ? concatFloat64(pieces.map((p) => p.y!)) : null,
   };
-  return { rows, columns: Array.from({ length: cols }, (_, j) => join((p) => p.columns[j])), y: pieces[0]?.y ? join((p) => p.y!) : null };
+}
+
+/** The arrays end to end, in one new array. */
+export function concatFloat64(arrays: readonly Float64Array[]): Float64Array {
+  const out = new Float64Array(arrays.reduce((s, a) => s + a.length, 0));
+  let at = 0;
+  for (const a of arrays) { out.set(a, at); at += a.length; }
+  return out;
 }
 
 /** The design matrix of a batch: its feature columns as rows × features, row-major. */

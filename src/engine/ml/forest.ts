@@ -5,6 +5,7 @@
 // (seed, i), is the same whichever worker grows it.
 
 import { UsageError } from '../errors.js';
+import { concatFloat64 } from './design-matrix.js';
 import { quantileEdges } from './forest-bins.js';
 import type { BinResult, SampleResult } from './forest-tasks.js';
 import { growTreesOnCpu } from './forest-split-cpu.js';
@@ -47,7 +48,7 @@ export async function fitRandomForest(data: PartitionedMatrix, params: ForestPar
   const d = data.cols;
   const edges = await binEdges(data, nBins, seed, binSampleRows);
   const parts = await data.map<BinResult>('rf.bin', { edges });
-  const y = concatFloat(parts.map((p) => p.y));
+  const y = concatFloat64(parts.map((p) => p.y));
   const task = params.task ?? (y.every(Number.isInteger) ? 'classification' : 'regression');
   const classes = task === 'classification' ? [...new Set(y)].sort((a, b) => a - b) : [];
   const binned: BinnedData = {
@@ -73,7 +74,7 @@ export async function fitRandomForest(data: PartitionedMatrix, params: ForestPar
 async function binEdges(data: PartitionedMatrix, nBins: number, seed: number, binSampleRows: number): Promise<Float64Array[]> {
   const fraction = Math.min(1, binSampleRows / data.rows);
   const samples = await data.map<SampleResult>('rf.sample', { key: rowKey(seed, 'rf-bins'), fraction });
-  const x = concatFloat(samples.map((s) => s.x));
+  const x = concatFloat64(samples.map((s) => s.x));
   const n = x.length / data.cols;
   const columns = Array.from({ length: data.cols }, () => new Float64Array(n));
   for (let r = 0; r < n; r++) for (let f = 0; f < data.cols; f++) columns[f][r] = x[r * data.cols + f];
@@ -87,13 +88,6 @@ export function resolveMaxFeatures(m: ForestParams['maxFeatures'], d: number): n
   if (typeof m === 'number' && m > 0 && m <= 1) return Math.max(1, Math.floor(m * d));
   if (typeof m === 'number' && Number.isInteger(m) && m > 1) return Math.min(d, m);
   throw new UsageError(`--max-features must be sqrt, log2, all or a fraction in (0, 1], got ${m}`);
-}
-
-function concatFloat(arrays: Float64Array[]): Float64Array {
-  const out = new Float64Array(arrays.reduce((s, a) => s + a.length, 0));
-  let at = 0;
-  for (const a of arrays) { out.set(a, at); at += a.length; }
-  return out;
 }
 
 /** Joins per-partition column-major bins into one column-major matrix of all rows. */
