@@ -11,8 +11,8 @@
 // iterations (well-separated blobs with one centre each converge after 2). Times are also given as
 // a fraction of the roofline: max(bytes / HBM bandwidth, f32 flops / f32 peak). Last, the kernels
 // alone on one device matrix of all rows (a child process, `node bench/gpu-ml.mjs --kernels`): the
-// k-means assignment, per-cluster sums and sum over blocks, the whole step, the Gram pass and its
-// sum over blocks, each the marginal time of REPS (20) more in one submission after WARM_S (1.5) s
+// k-means column maxima and step (and variants of it), the step over 8 partitions, the Gram pass
+// and its sum over blocks, each the marginal time of REPS (20) more in one submission after WARM_S (1.5) s
 // of the same work (the GPU's clock ramps up), so the CLI's per-partition and per-round costs can
 // be told apart from the kernels'. Progress lines go to stdout as they happen.
 
@@ -71,8 +71,8 @@ async function kernelTimings() {
   const { openGpu } = await dist('engine/gpu/device.js');
   const { StagingRing, storageBuffer } = await dist('engine/gpu/buffers.js');
   const { GpuWork, uploadMatrix, freeMatrix, recordReduceBlocks } = await dist('kernels/ml-matrix.js');
-  const { recordAssign, assignSteps, assignEntries, assignBufferBytes } = await dist('kernels/kmeans.js');
-  const { kmeansAssignWgsl, assignRowsPerThread, kmeansSumsWgsl, sumBlockRows, sumsWorkgroups } = await dist('kernels/kmeans.wgsl.js');
+  const { centreExponent, kmeansStepCpu, recordMaxAbs, recordStep, stepPairs, stepWorkgroups } = await dist('kernels/kmeans.js');
+  const { kmeansStepWgsl, stepLayout, stepRowsPerThread, STEP_CARRY_BATCH } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
   const { GRAM_BLOCK_ROWS } = await dist('kernels/linreg.wgsl.js');
   const ctx = await openGpu({ allowSoftware: true });
@@ -84,68 +84,63 @@ async function kernelTimings() {
   const uniform = (n) => { const a = new Float64Array(n); for (let i = 0; i < n; i++) a[i] = Math.random() * 20 - 10; return a; };
   const report = (kernel, rows, ms) => console.log(JSON.stringify({ kernel, rows, ms }));
 
+  // The k-means step on one device matrix of all rows: its column maxima (once per partition), then
+  // the step (nearest centres, per-cluster counts and exact sums) as the CLI records it, with sums
+  // in device memory, and other rows per thread, carry batches and feature reads (STEP_VARIANTS=
+  // "rows,batch,registers;..."), each the same words.
   const kmRows = Math.min(ROWS, Math.floor(limit / (D * 4)));
   const x = uniform(kmRows * D);
   const m = await uploadMatrix(ctx, ring, x, null, kmRows, D);
-  const centres = new Float32Array(x.subarray(0, K * D));
-  const bytes = assignBufferBytes(kmRows, K, D);
-  const kept = { labels: storageBuffer(ctx, bytes.labels, 'labels'), dist: storageBuffer(ctx, bytes.dist, 'dist'), partials: storageBuffer(ctx, bytes.partials, 'partials') };
-  const params = [kmRows, K, 0, 0];
-  const assign = (work) => {
-    work.dispatch(`kmeans-assign-${D}`, kmeansAssignWgsl(D), 'assign', [work.params(params), m.xr, work.input(centres, 'centres'), kept.labels, kept.dist], Math.ceil(kmRows / (256 * assignRowsPerThread(D))));
-  };
-  await warm(assign);
-  report('kmeans assignment kernel', kmRows, await marginal(assign));
-  for (const rowsPerThread of [1, 2, 4].filter((r) => r !== assignRowsPerThread(D))) {
-    report(`kmeans assignment kernel, ${rowsPerThread} rows per thread (not the default)`, kmRows, await marginal((work) => {
-      work.dispatch(`kmeans-assign-${D}-r${rowsPerThread}`, kmeansAssignWgsl(D, rowsPerThread), 'assign', [work.params(params), m.xr, work.input(centres, 'centres'), kept.labels, kept.dist], Math.ceil(kmRows / (256 * rowsPerThread)));
+  const centres = new Float32Array(x.subarray(0, K * D)), centreExp = centreExponent(centres);
+  const made = [];
+  report('kmeans column maxima (once per partition)', kmRows, await marginal((work) => { made.push(recordMaxAbs(work, m)); }));
+  for (const b of made.splice(1)) b.destroy();
+  const maxBits = made[0];
+  const stepOut = storageBuffer(ctx, stepPairs(K, D) * 8, 'step out');
+  const step = (options) => (work) => { work.encoder.clearBuffer(stepOut); recordStep(work, m, maxBits, work.input(centres, 'centres'), centreExp, K, stepOut, 0, options); };
+  await warm(step());
+  report('kmeans step (nearest centres, per-cluster counts and exact sums)', kmRows, await marginal(step()));
+  report('kmeans step, sums in device memory (not the default here)', kmRows, await marginal(step({ local: false })));
+  const variants = (process.env.STEP_VARIANTS ?? '2,8,1;4,8,0;4,4,1').split(';').map((v) => v.split(',').map(Number));
+  for (const [rowsPerThread, batch, registers] of variants) {
+    report(`kmeans step, ${rowsPerThread} rows per thread, carries ${batch} at a time, features ${registers ? 'from registers' : 'read again'} (defaults ${stepRowsPerThread(D)}, ${STEP_CARRY_BATCH}, ${D <= 32 ? 'registers' : 'read again'})`, kmRows, await marginal((work) => {
+      work.encoder.clearBuffer(stepOut);
+      work.dispatch(`kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, rowsPerThread, batch, registers === 1), 'step', [work.params([kmRows, 0, centreExp, 0]), m.xr, work.input(centres, 'centres'), maxBits, stepOut], stepWorkgroups(kmRows, D, true));
     }));
   }
-  if (process.env.ALT_KMEANS_WGSL) {
-    // Another build's kmeans.wgsl.js (a copy placed in dist/kernels/), to compare assignment kernels in one process.
-    const alt = await import(process.env.ALT_KMEANS_WGSL);
-    report(`kmeans assignment kernel of ${process.env.ALT_KMEANS_WGSL}`, kmRows, await marginal((work) => {
-      work.dispatch(`kmeans-assign-${D}-alt`, alt.kmeansAssignWgsl(D), 'assign', [work.params(params), m.xr, work.input(centres, 'centres'), kept.labels, kept.dist], Math.ceil(kmRows / (256 * alt.assignRowsPerThread(D))));
-    }));
-    report('kmeans assignment kernel (again, after the other)', kmRows, await marginal(assign));
+  {
+    // On this device, the words of a 2^17-row slice against the CPU twin (NVIDIA's driver contracts
+    // the distances into FMAs, so the distance sums' low words may differ; nothing else should).
+    const n = Math.min(kmRows, 1 << 17), sub = await uploadMatrix(ctx, ring, x.subarray(0, n * D), null, n, D);
+    const work = new GpuWork(ctx);
+    const subMax = recordMaxAbs(work, sub), out = work.temp(stepPairs(K, D) * 8, 'out');
+    recordStep(work, sub, subMax, work.input(centres, 'centres'), centreExp, K, out, 0);
+    const [words, cols] = await work.finish([{ buf: out, floats: stepPairs(K, D) * 2 }, { buf: sub.xr, floats: n * D }]);
+    const want = kmeansStepCpu(cols, n, D, centres, K).words, got = new Uint32Array(words.buffer);
+    const layout = stepLayout(K, D), differ = (from, to) => { let c = 0; for (let i = from; i < to; i++) if (got[i] !== want[i]) c++; return c; };
+    console.log(JSON.stringify({ kernel: `check: step words against the CPU twin: differing low words of features ${differ(0, K * D)}, of distances ${differ(K * D, layout.hi)}, high words ${differ(layout.hi, layout.counts)}, counts ${differ(layout.counts, layout.scales)}, scales ${differ(layout.scales, layout.words)}`, rows: n, ms: 0 }));
+    subMax.destroy();
+    freeMatrix(ctx, sub);
   }
-  const blocks = Math.ceil(kmRows / sumBlockRows(K));
-  report('kmeans sums kernel (per-cluster sums per block)', kmRows, await marginal((work) => {
-    work.dispatch(`kmeans-sums-${D}-${K}`, kmeansSumsWgsl(D, K), 'sums', [work.params(params), m.xr, kept.labels, kept.dist, kept.partials], sumsWorkgroups(kmRows, K, D));
-  }));
-  report(`kmeans sum over ${blocks} blocks of ${assignEntries(K, D)} entries`, kmRows, await marginal((work, out) => { recordReduceBlocks(work, kept.partials, blocks, assignEntries(K, D), out, 0, 'block-major'); }));
-  report('kmeans step on one partition of all rows (assignment, sums, sum over blocks)', kmRows, await marginal((work, out) => { recordAssign(work, m, work.input(centres, 'centres'), K, out, 0, kept); }));
-  for (const b of Object.values(kept)) b.destroy();
+  stepOut.destroy();
+  maxBits.destroy();
   freeMatrix(ctx, m);
 
-  // The same rows in PARTS partitions, as a GPU worker holds them: each partition's three steps
-  // one after another (the order mapPartitions once used), or step by step over all, submitted per
-  // step, or the first step per partition (mapPartitions).
+  // The same rows in PARTS partitions, as a GPU worker holds them: a submission per partition (mapPartitions).
   const parts = Number(process.env.PARTS ?? 8), partRows = Math.ceil(kmRows / parts);
   const held = [];
   for (let i = 0; i < parts; i++) {
     const rows = Math.min(partRows, kmRows - i * partRows);
     const pm = await uploadMatrix(ctx, ring, x.subarray(i * partRows * D, (i * partRows + rows) * D), null, rows, D);
-    const b = assignBufferBytes(rows, K, D);
-    held.push({ m: pm, kept: { labels: storageBuffer(ctx, b.labels, 'labels'), dist: storageBuffer(ctx, b.dist, 'dist'), partials: storageBuffer(ctx, b.partials, 'partials') } });
+    const w = new GpuWork(ctx);
+    held.push({ m: pm, maxBits: recordMaxAbs(w, pm) });
+    await w.finish([]);
   }
-  const entries = assignEntries(K, D);
-  const partitionSteps = (work, out) => { const c = work.input(centres, 'centres'); return held.map((h, i) => assignSteps(work, h.m, c, K, out, i * entries, h.kept).steps); };
-  report(`kmeans step over ${parts} partitions, one partition after another`, kmRows, await marginal((work, out) => {
-    for (const steps of partitionSteps(work, out)) { for (const step of steps) step(); work.flush(); }
+  report(`kmeans step over ${parts} partitions, a submission per partition (mapPartitions)`, kmRows, await marginal((work, out) => {
+    const c = work.input(centres, 'centres');
+    held.forEach((h, i) => { recordStep(work, h.m, h.maxBits, c, centreExp, K, out, i * stepPairs(K, D)); work.flush(); });
   }));
-  report(`kmeans step over ${parts} partitions, step by step over all`, kmRows, await marginal((work, out) => {
-    const all = partitionSteps(work, out);
-    for (let s = 0; s < all[0].length; s++) { for (const steps of all) steps[s](); work.flush(); }
-  }));
-  report(`kmeans step over ${parts} partitions, step by step over all, the first step a submission per partition (mapPartitions)`, kmRows, await marginal((work, out) => {
-    const all = partitionSteps(work, out);
-    for (let s = 0; s < all[0].length; s++) {
-      for (const steps of all) { steps[s](); if (s === 0) work.flush(); }
-      if (s > 0) work.flush();
-    }
-  }));
-  for (const h of held) { for (const b of Object.values(h.kept)) b.destroy(); freeMatrix(ctx, h.m); }
+  for (const h of held) { h.maxBits.destroy(); freeMatrix(ctx, h.m); }
 
   const lrRows = Math.min(ROWS_LINREG, Math.floor(limit / ((D_LINREG + 1) * 4)));
   const lr = await uploadMatrix(ctx, ring, uniform(lrRows * D_LINREG), uniform(lrRows), lrRows, D_LINREG);
@@ -203,11 +198,10 @@ function generate(kind, rows, d, path, extra) {
 // ---- k-means ----
 const blobs = join(DIR, `blobs-${ROWS}x${D}-c${BLOB_CENTERS}.arrow`);
 if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '--cluster-std', '2'])) {
-  // The k-means step reads xr and writes labels and distances (the sums' second read of xr is not
-  // counted). Distances: a subtract and a multiply-add (3 flops) per feature and centre, as the
+  // The k-means step reads xr once (the per-cluster sums are added in the same pass). Distances: a subtract and a multiply-add (3 flops) per feature and centre, as the
   // kernel computes them. The dot form (|c|² - 2 x·c, one multiply-add: 2 flops) needs 2/3 of
   // that, a stricter bound printed beside it (kmFlopsDot); measured slower on the H200 (BENCHMARKS.md).
-  const kmBytes = ROWS * (D * 4 + 8), kmFlops = 3 * ROWS * K * D, kmFlopsDot = 2 * ROWS * K * D;
+  const kmBytes = ROWS * D * 4, kmFlops = 3 * ROWS * K * D, kmFlopsDot = 2 * ROWS * K * D;
   const models = {};
   for (const c of configs) {
     const model = join(DIR, `km-${c.name.replace(/\W+/g, '_')}.json`), trace = join(DIR, `km-${c.name.replace(/\W+/g, '_')}.trace.json`);
@@ -273,7 +267,7 @@ if (process.env.KERNELS !== '0') {
   const lines = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
   for (const k of lines) {
     // The whole passes (the k-means step, the Gram pass) against their rooflines; their parts as times alone.
-    const [bytes, flops] = k.kernel.startsWith('kmeans') ? [k.rows * (D * 4 + 8), 3 * k.rows * K * D]
+    const [bytes, flops] = k.kernel.startsWith('kmeans') ? [k.rows * D * 4, 3 * k.rows * K * D]
         : [k.rows * (D_LINREG + 1) * 8, 40 * k.rows * (D_LINREG * (D_LINREG + 1) / 2 + D_LINREG)];
     const whole = /^kmeans step|^linreg Gram pass/.test(k.kernel);
     const dot = k.kernel.startsWith('kmeans') ? ` (dot form: ${ofRoofline(k.ms / 1e3, bytes, flops * 2 / 3)})` : '';

@@ -1,94 +1,148 @@
-// k-means on a device matrix: Lloyd assignment with per-cluster counts, sums and inertia, and the
-// k-means++ seeding steps over each row's nearest squared distance kept on the device (minD2).
-// Functions record into a GpuWork, so every partition of a worker shares one submission and one
-// readback. WGSL: kmeans.wgsl.ts. CPU twins (f32 distances, float64 sums): kmeansAssignCpu,
-// ppUpdateCpu.
+// k-means on a device matrix: the Lloyd step (nearest centres with per-cluster counts, sums and
+// inertia in one pass) and the k-means++ seeding steps over each row's nearest squared distance
+// kept on the device (minD2). Functions record into a GpuWork, so every partition of a worker
+// shares one submission and one readback. WGSL: kmeans.wgsl.ts. CPU twins: kmeansStepCpu (word
+// for word), kmeansAssignCpu (f32 distances), ppUpdateCpu.
 
-import { ddAddPair, ddZeros } from '../engine/ml/double-double.js';
+import type { GpuContext } from '../engine/gpu/device.js';
+import { ddAddPair, ddZeros, type DDArray } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
-import { blocksOf, dfAddFCpu, pairsToDD, recordBlockSums, recordReduceBlocks, reduceBlocksCpu, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { assignRowsPerThread, CENTRE_TILE, KMEANS_SMALLEST_HASH_WGSL, kmeansAssignWgsl, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansSumsWgsl, MAX_SUM_CLUSTERS, sumBlockRows, sumsWorkgroups } from './kmeans.wgsl.js';
+import { blocksOf, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
+import { CENTRE_TILE, KMEANS_MAX_ABS_WGSL, KMEANS_SMALLEST_HASH_WGSL, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansStepWgsl, MAX_GPU_CLUSTERS, STEP_NON_FINITE, STEP_SUM_BITS, stepLayout, stepRowsPerThread, stepWorkgroupBytes } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
 
 /** Whether the kernels take `cols` features (and, for the assignment, `k` clusters). */
 export function kmeansOnGpu(cols: number, k = 1): boolean {
-  return cols >= 1 && cols <= MAX_GPU_FEATURES && cols <= CENTRE_TILE && k >= 1 && k <= MAX_SUM_CLUSTERS;
-}
-
-/** Entries of the assignment result of one partition: k × d sums (feature-major), k counts, k per-cluster inertias. */
-export function assignEntries(k: number, d: number): number {
-  return k * d + 2 * k;
+  return cols >= 1 && cols <= MAX_GPU_FEATURES && cols <= CENTRE_TILE && k >= 1 && k <= MAX_GPU_CLUSTERS;
 }
 
 function rowWorkgroups(rows: number): number {
   return Math.ceil(rows / 256);
 }
 
-/** The working buffers of one partition's assignment (every word is written before it is read). */
-export interface AssignBuffers { labels: GPUBuffer; dist: GPUBuffer; partials: GPUBuffer }
-
-/** Byte sizes of the AssignBuffers for `rows` rows, k clusters and d features. */
-export function assignBufferBytes(rows: number, k: number, d: number): { labels: number; dist: number; partials: number } {
-  return { labels: rows * 4, dist: rows * 4, partials: Math.max(1, Math.ceil(rows / sumBlockRows(k))) * assignEntries(k, d) * 8 };
+/** Whether the step's per-cluster sums fit the device's workgroup memory (then each workgroup adds its rows there first). */
+export function stepSumsLocal(ctx: GpuContext, k: number, d: number): boolean {
+  return stepWorkgroupBytes(d, k, true) <= ctx.device.limits.maxComputeWorkgroupStorageSize;
 }
 
 /**
- * Records assignment and per-cluster sums of `m` against `centres` (k × d, f32, on the device) into
- * out[outOffset …] as (hi, lo) pairs: sums, counts and inertia per block of sumBlockRows(k) rows,
- * then over blocks in a fixed tree. `buffers` (at least assignBufferBytes) may be kept by the
- * caller across Lloyd iterations; by default they are temporaries of `work`. Returns them.
+ * Rows a workgroup of the step takes at least when its sums are local: each workgroup adds its
+ * k × (d + 1) sums to device memory once, so that addition stays small beside its rows' work.
  */
-export function recordAssign(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers): AssignBuffers {
-  const assign = assignSteps(work, m, centres, k, out, outOffset, buffers);
-  for (const step of assign.steps) step();
-  return assign.buffers;
+export const STEP_ROWS_PER_WORKGROUP = 8192;
+
+/** Workgroups of a step over `rows` rows (any number gives the same sums). */
+export function stepWorkgroups(rows: number, d: number, local: boolean): number {
+  const perThread = Math.ceil(rows / (256 * stepRowsPerThread(d)));
+  return Math.max(1, local ? Math.min(perThread, Math.ceil(rows / STEP_ROWS_PER_WORKGROUP)) : perThread);
+}
+
+/** Pairs (8 bytes) of a partition's step result in the shared output buffer. */
+export function stepPairs(k: number, d: number): number {
+  return Math.ceil(stepLayout(k, d).words / 2);
+}
+
+/** Bits of |v| for an f32 value v (NaN above infinity). */
+function absBitsF32(v: number): number {
+  F32[0] = v;
+  return U32[0] & 0x7fffffff;
+}
+const F32 = new Float32Array(1), U32 = new Uint32Array(F32.buffer);
+/** e with |v| < 2^e from the bits of |v|, as the kernel's exponentOf. */
+const exponentOf = (absBits: number) => (absBits >>> 23) - 126;
+
+/** e with every |centre value| < 2^e (f32 centres), for the step's bound of a distance; 129 or more when one is not finite. */
+export function centreExponent(centres: Float32Array): number {
+  let m = 0;
+  for (const v of centres) m = Math.max(m, absBitsF32(v));
+  return exponentOf(m);
 }
 
 /**
- * recordAssign as three steps (assignment, per-block sums, sum over blocks), each recording its
- * dispatches when called, in order. A worker holding several partitions records step s of every
- * partition before step s + 1 of any: the device then runs one step's dispatches over different
- * partitions side by side, not each partition's small dispatches (a wave or two each) one after
- * another.
+ * Records per column of `m` the largest |x| as f32 bits into a new buffer (zeroed at creation) that
+ * the caller owns and passes to recordStep; the data do not change, so it is recorded once.
  */
-export function assignSteps(work: GpuWork, m: DeviceMatrix, centres: GPUBuffer, k: number, out: GPUBuffer, outOffset: number, buffers?: AssignBuffers): { buffers: AssignBuffers; steps: (() => void)[] } {
-  const d = m.cols, entries = assignEntries(k, d);
-  if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_SUM_CLUSTERS} clusters, not ${d} and ${k}`);
-  const bytes = assignBufferBytes(m.rows, k, d);
-  const { labels, dist, partials } = buffers ?? {
-    labels: work.temp(bytes.labels, 'kmeans labels'), dist: work.temp(bytes.dist, 'kmeans distances'), partials: work.temp(bytes.partials, 'kmeans partial sums'),
-  };
-  const params = work.params([m.rows, k, 0, 0]);
-  const blocks = Math.ceil(m.rows / sumBlockRows(k));
-  return {
-    buffers: { labels, dist, partials },
-    steps: [
-      () => work.dispatch(`kmeans-assign-${d}`, kmeansAssignWgsl(d), 'assign', [params, m.xr, centres, labels, dist], Math.ceil(m.rows / (256 * assignRowsPerThread(d)))),
-      () => work.dispatch(`kmeans-sums-${d}-${k}`, kmeansSumsWgsl(d, k), 'sums', [params, m.xr, labels, dist, partials], sumsWorkgroups(m.rows, k, d)),
-      () => recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major'),
-    ],
-  };
+export function recordMaxAbs(work: GpuWork, m: DeviceMatrix): GPUBuffer {
+  const maxBits = work.ctx.device.createBuffer({ size: Math.max(16, m.cols * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, label: 'kmeans column maxima' });
+  const chunks = Math.max(1, Math.min(Math.ceil(m.rows / (256 * 16)), Math.ceil(4096 / m.cols)));
+  work.dispatch('kmeans-max-abs', KMEANS_MAX_ABS_WGSL, 'max_abs', [work.params([m.rows, m.cols, chunks, 0]), m.xr, maxBits], m.cols * chunks);
+  return maxBits;
 }
 
-/** The trainer's AssignResult from a partition's (hi, lo) pairs. */
-export function assignResultOf(pairs: Float32Array, k: number, d: number): AssignResult {
-  const feature = pairsToDD(pairs, k * d);
-  // Kernel entries are feature-major (j × k + c); the trainer wants cluster-major (c × d + j).
-  const sums = { hi: new Float64Array(k * d), lo: new Float64Array(k * d) };
+/**
+ * Records the k-means step of `m` against `centres` (k × d, f32, on the device; every |value| below
+ * 2^centreExp): per-cluster counts and exact sums of features and squared distances into out from
+ * pair `outOffset` (stepLayout; `out` zeroed there before). `maxBits`: recordMaxAbs of `m`.
+ * `local` and `workgroups` (defaults from the device and the rows) change the speed, not the result.
+ */
+export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, centres: GPUBuffer, centreExp: number, k: number, out: GPUBuffer, outOffset: number,
+                           { local = stepSumsLocal(work.ctx, k, m.cols), workgroups }: { local?: boolean; workgroups?: number } = {}): void {
+  const d = m.cols;
+  if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_GPU_CLUSTERS} clusters, not ${d} and ${k}`);
+  const params = work.params([m.rows, 2 * outOffset, Math.min(centreExp, 255), 0]);
+  work.dispatch(`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}`, kmeansStepWgsl(d, k, local), 'step', [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
+}
+
+/** The trainer's AssignResult from a partition's step words (stepLayout): sums scaled back by 2^-F exactly, as double-doubles. */
+export function stepResultOf(words: Uint32Array, k: number, d: number): AssignResult {
+  const layout = stepLayout(k, d);
+  const value = (v: number, c: number, scale: number, out: DDArray, at: number) => {
+    const i = v * k + c;
+    // hi × 2^32 and lo are exact doubles; their sum as a double-double (|hi part| ≥ 2^32 > lo, or 0).
+    const a = (words[layout.hi + i] | 0) * 4294967296, b = words[i];
+    const s = a + b;
+    out.hi[at] = s * scale;
+    out.lo[at] = (b - (s - a)) * scale;
+  };
+  const scaleOf = (v: number) => {
+    const f = words[layout.scales + v];
+    return f === STEP_NON_FINITE ? NaN : 2 ** -(f | 0);
+  };
+  const sums = ddZeros(k * d);
   for (let j = 0; j < d; j++) {
-    for (let c = 0; c < k; c++) {
-      sums.hi[c * d + j] = feature.hi[j * k + c];
-      sums.lo[c * d + j] = feature.lo[j * k + c];
-    }
+    const scale = scaleOf(j);
+    for (let c = 0; c < k; c++) value(j, c, scale, sums, c * d + j);
   }
-  const counts = new Float64Array(k);
-  for (let c = 0; c < k; c++) counts[c] = pairs[2 * (k * d + c)] + pairs[2 * (k * d + c) + 1];
-  // The clusters' inertias summed in cluster order (double-double, as the trainer combines partitions).
-  const inertia = ddZeros(1);
-  for (let c = 0; c < k; c++) ddAddPair(inertia, 0, pairs[2 * (k * d + k + c)], pairs[2 * (k * d + k + c) + 1]);
+  const counts = Float64Array.from(words.subarray(layout.counts, layout.counts + k));
+  // The clusters' distance sums in cluster order (double-double, as the trainer combines partitions).
+  const distScale = scaleOf(d), cluster = ddZeros(1), inertia = ddZeros(1);
+  for (let c = 0; c < k; c++) {
+    value(d, c, distScale, cluster, 0);
+    ddAddPair(inertia, 0, cluster.hi[0], cluster.lo[0]);
+  }
+  if (Number.isNaN(distScale) && sums.hi.every((v) => !Number.isNaN(v))) inertia.hi[0] = Infinity; // finite data: the distances overflow f32
   return { counts, sums, inertia };
+}
+
+/**
+ * CPU twin of recordStep, word for word: labels and distances in f32 (kmeansAssignCpu), and the
+ * step's words (stepLayout), each value truncated to an integer after scaling and summed exactly
+ * (BigInt). Assumes no subnormal inputs (a GPU may flush them to zero).
+ */
+export function kmeansStepCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number): { labels: Uint32Array; dist: Float32Array; words: Uint32Array } {
+  const { labels, dist } = kmeansAssignCpu(x, rows, d, centres, k);
+  const layout = stepLayout(k, d), words = new Uint32Array(layout.words);
+  const rowBits = 32 - Math.clz32(rows);
+  const scaleExp = (e: number) => Math.min(127, Math.max(-126, STEP_SUM_BITS - rowBits - e));
+  const maxBits = Array.from({ length: d }, (_, j) => { let m = 0; for (let r = 0; r < rows; r++) m = Math.max(m, absBitsF32(x[j * rows + r])); return m; });
+  const finite = maxBits.every((b) => b < 0x7f800000);
+  const m = Math.max(Math.min(centreExponent(centres), 255), ...maxBits.map(exponentOf));
+  const distExp = Math.ceil(Math.log2(d)) + 2 * m + 3;
+  const f = [...maxBits.map((b) => scaleExp(exponentOf(b))), scaleExp(distExp)];
+  const sums = new Array<bigint>(k * (d + 1)).fill(0n);
+  const fixed = (v: number, e: number) => { const y = Math.fround(v * 2 ** e); return BigInt(Math.sign(y) * Math.trunc(Math.abs(y))); };
+  for (let r = 0; r < rows; r++) {
+    const c = labels[r];
+    for (let j = 0; j < d; j++) sums[j * k + c] += fixed(x[j * rows + r], f[j]);
+    sums[d * k + c] += fixed(dist[r], f[d]);
+    words[layout.counts + c]++;
+  }
+  sums.forEach((s, i) => { const w = BigInt.asUintN(64, s); words[i] = Number(w & 0xffffffffn); words[layout.hi + i] = Number(w >> 32n); });
+  for (let j = 0; j < d; j++) words[layout.scales + j] = maxBits[j] >= 0x7f800000 ? STEP_NON_FINITE : f[j] >>> 0;
+  words[layout.scales + d] = !finite || distExp >= 128 ? STEP_NON_FINITE : f[d] >>> 0;
+  return { labels, dist, words };
 }
 
 /** Records minD2 = min(minD2, distance to centres [from, to)) per row; from = 0 starts afresh. */
@@ -179,27 +233,4 @@ export function ppUpdateCpu(x: Float32Array, rows: number, d: number, minD2: Flo
     for (let c = from; c < to; c++) m = Math.min(m, distF32(x, rows, r, centres, c, d));
     minD2[r] = m;
   }
-}
-
-/**
- * CPU twin of the sums kernel, bit for bit: its per-block partials, partial[b × entries + e] as
- * (hi, lo) pairs, each entry summed over its cluster's rows of block b (sumBlockRows(k) rows) in
- * row order in double-float f32 steps.
- */
-export function kmeansSumPartialsCpu(x: Float32Array, rows: number, d: number, labels: Uint32Array, dist: Float32Array, k: number): Float32Array {
-  const entries = assignEntries(k, d), blockRows = sumBlockRows(k);
-  const partials = new Float32Array(Math.ceil(rows / blockRows) * entries * 2);
-  const add = (at: number, v: number) => { [partials[2 * at], partials[2 * at + 1]] = dfAddFCpu(partials[2 * at], partials[2 * at + 1], v); };
-  for (let r = 0; r < rows; r++) {
-    const base = Math.floor(r / blockRows) * entries, c = labels[r];
-    for (let j = 0; j < d; j++) add(base + j * k + c, x[j * rows + r]);
-    add(base + k * d + c, 1);
-    add(base + k * d + k + c, dist[r]);
-  }
-  return partials;
-}
-
-/** CPU twin of recordAssign's sums for given labels and distances, bit for bit: the per-block partials, then the sum over blocks; the (hi, lo) pairs recordAssign writes. */
-export function kmeansSumsCpu(x: Float32Array, rows: number, d: number, labels: Uint32Array, dist: Float32Array, k: number): Float32Array {
-  return reduceBlocksCpu(kmeansSumPartialsCpu(x, rows, d, labels, dist, k), Math.ceil(rows / sumBlockRows(k)), assignEntries(k, d), 'block-major');
 }

@@ -1,13 +1,12 @@
 // WGSL of k-means on a device matrix (ml-matrix.wgsl.ts layout), generated per feature count D so
 // that a row lives in registers. Distances are f32, summed over features in order; the nearest
 // centre is the lowest index among equal distances (strict <), as the CPU code.
-//   assign:       nearest centre and its squared distance per row (centres staged in workgroup
-//                 memory as vec4s, several rows per thread)
-//   sums:         per block of sumBlockRows(k) rows, entries e = j × k + c (sum of feature j over
-//                 rows of cluster c), then k counts, then k inertias: partial[b × entries + e];
-//                 each thread adds its clusters' rows in row order, found through bit masks
+//   step:         a Lloyd iteration's pass: each row's nearest centre, and per cluster the row count
+//                 and exact fixed-point sums of its rows' features and squared distances
+//   max_abs:      each column's largest |x| (for the step's fixed-point scales), once per partition
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
+//   smallest_hash: the row with the smallest row hash (k-means++'s first centre)
 
 import { memoWgsl, WGSL_GRID, WGSL_MIX32 } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
@@ -32,36 +31,143 @@ fn loadRow(r: u32) -> array<f32, D> {
 `;
 }
 
-/** Rows per thread in the assignment: each centre value read from workgroup memory serves them all. */
-export function assignRowsPerThread(d: number): number {
-  return d <= 16 ? 4 : d <= 64 ? 2 : 1;
+/** Rows per thread in the step: each centre value read from workgroup memory serves them all (4: 3.13–3.15 ms for 10^7 × 32, k = 64 on an H200; 2: 3.53; 8: 12.0). */
+export function stepRowsPerThread(d: number): number {
+  return d <= 32 ? 4 : d <= 64 ? 2 : 1;
 }
 
 /**
- * Nearest centre per row. Centres are staged in workgroup memory as vec4s (each centre padded
- * with zeros to a multiple of 4 features; the padding adds (0 - 0)² = +0, which changes no sum),
- * each thread keeps R rows in registers (rows base + lane + i × WG, so loads stay coalesced).
- * The rows, their sums and best centres are separate variables written out per row and feature
- * quad here, not private arrays indexed in loops: a driver that does not unroll such loops keeps
- * the arrays in local memory. The order of operations is the CPU twin's (kmeansAssignCpu).
+ * Layout of a k-means step's result, in u32 words from the partition's first word: the 64-bit
+ * fixed-point sum of value v (feature v < d, the squared distance at v = d) over cluster c as its
+ * low word at v × k + c and its high word at `hi` + v × k + c (two regions, so that threads adding
+ * to neighbouring clusters touch different memory banks); then k counts; then the d + 1 scale
+ * exponents F (value v was summed as trunc(value × 2^F)), STEP_NON_FINITE where the data (or, for
+ * the distance, its bound) is not finite.
  */
-function buildKmeansAssignWgsl(d: number, rowsPerThread = assignRowsPerThread(d)): string {
+export function stepLayout(k: number, d: number): { hi: number; counts: number; scales: number; words: number } {
+  const hi = k * (d + 1), counts = 2 * hi, scales = counts + k;
+  return { hi, counts, scales, words: scales + d + 1 };
+}
+/** A scale word of a value whose sum is not meaningful (non-finite data, or distances that may overflow f32). */
+export const STEP_NON_FINITE = 0x80000000;
+/** The largest partition magnitude a sum may reach: 2^62, so a 64-bit two's-complement sum never wraps. */
+export const STEP_SUM_BITS = 62;
+
+/**
+ * Values of a row whose low words the step adds before the high words that wait on those additions'
+ * carries, so the additions' latencies overlap (10^7 × 32, k = 64 on an H200: 8 at a time 3.13–3.17 ms,
+ * 1: 3.42, 4: 4.08, 16: 4.80, all 33: 6.02).
+ */
+export const STEP_CARRY_BATCH = 8;
+
+/** Centres one workgroup of the step stages at a time: at most CENTRE_TILE values, and no more than k centres. */
+function stepTileCentres(d: number, k: number): number {
+  return Math.min(k, Math.floor(CENTRE_TILE / (Math.ceil(d / 4) * 4)));
+}
+
+/** Workgroup memory of the step kernel: the centre tile, the scales, and (local) the accumulators. */
+export function stepWorkgroupBytes(d: number, k: number, local: boolean): number {
   const d4 = Math.ceil(d / 4);
+  return 16 * stepTileCentres(d, k) * d4 + 16 * d4 + 4 + (local ? 4 * stepLayout(k, d).scales : 0);
+}
+
+/**
+ * The k-means step: each row's nearest centre (f32 distances summed over features in order, the
+ * lowest index on ties, as the CPU code), and per cluster the row count and the sums of the rows'
+ * features and squared distances. The sums are exact: each value is scaled by a power of two,
+ * truncated to a 64-bit integer and added with 32-bit atomics and a carry (WGSL has no i64), so
+ * the result does not depend on the order the device adds the rows in: the same bits on any GPU,
+ * with any number of workgroups, as the CPU twin (kmeansStepCpu). The scale 2^F of feature j keeps
+ * rows × max|x_j| × 2^F below 2^62 (max|x_j| from recordMaxAbs); the distance's, rows × a bound of
+ * the distance × 2^F. `local`: clusters are summed in workgroup memory and added to `out` once per
+ * workgroup; otherwise every row goes to `out` with device-memory atomics (for k × d too large for
+ * workgroup memory). Rows: several per thread in registers, centres staged as vec4s (each padded
+ * with zeros to a multiple of 4 features; (0 - 0)² = +0 changes no sum). The rows, their sums and
+ * best centres are separate variables written out per row and feature quad, not private arrays
+ * indexed in loops, which a driver that does not unroll such loops keeps in local memory.
+ */
+function buildKmeansStepWgsl(d: number, k: number, local: boolean, rowsPerThread = stepRowsPerThread(d), batch = STEP_CARRY_BATCH, fromRegisters = d <= 32): string {
+  const d4 = Math.ceil(d / 4);
+  const { hi, counts, scales } = stepLayout(k, d);
   const rows = Array.from({ length: rowsPerThread }, (_, i) => i);
   const quads = Array.from({ length: d4 }, (_, q) => q);
+  const lanes = ['x', 'y', 'z', 'w'];
   const load = (q: number, i: number) => [0, 1, 2, 3].map((t) => (4 * q + t < d ? `x[${4 * q + t}u * p.rows + r${i}]` : '0.0')).join(', ');
   const each = (f: (i: number) => string, indent: string) => rows.map((i) => indent + f(i)).join('\n');
-  return /* wgsl */ `${header(d)}
-@group(0) @binding(2) var<storage, read> centres: array<f32>;
-@group(0) @binding(3) var<storage, read_write> labels: array<u32>;
-@group(0) @binding(4) var<storage, read_write> dist: array<f32>;
+  const acc = local ? 'acc' : 'out';
+  const word = (i: string) => `${acc}[${local ? '' : 'p.outWord + '}${i}]`;
+  // A row's values (index of the low word, scaled value), their low words added `batch` at a time
+  // before the high words that wait on those additions' carries. `fromRegisters`: the features as
+  // the distance loop left them in registers, every addition written out (for small d: the code
+  // grows with d × rows per thread, and so does its compile time); else a loop over features
+  // that reads them again (from cache).
+  const addValues = (values: { at: string; y: string }[], name: string, guard = (_n: number) => '') => {
+    const lines = values.map(({ at, y }, n) => `${guard(n) ? `var w${name}${n} = vec2u(0u); var o${name}${n} = 0u; if (${guard(n)}) { w${name}${n}` : `let w${name}${n}`} = fixedWords(${y}); ${guard(n) ? '' : 'let '}o${name}${n} = atomicAdd(&${word(at)}, w${name}${n}.x);${guard(n) ? ' }' : ''}`);
+    return [...lines, ...values.map(({ at }, n) => `${guard(n) ? `if (${guard(n)}) { ` : ''}addHigh(${at}, w${name}${n}, o${name}${n});${guard(n) ? ' }' : ''}`)];
+  };
+  const sumRow = (i: number) => {
+    const lines: string[] = [];
+    if (fromRegisters) {
+      const values = quads.flatMap((q) => [0, 1, 2, 3].filter((t) => 4 * q + t < d).map((t) => ({ at: `${4 * q + t}u * K + best${i}`, y: `x${i}_${q}.${lanes[t]} * scales[${q}].${lanes[t]}` })));
+      for (let b = 0; b < values.length; b += batch) lines.push(...addValues(values.slice(b, b + batch), `${i}_${b}_`));
+    } else {
+      const group = Array.from({ length: batch }, (_, n) => ({ at: `(j0 + ${n}u) * K + best${i}`, y: `x[(j0 + ${n}u) * p.rows + r${i}] * scales[(j0 + ${n}u) / 4u][(j0 + ${n}u) % 4u]` }));
+      lines.push(`for (var j0 = 0u; j0 < D; j0 += ${batch}u) {`, ...addValues(group, `${i}_`, d % batch === 0 ? undefined : (n) => `j0 + ${n}u < D`).map((l) => `  ${l}`), '}');
+    }
+    lines.push(...addValues([{ at: `D * K + best${i}`, y: `bestD${i} * distScale` }], `${i}_d`));
+    lines.push(`atomicAdd(&${word(`COUNTS + best${i}`)}, 1u);`);
+    return lines.join('\n      ');
+  };
+  return /* wgsl */ `
+${WGSL_GRID}
+const D: u32 = ${d}u;
+const K: u32 = ${k}u;
 const D4: u32 = ${d4}u;
 const R: u32 = ${rowsPerThread}u;
-const PER_TILE: u32 = ${CENTRE_TILE}u / (D4 * 4u);
+const PER_TILE: u32 = ${stepTileCentres(d, k)}u;
+const HI: u32 = ${hi}u;
+const COUNTS: u32 = ${counts}u;
+const SCALES: u32 = ${scales}u;
+const LOG2_D: i32 = ${Math.ceil(Math.log2(d))};
+const SUM_BITS: i32 = ${STEP_SUM_BITS};
+const NON_FINITE: u32 = ${STEP_NON_FINITE}u;
+const MAX_F32: f32 = 3.4028234663852886e38;
+/** outWord: the partition's first word in out; centreExp: max |centre| < 2^centreExp (kmeans.ts centreExponent). */
+struct StepParams { rows: u32, outWord: u32, centreExp: i32, _pad: u32 }
+@group(0) @binding(0) var<uniform> p: StepParams;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> centres: array<f32>;
+@group(0) @binding(3) var<storage, read> maxBits: array<u32>;
+@group(0) @binding(4) var<storage, read_write> out: array<atomic<u32>>;
 var<workgroup> tile: array<vec4f, PER_TILE * D4>;
+var<workgroup> scales: array<vec4f, D4>;
+var<workgroup> distScale: f32;
+${local ? 'var<workgroup> acc: array<atomic<u32>, SCALES>;' : ''}
+
+/** e with |v| < 2^e, from the bits of |v| (finite v; 0 and subnormals give -126). */
+fn exponentOf(absBits: u32) -> i32 { return i32(absBits >> 23u) - 126; }
+/** F for values below 2^e over p.rows rows: p.rows < 2^rowBits, so the sum stays below 2^SUM_BITS. */
+fn scaleExp(e: i32, rowBits: i32) -> i32 { return clamp(SUM_BITS - rowBits - e, -126, 127); }
+fn pow2(e: i32) -> f32 { return bitcast<f32>(u32(e + 127) << 23u); }
+
+/** trunc(y) (|y| < 2^62, already scaled) as 64-bit two's complement (lo, hi): |y| split into its high and low 32 bits (each exact in f32), then negated. */
+fn fixedWords(y: f32) -> vec2u {
+  let a = abs(y);
+  let h = floor(a * 2.3283064365386963e-10);
+  var lo = u32(a - h * 4294967296.0);
+  var hi = u32(h);
+  if (y < 0.0) { lo = ~lo + 1u; hi = ~hi + select(0u, 1u, lo == 0u); }
+  return vec2u(lo, hi);
+}
+
+/** Adds the high word of w, with the carry out of the low word's addition (old: the low word before it), at HI + i. */
+fn addHigh(i: u32, w: vec2u, old: u32) {
+  let up = w.y + select(0u, 1u, old + w.x < old);
+  if (up != 0u) { atomicAdd(&${word('HI + i')}, up); }
+}
 
 fn stage(c0: u32, lane: u32) {
-  let n = min(PER_TILE, p.k - c0) * D4;
+  let n = min(PER_TILE, K - c0) * D4;
   workgroupBarrier();
   for (var i = lane; i < n; i += WG) {
     let c = c0 + i / D4;
@@ -73,19 +179,48 @@ fn stage(c0: u32, lane: u32) {
   workgroupBarrier();
 }
 
+/** The scale exponents (written to out by workgroup 0) and scales of this partition and round. */
+fn setScales(lane: u32, first: bool) {
+  let rowBits = i32(32u - countLeadingZeros(p.rows));
+  if (lane < D4) {
+    var s = vec4f(0.0);
+    for (var t = 0u; t < 4u; t++) {
+      let j = lane * 4u + t;
+      if (j < D) {
+        let f = scaleExp(exponentOf(maxBits[j]), rowBits);
+        s[t] = pow2(f);
+        if (first) { atomicStore(&out[p.outWord + SCALES + j], select(bitcast<u32>(f), NON_FINITE, maxBits[j] >= 0x7f800000u)); }
+      }
+    }
+    scales[lane] = s;
+  }
+  if (lane == 0u) {
+    // |x_j - c_j| < 2^(m + 1) with m the larger exponent, so a distance is below d × 2^(2m + 2);
+    // one more bit covers the rounding of its f32 sum. From 2^128 on, the f32 distance may overflow.
+    var m = p.centreExp;
+    var finite = true;
+    for (var j = 0u; j < D; j++) { m = max(m, exponentOf(maxBits[j])); finite = finite && maxBits[j] < 0x7f800000u; }
+    let e = LOG2_D + 2 * m + 3;
+    let f = scaleExp(e, rowBits);
+    distScale = pow2(f);
+    if (first) { atomicStore(&out[p.outWord + SCALES + D], select(bitcast<u32>(f), NON_FINITE, !finite || e >= 128)); }
+  }
+}
+
 @compute @workgroup_size(256)
-fn assign(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  dfInit(nwg);
-  let oneTile = p.k <= PER_TILE;
-  if (oneTile) { stage(0u, lid.x); }
+fn step(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  setScales(lid.x, wid.x == 0u);
+${local ? '  for (var i = lid.x; i < SCALES; i += WG) { atomicStore(&acc[i], 0u); }' : ''}
+  let oneTile = K <= PER_TILE;
+  if (oneTile) { stage(0u, lid.x); } else { workgroupBarrier(); }
   for (var base = wid.x * WG * R; base < p.rows; base += nwg.x * WG * R) {
 ${each((i) => `let r${i} = base + ${i}u * WG + lid.x;`, '    ')}
 ${rows.map((i) => quads.map((q) => `    var x${i}_${q} = vec4f(0.0);`).join('\n')).join('\n')}
 ${each((i) => `if (r${i} < p.rows) { ${quads.map((q) => `x${i}_${q} = vec4f(${load(q, i)});`).join(' ')} }`, '    ')}
 ${each((i) => `var best${i} = 0u; var bestD${i} = MAX_F32;`, '    ')}
-    for (var c0 = 0u; c0 < p.k; c0 += PER_TILE) {
+    for (var c0 = 0u; c0 < K; c0 += PER_TILE) {
       if (!oneTile) { stage(c0, lid.x); }
-      let n = min(PER_TILE, p.k - c0);
+      let n = min(PER_TILE, K - c0);
       for (var c = 0u; c < n; c++) {
 ${each((i) => `var s${i} = 0.0;`, '        ')}
 ${quads.map((q) => `        {
@@ -95,174 +230,56 @@ ${each((i) => `let t${i} = x${i}_${q} - cv; s${i} = s${i} + t${i}.x * t${i}.x; s
 ${each((i) => `if (s${i} < bestD${i}) { bestD${i} = s${i}; best${i} = c0 + c; }`, '        ')}
       }
     }
-${each((i) => `if (r${i} < p.rows) { labels[r${i}] = best${i}; dist[r${i}] = bestD${i}; }`, '    ')}
+${each((i) => `if (r${i} < p.rows) { ${sumRow(i)} }`, '    ')}
   }
+${local ? `  workgroupBarrier();
+  for (var i = lid.x; i < HI; i += WG) {
+    let w = vec2u(atomicLoad(&acc[i]), atomicLoad(&acc[HI + i]));
+    if ((w.x | w.y) != 0u) {
+      let old = atomicAdd(&out[p.outWord + i], w.x);
+      let up = w.y + select(0u, 1u, old + w.x < old);
+      if (up != 0u) { atomicAdd(&out[p.outWord + HI + i], up); }
+    }
+  }
+  for (var c = lid.x; c < K; c += WG) { let n = atomicLoad(&acc[COUNTS + c]); if (n != 0u) { atomicAdd(&out[p.outWord + COUNTS + c], n); } }` : ''}
 }
 `;
 }
-export const kmeansAssignWgsl = memoWgsl(buildKmeansAssignWgsl);
+export const kmeansStepWgsl = memoWgsl(buildKmeansStepWgsl);
 
 /**
- * Rows of one block of the per-cluster sums: a function of k alone, so the sums do not depend on
- * the device; at least 16 rows per cluster, so the per-block partials (k × d + 2k double-floats)
- * stay near a sixteenth of the block's feature values.
+ * Per column j < cols, the largest |x| as its f32 bits (atomicMax: the bits of non-negative floats
+ * order as their values; NaN above infinity), into maxBits[j] (zeroed before). Workgroup w takes
+ * column w / chunks, rows chunk × 256 + lane + i × chunks × 256.
  */
-export function sumBlockRows(k: number): number {
-  return Math.max(1024, 2 ** Math.ceil(Math.log2(16 * k)));
-}
-/** Workgroup memory the sums kernel may use: WebGPU's default limit (16 KiB). */
-const SUM_WORKGROUP_BYTES = 16384;
-/** Clusters the sums kernel takes (more run on the CPU): beyond it, passes over each block multiply. */
-export const MAX_SUM_CLUSTERS = 1024;
-/** Accumulators (clusters) one thread of the sums kernel keeps. */
-const MAX_CLUSTERS_PER_THREAD = 16;
-
-/** A sums kernel's layout: see sumsShape. */
-export interface SumsShape { lanes: number; groups: number; perThread: number; valueRanges: number; clusterRanges: number; passes: number }
-
-/**
- * How the sums kernel shares out a block's entries. A cluster has d + 2 values (its d feature
- * sums, its count, its summed distance); a group of `lanes` threads (d + 2, at most 256) takes one
- * value range of its perThread clusters: thread t has value v0 + t mod lanes, group g = t div lanes,
- * clusters c = c0 + g + groups × i, i < perThread. Lanes past the last value idle. A pass is one
- * (value range, cluster range) pair; passes = valueRanges × clusterRanges.
- */
-export function sumsShape(k: number, d: number): SumsShape {
-  const lanes = Math.min(256, d + 2);
-  const groups = Math.floor(256 / lanes);
-  const perThread = Math.min(MAX_CLUSTERS_PER_THREAD, Math.ceil(k / groups));
-  const valueRanges = Math.ceil((d + 2) / lanes), clusterRanges = Math.ceil(k / (groups * perThread));
-  return { lanes, groups, perThread, valueRanges, clusterRanges, passes: valueRanges * clusterRanges };
-}
-
-/** Workgroups of a sums dispatch over `rows` rows: one per block and pass. */
-export function sumsWorkgroups(rows: number, k: number, d: number): number {
-  return Math.ceil(rows / sumBlockRows(k)) * sumsShape(k, d).passes;
-}
-
-/** Workgroup memory of the sums kernel with sub-tiles of t rows: features (stride t + 1), labels, distances, k bit masks. */
-function sumsWorkgroupBytes(d: number, k: number, t: number): number {
-  return 4 * ((t + 1) * d + 2 * t + k * Math.ceil(t / 32));
-}
-
-/** Rows per sub-tile: 64 (the fastest on the H200 for 32 features, 64 clusters), fewer where the workgroup memory would not hold them. */
-function sumTileRows(d: number, k: number): number {
-  let t = 64;
-  while (t > 1 && sumsWorkgroupBytes(d, k, t) > SUM_WORKGROUP_BYTES) t = Math.floor(t / 2);
-  return t;
-}
-
-/**
- * Per-cluster counts, feature sums and distance sums per block of sumBlockRows(k) rows. The block
- * is walked in sub-tiles of T rows, T a constant of the module (t, by default sumTileRows(d, k);
- * other values for tests): features, labels and distances staged in workgroup memory, the staging
- * indexed by i / T and i % T (shifts for a power of two), the last, partial sub-tile guarded by a
- * bounds check. In each sub-tile, the rows of every cluster are marked in a bit mask per cluster
- * (atomicOr, which no order changes), and a thread visits its clusters' rows lowest bit first,
- * adding each to that cluster's accumulator: its feature, 1.0 (the count lane) or the row's
- * distance (sumsShape: groups of d + 2 lanes). So each entry is summed over its cluster's rows in
- * row order, in double-float, one thread per entry: the same bits on any device or run. The threads
- * of a warp mostly share their clusters, so their additions do not diverge. The next sub-tile is
- * loaded into registers while this one is summed. (10^7 × 32, k = 64 on an H200: 2.28–2.30 ms;
- * without the prefetch 2.65–2.78 ms; with the sub-tile rows a runtime value, 2.85 ms; warp-aligned
- * groups with counts from atomics 4.12 ms, one mask per group of clusters 3.28–3.78 ms, the distance
- * on lane 0 2.86–3.05 ms; every thread reading every label, 3.84 ms; lists linked by atomicMin,
- * 4.07 ms; 128- to 256-row sub-tiles 4.9–9.4 ms.)
- * Entries: e = j × k + c (sum of feature j over cluster c), then k × d + c (count of cluster c),
- * then k × d + k + c (Σ distance over cluster c); partial[b × entries + e] (block-major).
- * Dispatch sumsWorkgroups(rows, k, d) workgroups.
- */
-function buildKmeansSumsWgsl(d: number, k: number, t = sumTileRows(d, k)): string {
-  const { lanes, groups, perThread, clusterRanges, passes } = sumsShape(k, d);
-  // The accumulators are separate variables, not an array indexed in a loop (kept in local memory by drivers that do not unroll).
-  const slots = Array.from({ length: perThread }, (_, i) => i);
-  if (t > 256) throw new Error(`sums sub-tiles take at most 256 rows (one label per thread), not ${t}`);
-  const pre = Array.from({ length: Math.ceil((t * d) / 256) }, (_, q) => q);
-  return /* wgsl */ `${header(d)}
-@group(0) @binding(2) var<storage, read> labels: array<u32>;
-@group(0) @binding(3) var<storage, read> dist: array<f32>;
-@group(0) @binding(4) var<storage, read_write> partials: array<vec2f>;
-const K: u32 = ${k}u;
-const T: u32 = ${t}u;
-const V: u32 = ${lanes}u;
-const GROUPS: u32 = ${groups}u;
-const E: u32 = ${perThread}u;
-const CLUSTER_RANGES: u32 = ${clusterRanges}u;
-const PASSES: u32 = ${passes}u;
-const SUM_ROWS: u32 = ${sumBlockRows(k)}u;
-/** Row stride of a feature in the tile: T + 1, so the threads of a row's values read different banks. */
-const TS: u32 = T + 1u;
-var<workgroup> tile: array<f32, TS * D>;
-var<workgroup> lab: array<u32, T>;
-var<workgroup> rowDist: array<f32, T>;
-/** Bit r % 32 of word r / 32 of cluster c's MW words: row r of the sub-tile is in c. */
-const MW: u32 = (T + 31u) / 32u;
-var<workgroup> masks: array<atomic<u32>, K * MW>;
-
-/** Loads sub-tile s0's values this thread stages (those of rows past r1 stay as they were: never read). */
-fn prefetch(s0: u32, r1: u32, lane: u32, ${pre.map((q) => `v${q}: ptr<function, f32>`).join(', ')}, lab0: ptr<function, u32>, dist0: ptr<function, f32>) {
-${pre.map((q) => `  { let i = lane + ${q}u * WG; let r = i % T; if (i < T * D && s0 + r < r1) { *v${q} = x[(i / T) * p.rows + s0 + r]; } }`).join('\n')}
-  if (lane < T && s0 + lane < r1) { *lab0 = labels[s0 + lane]; *dist0 = dist[s0 + lane]; }
-}
+export const KMEANS_MAX_ABS_WGSL = /* wgsl */ `
+${WGSL_GRID}
+struct MaxParams { rows: u32, cols: u32, chunks: u32, _pad: u32 }
+@group(0) @binding(0) var<uniform> p: MaxParams;
+@group(0) @binding(1) var<storage, read> x: array<u32>;
+@group(0) @binding(2) var<storage, read_write> maxBits: array<atomic<u32>>;
+var<workgroup> wgMax: atomic<u32>;
 
 @compute @workgroup_size(256)
-fn sums(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  dfInit(nwg);
-  let blocks = (p.rows + SUM_ROWS - 1u) / SUM_ROWS;
-  let entries = K * D + 2u * K;
-  let g = lid.x / V;
-  for (var w = wid.x; w < blocks * PASSES; w += nwg.x) {
-    let b = w % blocks;
-    let pw = w / blocks; // the pass
-    let v = (pw / CLUSTER_RANGES) * V + lid.x % V; // this thread's value: feature v, count (D) or distance (D + 1)
-    let c0 = (pw % CLUSTER_RANGES) * GROUPS * E;
-    let live = g < GROUPS && v < D + 2u;
-    let r0 = b * SUM_ROWS;
-    let r1 = min(p.rows, r0 + SUM_ROWS);
-${slots.map((i) => `    var acc${i} = vec2f(0.0);`).join('\n')}
-    // The next sub-tile's values are loaded into registers (pre*) before this one is summed, so
-    // their memory latency passes while the workgroup adds (a thread stages ceil(T × D / 256)
-    // values and at most one label and distance).
-${pre.map((q) => `    var pre${q} = 0.0;`).join('\n')}
-    var preLab = 0u; var preDist = 0.0;
-    prefetch(r0, r1, lid.x, ${pre.map((q) => `&pre${q}`).join(', ')}, &preLab, &preDist);
-    for (var s0 = r0; s0 < r1; s0 += T) {
-      let n = min(T, r1 - s0);
-      workgroupBarrier(); // the previous sub-tile is no longer read
-${pre.map((q) => `      { let i = lid.x + ${q}u * WG; if (i < T * D) { tile[(i / T) * TS + i % T] = pre${q}; } }`).join('\n')}
-      if (lid.x < n) { lab[lid.x] = preLab; rowDist[lid.x] = preDist; }
-      for (var i = lid.x; i < K * MW; i += WG) { atomicStore(&masks[i], 0u); }
-      workgroupBarrier();
-      if (s0 + T < r1) { prefetch(s0 + T, r1, lid.x, ${pre.map((q) => `&pre${q}`).join(', ')}, &preLab, &preDist); }
-      for (var r = lid.x; r < n; r += WG) { atomicOr(&masks[lab[r] * MW + r / 32u], 1u << (r % 32u)); }
-      workgroupBarrier();
-      if (live) {
-${slots.map((i) => `        {
-          let c = c0 + g + GROUPS * ${i}u;
-          for (var mw = 0u; mw < select(0u, MW, c < K); mw++) {
-            var bits = atomicLoad(&masks[c * MW + mw]);
-            while (bits != 0u) {
-              let r = mw * 32u + firstTrailingBit(bits);
-              bits &= bits - 1u;
-              var value = 1.0;
-              if (v < D) { value = tile[v * TS + r]; } else if (v == D + 1u) { value = rowDist[r]; }
-              acc${i} = dfAddF(acc${i}, value);
-            }
-          }
-        }`).join('\n')}
-      }
-    }
-    if (live) {
-${slots.map((i) => `      {
-        let c = c0 + g + GROUPS * ${i}u;
-        if (c < K) { partials[b * entries + select(select(K * D + K + c, K * D + c, v == D), v * K + c, v < D)] = acc${i}; }
-      }`).join('\n')}
-    }
+fn max_abs(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var w = wid.x; w < p.cols * p.chunks; w += nwg.x) {
+    let j = w / p.chunks;
+    let chunk = w % p.chunks;
+    if (lid.x == 0u) { atomicStore(&wgMax, 0u); }
+    workgroupBarrier();
+    var m = 0u;
+    for (var r = chunk * WG + lid.x; r < p.rows; r += p.chunks * WG) { m = max(m, x[j * p.rows + r] & 0x7fffffffu); }
+    atomicMax(&wgMax, m);
+    workgroupBarrier();
+    if (lid.x == 0u) { atomicMax(&maxBits[j], atomicLoad(&wgMax)); }
+    workgroupBarrier();
   }
 }
 `;
-}
-export const kmeansSumsWgsl = memoWgsl(buildKmeansSumsWgsl);
+
+/** Clusters the kernels take (more run on the CPU code). */
+export const MAX_GPU_CLUSTERS = 1024;
+
 
 function buildKmeansPpUpdateWgsl(d: number): string {
   return /* wgsl */ `${header(d)}

@@ -9,14 +9,14 @@
 
 import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { freeBuffer, readBack, stagingRingOf, storageBuffer } from '../gpu/buffers.js';
+import { freeBuffer, readBack, stagingRingOf } from '../gpu/buffers.js';
 import { PhaseTimes } from '../gpu/timing.js';
 import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
 import type { PickTarget, ScoredRow } from '../ml/kmeans-tasks.js';
 import { rowUniform } from '../ml/random.js';
-import { assignBufferBytes, assignEntries, assignSteps, kmeansOnGpu, type AssignBuffers, recordPotential, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
+import { centreExponent, kmeansOnGpu, recordMaxAbs, recordPotential, recordStep, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadColumns, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
@@ -34,10 +34,8 @@ interface GpuPartition {
   /** Null when the partition does not fit a device binding or the budget: its tasks run on the host copy. */
   device: DeviceMatrix | null;
   seeding: Map<string, Seeding>;
-  /** The assignment's working buffers, kept across Lloyd rounds (a fresh buffer is cleared with a submission of its own). */
-  assign: AssignBuffers | null;
-  /** Whether a submission being recorded uses `assign` (then another one takes temporaries). */
-  assignBusy: boolean;
+  /** Each column's largest |x| (the k-means step's scales), recorded with the partition's first step. */
+  maxAbs: GPUBuffer | null;
 }
 
 /** Partitions by matrix id, then partition index. */
@@ -64,8 +62,13 @@ export async function runGpuMatrixTask(task: Task, cache: BroadcastCache, ctx: G
         return { ...await mapPartitions(ctx, parts, terminal.task, terminal.args), rows: 0, warnings: [] };
       } catch (err) {
         if (ctx.lostReason) throw err;
-        // Seeding state may be half-updated: drop it, so the next call rebuilds it from the centres.
-        for (const p of parts) { for (const s of p.seeding.values()) s.minD2.destroy(); p.seeding.clear(); }
+        // Seeding state may be half-updated, the column maxima never computed: drop them, so the next call rebuilds them.
+        for (const p of parts) {
+          for (const s of p.seeding.values()) s.minD2.destroy();
+          p.seeding.clear();
+          if (p.maxAbs) freeBuffer(ctx, p.maxAbs);
+          p.maxAbs = null; // possibly recorded and never submitted
+        }
         const warning = `GPU ${terminal.task} failed (${err instanceof Error ? err.message : String(err)}); it ran on the CPU`;
         return { mapped: parts.map((p) => ({ index: p.host.index, value: PARTITION_TASKS[terminal.task](p.host, terminal.args) })), rows: 0, warnings: [warning] };
       }
@@ -107,7 +110,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   matrices.set(terminal.matrixId, held);
   const old = held.get(fragment.index);
   if (old) freePartition(ctx, old);
-  held.set(fragment.index, { host, device, seeding: new Map(), assign: null, assignBusy: false });
+  held.set(fragment.index, { host, device, seeding: new Map(), maxAbs: null });
   return { holder: process.pid, matched: read.matched, rows: read.rows, warnings };
 }
 
@@ -137,25 +140,21 @@ function columnPartition(index: number, pieces: readonly DesignColumns[], cols: 
 
 function freePartition(ctx: GpuContext, p: GpuPartition): void {
   if (p.device) freeMatrix(ctx, p.device);
-  freeAssignBuffers(ctx, p);
+  if (p.maxAbs) freeBuffer(ctx, p.maxAbs);
+  p.maxAbs = null;
   for (const s of p.seeding.values()) s.minD2.destroy();
   p.device = null;
   p.seeding.clear();
 }
 
 /**
- * What one partition's task needs on the device: `pairs` (hi, lo) results recorded at an offset of
- * the shared output buffer, then decoded (by `decode` here, or by the parent for the tasks of
- * mapped-pairs.ts). `steps` returns the recording steps, each recording its dispatches when called,
- * in order (see mapPartitions). A plan with `value` needs no GPU work.
+ * What one partition's task needs on the device: `pairs` (8-byte) results that `record` records at
+ * an offset of the shared output buffer, then decoded (by `decode` here, or by the parent for the
+ * tasks of mapped-pairs.ts). A plan with `value` needs no GPU work.
  */
 type Plan =
   | { value: unknown }
-  | { pairs: number; steps(work: GpuWork, out: GPUBuffer, offset: number): (() => void)[]; decode?(pairs: Float32Array): unknown; done?(): void };
-
-/** The steps of a task recorded in one go. */
-const oneStep = (record: (work: GpuWork, out: GPUBuffer, offset: number) => void) =>
-  (work: GpuWork, out: GPUBuffer, offset: number) => [() => record(work, out, offset)];
+  | { pairs: number; record(work: GpuWork, out: GPUBuffer, offset: number): void; decode?(pairs: Float32Array): unknown };
 
 type DevicePartition = GpuPartition & { device: DeviceMatrix };
 type GpuPartitionTask = (ctx: GpuContext, p: DevicePartition, args: any) => Plan | null;
@@ -178,15 +177,8 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     let results: Float32Array | null = null;
     if (total > 0) {
       const out = work.temp(total * 8, 'ml results');
-      // Step s of every partition before step s + 1 of any, so that one step's dispatches over
-      // different partitions can run side by side. The first step is submitted partition by
-      // partition, so the device starts while the host records the rest; later steps, recorded
-      // while the device is busy, are submitted whole (a submission costs the host ~30 µs).
-      const steps = plans.map((plan, i) => (plan && 'pairs' in plan ? plan.steps(work, out, offsets[i]) : []));
-      for (let s = 0; s < Math.max(...steps.map((list) => list.length)); s++) {
-        for (const list of steps) { if (list[s]) { list[s](); if (s === 0) work.flush(); } }
-        if (s > 0) work.flush();
-      }
+      // Submitted partition by partition, so the device starts while the host records the rest.
+      plans.forEach((plan, i) => { if (plan && 'pairs' in plan) { plan.record(work, out, offsets[i]); work.flush(); } });
       phases.mark('record');
       [results] = await work.finish([{ buf: out, floats: total * 2 }]);
       phases.mark('submit and read back');
@@ -205,7 +197,6 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     return { mapped, ...(shipped.indices.length > 0 ? { mappedPairs: shipped } : {}) };
   } finally {
     work.release();
-    for (const plan of plans) if (plan && 'done' in plan) plan.done?.();
   }
 }
 
@@ -247,55 +238,40 @@ async function pickRow(ctx: GpuContext, p: DevicePartition, minD2: GPUBuffer, bl
   return p.host.row(Math.max(0, last)); // every row coincides with a centre: any row will do
 }
 
-function freeAssignBuffers(ctx: GpuContext, p: GpuPartition): void {
-  if (p.assign) for (const b of [p.assign.labels, p.assign.dist, p.assign.partials]) freeBuffer(ctx, b);
-  p.assign = null;
-}
-
-/** The partition's kept assignment buffers, (re)allocated when missing or too small; null while another submission uses them. */
-function assignBuffersOf(ctx: GpuContext, p: DevicePartition, k: number): AssignBuffers | null {
-  if (p.assignBusy) return null;
-  const bytes = assignBufferBytes(p.device.rows, k, p.device.cols);
-  if (p.assign && p.assign.partials.size < bytes.partials) freeAssignBuffers(ctx, p);
-  p.assign ??= {
-    labels: storageBuffer(ctx, bytes.labels, 'kmeans labels'),
-    dist: storageBuffer(ctx, bytes.dist, 'kmeans distances'),
-    partials: storageBuffer(ctx, bytes.partials, 'kmeans partial sums'),
-  };
-  return p.assign;
-}
-
 /** The f32 centres on the device, one copy per submission shared by all its partitions. */
-const centreCopies = new WeakMap<GpuWork, Map<Float64Array, GPUBuffer>>();
-function centresOf(work: GpuWork, centers: Float64Array): GPUBuffer {
+const centreCopies = new WeakMap<GpuWork, Map<Float64Array, { buf: GPUBuffer; exponent: number }>>();
+function centresOf(work: GpuWork, centers: Float64Array): { buf: GPUBuffer; exponent: number } {
   let copies = centreCopies.get(work);
   if (!copies) { copies = new Map(); centreCopies.set(work, copies); }
-  let buf = copies.get(centers);
-  if (!buf) { buf = work.input(new Float32Array(centers), 'kmeans centres'); copies.set(centers, buf); }
-  return buf;
+  let copy = copies.get(centers);
+  if (!copy) {
+    const f32 = new Float32Array(centers);
+    copy = { buf: work.input(f32, 'kmeans centres'), exponent: centreExponent(f32) };
+    copies.set(centers, copy);
+  }
+  return copy;
 }
 
 /** Per-partition tasks with a GPU form; null from a task means "run the CPU code for this one". */
 const GPU_TASKS: Record<string, GpuPartitionTask> = {
-  'kmeans.assign': (ctx, p, { centers, k }: { centers: Float64Array; k: number }) => {
+  'kmeans.assign': (_ctx, p, { centers, k }: { centers: Float64Array; k: number }) => {
     const d = p.device.cols;
     if (!kmeansOnGpu(d, k)) return null;
-    let kept: AssignBuffers | null = null;
     return {
-      pairs: assignEntries(k, d),
-      steps: (work, out, offset) => {
-        kept = assignBuffersOf(ctx, p, k);
-        if (kept) p.assignBusy = true;
-        return assignSteps(work, p.device, centresOf(work, centers), k, out, offset, kept ?? undefined).steps;
+      pairs: stepPairs(k, d),
+      record: (work, out, offset) => {
+        // Submitted before any other submission is recorded (mapPartitions flushes after each partition).
+        p.maxAbs ??= recordMaxAbs(work, p.device);
+        const c = centresOf(work, centers);
+        recordStep(work, p.device, p.maxAbs, c.buf, c.exponent, k, out, offset);
       },
-      done: () => { if (kept) p.assignBusy = false; },
     };
   },
   'kmeans.smallestHash': (_ctx, p, { key, m }: { key: number; m: number }) => {
     if (m !== 1) return null; // the m smallest (random starting centres): the CPU code
     return {
       pairs: 2 * smallestHashWorkgroups(p.device.rows),
-      steps: oneStep((work, out, offset) => recordSmallestHash(work, p.device.rows, key, p.host.firstRow, out, offset)),
+      record: (work, out, offset) => recordSmallestHash(work, p.device.rows, key, p.host.firstRow, out, offset),
       decode: (pairs): ScoredRow[] => {
         const row = smallestHashRow(new Uint32Array(pairs.buffer, pairs.byteOffset, pairs.length));
         return [{ score: rowUniform(key, row), row, values: p.host.row(row - p.host.firstRow) }];
@@ -306,7 +282,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     if (!kmeansOnGpu(p.device.cols)) return null;
     return {
       pairs: 1,
-      steps: oneStep((work, out, offset) => { recordTotal(work, p.device, recordSeeding(ctx, work, p, args), out, offset); }),
+      record: (work, out, offset) => { recordTotal(work, p.device, recordSeeding(ctx, work, p, args), out, offset); },
       decode: (pairs) => pairsToDD(pairs, 1),
     };
   },
@@ -316,11 +292,11 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     let minD2: GPUBuffer;
     return {
       pairs: blocksOf(p.device.rows),
-      steps: oneStep((work, out, offset) => {
+      record: (work, out, offset) => {
         minD2 = recordSeeding(ctx, work, p, args);
         const partials = recordBlockSums(work, minD2, p.device.rows, 1);
         work.encoder.copyBufferToBuffer(partials, 0, out, offset * 8, blocksOf(p.device.rows) * 8);
-      }),
+      },
       decode: async (pairs) => {
         const rows: (Float64Array | null)[] = [];
         for (const t of args.targets) rows.push(t.partition === p.host.index ? await pickRow(ctx, p, minD2, pairs, t.target) : null);
@@ -332,10 +308,10 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     if (!kmeansOnGpu(p.device.cols)) return null;
     return {
       pairs: args.trials,
-      steps: oneStep((work, out, offset) => {
+      record: (work, out, offset) => {
         const minD2 = recordSeeding(ctx, work, p, args);
         recordPotential(work, p.device, minD2, work.input(new Float32Array(args.candidates), 'kmeans++ candidates'), args.trials, out, offset);
-      }),
+      },
       decode: (pairs) => pairsToDD(pairs, args.trials),
     };
   },
@@ -352,7 +328,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     const pairs = momentPairs(shifts.length);
     return {
       pairs: pairs.length / 2,
-      steps: oneStep((work, out, offset) => recordGram(work, p.device, shifts, pairs, out, offset)),
+      record: (work, out, offset) => recordGram(work, p.device, shifts, pairs, out, offset),
       decode: (result) => momentsResultOf(result, rows, cols, hasY),
     };
   },
@@ -361,7 +337,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     const d = p.device.cols, pairs = gramPairs(d);
     return {
       pairs: pairs.length / 2,
-      steps: oneStep((work, out, offset) => recordGram(work, p.device, [...shift, yShift], pairs, out, offset)),
+      record: (work, out, offset) => recordGram(work, p.device, [...shift, yShift], pairs, out, offset),
       decode: (result) => gramResultOf(result, d),
     };
   },
@@ -369,7 +345,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     if (!p.device.hasY) return null;
     return {
       pairs: 1,
-      steps: oneStep((work, out, offset) => recordResidual(work, p.device, coefficients, intercept, out, offset)),
+      record: (work, out, offset) => recordResidual(work, p.device, coefficients, intercept, out, offset),
       decode: (result) => pairsToDD(result, 1),
     };
   },
