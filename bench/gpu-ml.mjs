@@ -84,7 +84,7 @@ async function kernelTimings() {
   const uniform = (n) => { const a = new Float64Array(n); for (let i = 0; i < n; i++) a[i] = Math.random() * 20 - 10; return a; };
   const report = (kernel, rows, ms) => console.log(JSON.stringify({ kernel, rows, ms }));
 
-  // The k-means step on one device matrix of all rows: its column maxima (once per partition), then
+  // The k-means step on one device matrix of all rows: its column maxima (found once, with the column statistics), then
   // the step (nearest centres, per-cluster counts and exact sums) as the CLI records it, with sums
   // in device memory, and other rows per thread, carry batches and feature reads (STEP_VARIANTS=
   // "rows,batch,registers;..."), each the same words.
@@ -92,12 +92,10 @@ async function kernelTimings() {
   const x = uniform(kmRows * D);
   const m = await uploadMatrix(ctx, ring, x, null, kmRows, D);
   const centres = new Float32Array(x.subarray(0, K * D)), centreExp = centreExponent(centres);
-  const made = [];
-  report('kmeans column maxima (once per partition)', kmRows, await marginal((work) => { made.push(recordMaxAbs(work, m)); }));
-  for (const b of made.splice(1)) b.destroy();
-  const maxBits = made[0];
+  const maxBits = storageBuffer(ctx, D * 4, 'column maxima');
+  report('kmeans column maxima (with the column statistics, once per matrix)', kmRows, await marginal((work) => { work.encoder.clearBuffer(maxBits); recordMaxAbs(work, m, maxBits, 0); }));
   const stepOut = storageBuffer(ctx, stepPairs(K, D) * 8, 'step out');
-  const step = (options) => (work) => { work.encoder.clearBuffer(stepOut); recordStep(work, m, maxBits, work.input(centres, 'centres'), centreExp, K, stepOut, 0, options); };
+  const step = (options) => (work) => { work.encoder.clearBuffer(stepOut); recordStep(work, m, maxBits, kmRows, work.input(centres, 'centres'), centreExp, K, stepOut, 0, options); };
   await warm(step());
   report('kmeans step (nearest centres, per-cluster counts and exact sums)', kmRows, await marginal(step()));
   report('kmeans step, sums in device memory (not the default here)', kmRows, await marginal(step({ local: false })));
@@ -105,7 +103,7 @@ async function kernelTimings() {
   for (const [rowsPerThread, batch, registers] of variants) {
     report(`kmeans step, ${rowsPerThread} rows per thread, carries ${batch} at a time, features ${registers ? 'from registers' : 'read again'} (defaults ${stepRowsPerThread(D)}, ${STEP_CARRY_BATCH}, ${D <= 32 ? 'registers' : 'read again'})`, kmRows, await marginal((work) => {
       work.encoder.clearBuffer(stepOut);
-      work.dispatch(`kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, rowsPerThread, batch, registers === 1), 'step', [work.params([kmRows, 0, centreExp, 0]), m.xr, work.input(centres, 'centres'), maxBits, stepOut], stepWorkgroups(kmRows, D, true));
+      work.dispatch(`kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, rowsPerThread, batch, registers === 1), 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, work.input(centres, 'centres'), maxBits, stepOut], stepWorkgroups(kmRows, D, true));
     }));
   }
   {
@@ -113,36 +111,34 @@ async function kernelTimings() {
     // the distances into FMAs, so the distance sums' low words may differ; nothing else should).
     const n = Math.min(kmRows, 1 << 17), sub = await uploadMatrix(ctx, ring, x.subarray(0, n * D), null, n, D);
     const work = new GpuWork(ctx);
-    const subMax = recordMaxAbs(work, sub), out = work.temp(stepPairs(K, D) * 8, 'out');
-    recordStep(work, sub, subMax, work.input(centres, 'centres'), centreExp, K, out, 0);
+    const subMax = work.temp(D * 4, 'maxima'), out = work.temp(stepPairs(K, D) * 8, 'out');
+    recordMaxAbs(work, sub, subMax, 0);
+    recordStep(work, sub, subMax, n, work.input(centres, 'centres'), centreExp, K, out, 0);
     const [words, cols] = await work.finish([{ buf: out, floats: stepPairs(K, D) * 2 }, { buf: sub.xr, floats: n * D }]);
     const want = kmeansStepCpu(cols, n, D, centres, K).words, got = new Uint32Array(words.buffer);
     const layout = stepLayout(K, D), differ = (from, to) => { let c = 0; for (let i = from; i < to; i++) if (got[i] !== want[i]) c++; return c; };
     console.log(JSON.stringify({ kernel: `check: step words against the CPU twin: differing low words of features ${differ(0, K * D)}, of distances ${differ(K * D, layout.hi)}, high words ${differ(layout.hi, layout.counts)}, counts ${differ(layout.counts, layout.scales)}, scales ${differ(layout.scales, layout.words)}`, rows: n, ms: 0 }));
-    subMax.destroy();
     freeMatrix(ctx, sub);
   }
   stepOut.destroy();
-  maxBits.destroy();
   freeMatrix(ctx, m);
 
-  // The same rows in PARTS partitions, as a GPU worker holds them: a submission per partition (mapPartitions).
+  // The same rows in PARTS partitions, as a GPU worker holds them (scaled as the whole matrix): a submission per partition (mapPartitions).
   const parts = Number(process.env.PARTS ?? 8), partRows = Math.ceil(kmRows / parts);
   const held = [];
   for (let i = 0; i < parts; i++) {
     const rows = Math.min(partRows, kmRows - i * partRows);
     const pm = await uploadMatrix(ctx, ring, x.subarray(i * partRows * D, (i * partRows + rows) * D), null, rows, D);
-    const w = new GpuWork(ctx);
-    held.push({ m: pm, maxBits: recordMaxAbs(w, pm) });
-    await w.finish([]);
+    held.push({ m: pm });
   }
   const partitionSteps = (work, out) => {
     const c = work.input(centres, 'centres');
-    held.forEach((h, i) => { recordStep(work, h.m, h.maxBits, c, centreExp, K, out, i * stepPairs(K, D)); work.flush(); });
+    held.forEach((h, i) => { recordStep(work, h.m, maxBits, kmRows, c, centreExp, K, out, i * stepPairs(K, D)); work.flush(); });
   };
   await warm(partitionSteps); // the uploads above left the GPU idle
   report(`kmeans step over ${parts} partitions, a submission per partition (mapPartitions)`, kmRows, await marginal(partitionSteps));
-  for (const h of held) { h.maxBits.destroy(); freeMatrix(ctx, h.m); }
+  for (const h of held) freeMatrix(ctx, h.m);
+  maxBits.destroy();
 
   const lrRows = Math.min(ROWS_LINREG, Math.floor(limit / ((D_LINREG + 1) * 4)));
   const lr = await uploadMatrix(ctx, ring, uniform(lrRows * D_LINREG), uniform(lrRows), lrRows, D_LINREG);

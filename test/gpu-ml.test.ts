@@ -3,13 +3,13 @@
 // coefficients; rf-train grows its trees on the device with the CPU forest's accuracy; GPU model files load and predict with --device cpu; the same GPU run twice writes
 // the same bytes.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { skipGpuTests } from '../src/engine/gpu/test-gpu.js';
 import { gpuframe } from './helpers/cli.js';
-import { tempDir } from './helpers/data.js';
+import { rng, tempDir } from './helpers/data.js';
 
 const dir = tempDir('gpu-ml');
 const path = (name: string) => join(dir, name);
@@ -55,9 +55,29 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(Number(/R² ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThan(0.99);
   }, 60_000);
 
+  it('kmeans: the same model file whatever --blocksize (exact fixed-point sums on one scale for all partitions)', async () => {
+    // Blobs with a few values near 2^12 and many below 2^-20 in each column: summed in fixed point
+    // scaled by each partition's own largest values and row count, the small ones would be cut at
+    // different places for different partitionings, and the centres would differ in their last bits.
+    const next = rng(7);
+    const lines = ['a,b,c'];
+    for (let r = 0; r < 40_000; r++) {
+      const centre = r % 3;
+      lines.push([0, 1, 2].map((j) => (r % 997 === 0 ? (next() - 0.5) * 8000 : centre * 1e-5 + (next() - 0.5) * 2 ** -(12 + j * 3))).join(','));
+    }
+    writeFileSync(path('fine.csv'), lines.join('\n') + '\n');
+    const km = (name: string, blocksize: string) =>
+      ok(['kmeans', path('fine.csv'), '--k', '4', '--seed', '1', '--n-init', '1', '--max-iter', '10', '--tol', '0', '--blocksize', blocksize, '--model-out', path(name), ...GPU]);
+    await km('km-b1.json', '300KB');
+    await km('km-b2.json', '110KB');
+    await km('km-b3.json', '64MB');
+    expect(readFileSync(path('km-b2.json'), 'utf8')).toBe(readFileSync(path('km-b1.json'), 'utf8'));
+    expect(readFileSync(path('km-b3.json'), 'utf8')).toBe(readFileSync(path('km-b1.json'), 'utf8'));
+  }, 90_000);
+
   it('kmeans and linreg without --blocksize: the same model files with or without CPU workers beside the GPU', async () => {
     // 9 MB: the automatic block size of other work would differ (four partitions per worker), and
-    // the GPU's double-float sums round differently when the rows are partitioned differently.
+    // linreg's double-float sums on the GPU round differently when the rows are partitioned differently.
     await ok(['make-blobs', '--n-samples', '60000', '--n-features', '8', '--centers', '5', '--seed', '3', '-o', path('wide.csv')]);
     for (const workers of ['0', '2']) {
       const device = ['--device', 'gpu', '--workers', workers];

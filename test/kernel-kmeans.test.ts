@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, ppUpdateCpu, recordMaxAbs, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal } from '../src/kernels/kmeans.js';
+import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, maxBitsOfColumns, ppUpdateCpu, recordMaxAbs, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal } from '../src/kernels/kmeans.js';
 import { MAX_GPU_CLUSTERS, stepLayout } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng, rowKey, rowUniform } from '../src/engine/ml/random.js';
@@ -36,16 +36,21 @@ export function upload(ctx: GpuContext, x: Float64Array, y: Float64Array | null,
   return uploadMatrix(ctx, ring, x, y, rows, d);
 }
 
-/** The step on the GPU after a column-maxima pass: its words (stepLayout), written from pair 1 of the output (a partition that does not start the buffer). */
-async function stepOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number, options?: { local?: boolean; workgroups?: number }): Promise<Uint32Array> {
+/**
+ * The step on the GPU, its scales from `basis` (by default the partition's own rows and column
+ * maxima): its words (stepLayout), written from pair 1 of the output (a partition that does not
+ * start the buffer).
+ */
+async function stepOnGpu(ctx: GpuContext, m: DeviceMatrix, centres: Float64Array, k: number, options?: { local?: boolean; workgroups?: number }, basis?: { rows: number; maxBits: Uint32Array }): Promise<Uint32Array> {
   const work = new GpuWork(ctx);
   const pairs = stepPairs(k, m.cols);
   const out = work.temp((pairs + 1) * 8, 'out');
-  const maxBits = recordMaxAbs(work, m);
+  let maxBits: GPUBuffer;
+  if (basis) maxBits = work.input(basis.maxBits, 'maxima');
+  else { maxBits = work.temp(m.cols * 4, 'maxima'); recordMaxAbs(work, m, maxBits, 0); }
   const f32 = new Float32Array(centres);
-  recordStep(work, m, maxBits, work.input(f32, 'centres'), centreExponent(f32), k, out, 1, options);
+  recordStep(work, m, maxBits, basis?.rows ?? m.rows, work.input(f32, 'centres'), centreExponent(f32), k, out, 1, options);
   const [got] = await work.finish([{ buf: out, floats: (pairs + 1) * 2 }]);
-  maxBits.destroy();
   const words = new Uint32Array(got.buffer);
   expect([words[0], words[1]], 'the pair before the partition\'s').toEqual([0, 0]);
   return words.slice(2, 2 + stepLayout(k, m.cols).words);
@@ -203,6 +208,35 @@ describe.skipIf(skipGpuTests)('k-means step: nearest centres and exact per-clust
       else expect(v, `sum ${i}`).toBe(0);
     }
     expect(Array.from(again)).toEqual(Array.from(words));
+  });
+
+  it('two partitions on the whole matrix\'s basis add up to the whole\'s words exactly; column maxima as the CPU finds them', async () => {
+    const ctx = await testGpu();
+    const rng = new Rng(21, 'partitions');
+    const rows = 7000, cut = 2345, d = 6, k = 9;
+    const wide = () => (rng.nextFloat() - 0.5) * 2 ** (rng.nextInt(41) - 20);
+    const x = Float64Array.from({ length: rows * d }, wide), centres = Float64Array.from({ length: k * d }, wide);
+    const columns = columnsCpu(x, rows, d), basis = { rows, maxBits: maxBitsOfColumns(columns, rows, d) };
+    const whole = await upload(ctx, x, null, rows, d);
+    const work = new GpuWork(ctx);
+    const maxima = work.temp(d * 4, 'maxima');
+    recordMaxAbs(work, whole, maxima, 0);
+    const [found] = await work.finish([{ buf: maxima, floats: d }]);
+    expect(Array.from(new Uint32Array(found.buffer))).toEqual(Array.from(basis.maxBits));
+    const all = await stepOnGpu(ctx, whole, centres, k, undefined, basis);
+    freeMatrix(ctx, whole);
+    const parts: Uint32Array[] = [];
+    for (const [from, to] of [[0, cut], [cut, rows]]) {
+      const m = await upload(ctx, x.subarray(from * d, to * d), null, to - from, d);
+      parts.push(await stepOnGpu(ctx, m, centres, k, undefined, basis));
+      freeMatrix(ctx, m);
+    }
+    const layout = stepLayout(k, d);
+    const sum64 = (w: Uint32Array, i: number) => BigInt.asIntN(64, (BigInt(w[layout.hi + i]) << 32n) | BigInt(w[i]));
+    for (let i = 0; i < layout.hi; i++) expect(sum64(parts[0], i) + sum64(parts[1], i), `sum ${i}`).toBe(sum64(all, i));
+    for (let c = 0; c < k; c++) expect(parts[0][layout.counts + c] + parts[1][layout.counts + c]).toBe(all[layout.counts + c]);
+    expect(Array.from(parts[0].subarray(layout.scales))).toEqual(Array.from(all.subarray(layout.scales)));
+    expect(Array.from(all)).toEqual(Array.from(kmeansStepCpu(columns, rows, d, new Float32Array(centres), k).words));
   });
 
   it(`k above ${MAX_GPU_CLUSTERS} is left to the CPU code`, () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { concatBatches, type Batch } from '../src/engine/batch.js';
 import { generateChunk, type GenerateParams } from '../src/engine/ml/generate.js';
 import { absoluteTolerance, fitKMeans, initialCenters, runLloyd } from '../src/engine/ml/kmeans.js';
+import { columnMoments } from '../src/engine/ml/stats.js';
 import { adjustedRandIndex } from '../src/engine/ml/metrics.js';
 import { serializeModel } from '../src/engine/ml/model-file.js';
 import { predictBatch } from '../src/engine/ml/predict.js';
@@ -63,8 +64,9 @@ describe('kmeans', () => {
     for (const init of ['k-means++', 'random'] as const) {
       const pm = partitioned(data, 3000);
       const start = await initialCenters(pm, K, init, 11, 0);
-      const tol = await absoluteTolerance(pm, 1e-4);
-      const ours = await runLloyd(pm, start, K, 300, tol);
+      const moments = await columnMoments(pm);
+      const tol = absoluteTolerance(moments, pm.cols, 1e-4);
+      const ours = await runLloyd(pm, start, K, 300, tol, moments);
       const ref = referenceLloyd(start, 300, tol);
       expect(Math.abs(ours.inertia - ref) / ref).toBeLessThan(1e-4);
     }
@@ -80,7 +82,7 @@ describe('kmeans', () => {
     // 5 distinct points; starting with every centre at the origin leaves 4 clusters empty.
     const pts = new Float64Array([0, 0, 0, 0, 0, 0, 10, 10, 20, 20, 30, 30, 40, 40, 40, 40]);
     const pm = partitioned({ names: ['a', 'b'], cols: 2, x: pts, y: null }, 3);
-    const result = await runLloyd(pm, new Float64Array(10), 5, 100, 0);
+    const result = await runLloyd(pm, new Float64Array(10), 5, 100, 0, await columnMoments(pm));
     expect(result.inertia).toBe(0);
     const centres = new Set(Array.from({ length: 5 }, (_, c) => `${result.centers[2 * c]},${result.centers[2 * c + 1]}`));
     expect(centres).toEqual(new Set(['0,0', '10,10', '20,20', '30,30', '40,40']));

@@ -64,28 +64,31 @@ export function centreExponent(centres: Float32Array): number {
   return exponentOf(m);
 }
 
-/**
- * Records per column of `m` the largest |x| as f32 bits into a new buffer (zeroed at creation) that
- * the caller owns and passes to recordStep; the data do not change, so it is recorded once.
- */
-export function recordMaxAbs(work: GpuWork, m: DeviceMatrix): GPUBuffer {
-  const maxBits = work.ctx.device.createBuffer({ size: Math.max(16, m.cols * 4), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, label: 'kmeans column maxima' });
+/** Records per column of `m` the largest |x| as f32 bits into out from word `outWord` (zeroed there before): the step's maxima, and column statistics'. */
+export function recordMaxAbs(work: GpuWork, m: DeviceMatrix, out: GPUBuffer, outWord: number): void {
   const chunks = Math.max(1, Math.min(Math.ceil(m.rows / (256 * 16)), Math.ceil(4096 / m.cols)));
-  work.dispatch('kmeans-max-abs', KMEANS_MAX_ABS_WGSL, 'max_abs', [work.params([m.rows, m.cols, chunks, 0]), m.xr, maxBits], m.cols * chunks);
-  return maxBits;
+  work.dispatch('kmeans-max-abs', KMEANS_MAX_ABS_WGSL, 'max_abs', [work.params([m.rows, m.cols, chunks, outWord]), m.xr, out], m.cols * chunks);
+}
+
+/** The words of a FixedPointBasis's maxima as the step reads them: f32 bits of each column's largest |x|. */
+export function maxBitsOf(maxAbs: Float64Array): Uint32Array {
+  return new Uint32Array(new Float32Array(maxAbs).buffer);
 }
 
 /**
  * Records the k-means step of `m` against `centres` (k × d, f32, on the device; every |value| below
  * 2^centreExp): per-cluster counts and exact sums of features and squared distances into out from
- * pair `outOffset` (stepLayout; `out` zeroed there before). `maxBits`: recordMaxAbs of `m`.
- * `local` and `workgroups` (defaults from the device and the rows) change the speed, not the result.
+ * pair `outOffset` (stepLayout; `out` zeroed there before). The fixed-point scales come from
+ * `maxBits` (maxBitsOf the matrix's column maxima, on the device) and `scaleRows` (the matrix's
+ * rows), the same for every partition. `local` and `workgroups` (defaults from the device and the
+ * rows) change the speed, not the result.
  */
-export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, centres: GPUBuffer, centreExp: number, k: number, out: GPUBuffer, outOffset: number,
+export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, scaleRows: number, centres: GPUBuffer, centreExp: number, k: number, out: GPUBuffer, outOffset: number,
                            { local = stepSumsLocal(work.ctx, k, m.cols), workgroups }: { local?: boolean; workgroups?: number } = {}): void {
   const d = m.cols;
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_GPU_CLUSTERS} clusters, not ${d} and ${k}`);
-  const params = work.params([m.rows, 2 * outOffset, Math.min(centreExp, 255), 0]);
+  if (!(scaleRows >= m.rows && scaleRows < 2 ** 32)) throw new Error(`the step's scales cover ${scaleRows} rows, fewer than the partition's ${m.rows}`);
+  const params = work.params([m.rows, 2 * outOffset, Math.min(centreExp, 255), scaleRows]);
   work.dispatch(`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}`, kmeansStepWgsl(d, k, local), 'step', [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
 }
 
@@ -120,17 +123,23 @@ export function stepResultOf(words: Uint32Array, k: number, d: number): AssignRe
   return { counts, sums, inertia };
 }
 
+/** Each column's largest |x| as f32 bits, for column-major f32 `x` (what recordMaxAbs writes). */
+export function maxBitsOfColumns(x: Float32Array, rows: number, d: number): Uint32Array {
+  return Uint32Array.from({ length: d }, (_, j) => { let m = 0; for (let r = 0; r < rows; r++) m = Math.max(m, absBitsF32(x[j * rows + r])); return m; });
+}
+
 /**
- * CPU twin of recordStep, word for word: labels and distances in f32 (kmeansAssignCpu), and the
+ * CPU twin of recordStep, word for word (the basis by default: these rows alone): labels and distances in f32 (kmeansAssignCpu), and the
  * step's words (stepLayout), each value truncated to an integer after scaling and summed exactly
  * (BigInt). Assumes no subnormal inputs (a GPU may flush them to zero).
  */
-export function kmeansStepCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number): { labels: Uint32Array; dist: Float32Array; words: Uint32Array } {
+export function kmeansStepCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number,
+                              basis: { rows: number; maxBits: Uint32Array } = { rows, maxBits: maxBitsOfColumns(x, rows, d) }): { labels: Uint32Array; dist: Float32Array; words: Uint32Array } {
   const { labels, dist } = kmeansAssignCpu(x, rows, d, centres, k);
   const layout = stepLayout(k, d), words = new Uint32Array(layout.words);
-  const rowBits = 32 - Math.clz32(rows);
+  const rowBits = 32 - Math.clz32(basis.rows);
   const scaleExp = (e: number) => Math.min(127, Math.max(-126, STEP_SUM_BITS - rowBits - e));
-  const maxBits = Array.from({ length: d }, (_, j) => { let m = 0; for (let r = 0; r < rows; r++) m = Math.max(m, absBitsF32(x[j * rows + r])); return m; });
+  const maxBits = Array.from(basis.maxBits);
   const finite = maxBits.every((b) => b < 0x7f800000);
   const m = Math.max(Math.min(centreExponent(centres), 255), ...maxBits.map(exponentOf));
   const distExp = Math.ceil(Math.log2(d)) + 2 * m + 3;

@@ -132,8 +132,8 @@ const LOG2_D: i32 = ${Math.ceil(Math.log2(d))};
 const SUM_BITS: i32 = ${STEP_SUM_BITS};
 const NON_FINITE: u32 = ${STEP_NON_FINITE}u;
 const MAX_F32: f32 = 3.4028234663852886e38;
-/** outWord: the partition's first word in out; centreExp: max |centre| < 2^centreExp (kmeans.ts centreExponent). */
-struct StepParams { rows: u32, outWord: u32, centreExp: i32, _pad: u32 }
+/** outWord: the partition's first word in out; centreExp: max |centre| < 2^centreExp (kmeans.ts centreExponent); scaleRows: the rows of the whole matrix (the scales' basis, with maxBits). */
+struct StepParams { rows: u32, outWord: u32, centreExp: i32, scaleRows: u32 }
 @group(0) @binding(0) var<uniform> p: StepParams;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> centres: array<f32>;
@@ -146,7 +146,7 @@ ${local ? 'var<workgroup> acc: array<atomic<u32>, SCALES>;' : ''}
 
 /** e with |v| < 2^e, from the bits of |v| (finite v; 0 and subnormals give -126). */
 fn exponentOf(absBits: u32) -> i32 { return i32(absBits >> 23u) - 126; }
-/** F for values below 2^e over p.rows rows: p.rows < 2^rowBits, so the sum stays below 2^SUM_BITS. */
+/** F for values below 2^e over the matrix's rows (fewer than 2^rowBits), so a sum over all of them stays below 2^SUM_BITS. */
 fn scaleExp(e: i32, rowBits: i32) -> i32 { return clamp(SUM_BITS - rowBits - e, -126, 127); }
 fn pow2(e: i32) -> f32 { return bitcast<f32>(u32(e + 127) << 23u); }
 
@@ -181,7 +181,7 @@ fn stage(c0: u32, lane: u32) {
 
 /** The scale exponents (written to out by workgroup 0) and scales of this partition and round. */
 fn setScales(lane: u32, first: bool) {
-  let rowBits = i32(32u - countLeadingZeros(p.rows));
+  let rowBits = i32(32u - countLeadingZeros(p.scaleRows));
   if (lane < D4) {
     var s = vec4f(0.0);
     for (var t = 0u; t < 4u; t++) {
@@ -249,15 +249,15 @@ export const kmeansStepWgsl = memoWgsl(buildKmeansStepWgsl);
 
 /**
  * Per column j < cols, the largest |x| as its f32 bits (atomicMax: the bits of non-negative floats
- * order as their values; NaN above infinity), into maxBits[j] (zeroed before). Workgroup w takes
+ * order as their values; NaN above infinity), into out[outWord + j] (zeroed before). Workgroup w takes
  * column w / chunks, rows chunk × 256 + lane + i × chunks × 256.
  */
 export const KMEANS_MAX_ABS_WGSL = /* wgsl */ `
 ${WGSL_GRID}
-struct MaxParams { rows: u32, cols: u32, chunks: u32, _pad: u32 }
+struct MaxParams { rows: u32, cols: u32, chunks: u32, outWord: u32 }
 @group(0) @binding(0) var<uniform> p: MaxParams;
 @group(0) @binding(1) var<storage, read> x: array<u32>;
-@group(0) @binding(2) var<storage, read_write> maxBits: array<atomic<u32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<atomic<u32>>;
 var<workgroup> wgMax: atomic<u32>;
 
 @compute @workgroup_size(256)
@@ -271,7 +271,7 @@ fn max_abs(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid:
     for (var r = chunk * WG + lid.x; r < p.rows; r += p.chunks * WG) { m = max(m, x[j * p.rows + r] & 0x7fffffffu); }
     atomicMax(&wgMax, m);
     workgroupBarrier();
-    if (lid.x == 0u) { atomicMax(&maxBits[j], atomicLoad(&wgMax)); }
+    if (lid.x == 0u) { atomicMax(&out[p.outWord + j], atomicLoad(&wgMax)); }
     workgroupBarrier();
   }
 }

@@ -65,7 +65,10 @@ export function gramResultOf(pairs: Float32Array, d: number): GramResult {
   return { xtx, xty: { hi: all.hi.slice(e), lo: all.lo.slice(e) } };
 }
 
-/** The trainer's MomentsResult from momentPairs(cols + hasY)'s entries (entry cols stays 0 without y). */
+/**
+ * The trainer's MomentsResult from momentPairs(cols + hasY)'s entries (entry cols stays 0 without
+ * y), followed by the columns' largest |x| as f32 words (recordMaxAbs).
+ */
 export function momentsResultOf(pairs: Float32Array, rows: number, cols: number, hasY: boolean): MomentsResult {
   const columns = cols + (hasY ? 1 : 0);
   const all = pairsToDD(pairs, 2 * columns);
@@ -75,7 +78,7 @@ export function momentsResultOf(pairs: Float32Array, rows: number, cols: number,
     sum.hi[c] = all.hi[2 * c]; sum.lo[c] = all.lo[2 * c];
     sumSq.hi[c] = all.hi[2 * c + 1]; sumSq.lo[c] = all.lo[2 * c + 1];
   }
-  return { rows, sum, sumSq };
+  return { rows, sum, sumSq, maxAbs: Float64Array.from(pairs.subarray(4 * columns, 4 * columns + cols)) };
 }
 
 /** CPU twin (float64 reference): the sums recordGram computes, for row-major x, and y as column d. */

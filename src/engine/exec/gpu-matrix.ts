@@ -9,14 +9,14 @@
 
 import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { freeBuffer, readBack, stagingRingOf } from '../gpu/buffers.js';
+import { readBack, stagingRingOf } from '../gpu/buffers.js';
 import { PhaseTimes } from '../gpu/timing.js';
 import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
-import type { PickTarget, ScoredRow } from '../ml/kmeans-tasks.js';
+import type { AssignArgs, PickTarget, ScoredRow } from '../ml/kmeans-tasks.js';
 import { rowUniform } from '../ml/random.js';
-import { centreExponent, kmeansOnGpu, recordMaxAbs, recordPotential, recordStep, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
+import { centreExponent, kmeansOnGpu, maxBitsOf, recordMaxAbs, recordPotential, recordStep, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadColumns, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
@@ -34,8 +34,6 @@ interface GpuPartition {
   /** Null when the partition does not fit a device binding or the budget: its tasks run on the host copy. */
   device: DeviceMatrix | null;
   seeding: Map<string, Seeding>;
-  /** Each column's largest |x| (the k-means step's scales), recorded with the partition's first step. */
-  maxAbs: GPUBuffer | null;
 }
 
 /** Partitions by matrix id, then partition index. */
@@ -62,13 +60,8 @@ export async function runGpuMatrixTask(task: Task, cache: BroadcastCache, ctx: G
         return { ...await mapPartitions(ctx, parts, terminal.task, terminal.args), rows: 0, warnings: [] };
       } catch (err) {
         if (ctx.lostReason) throw err;
-        // Seeding state may be half-updated, the column maxima never computed: drop them, so the next call rebuilds them.
-        for (const p of parts) {
-          for (const s of p.seeding.values()) s.minD2.destroy();
-          p.seeding.clear();
-          if (p.maxAbs) freeBuffer(ctx, p.maxAbs);
-          p.maxAbs = null; // possibly recorded and never submitted
-        }
+        // Seeding state may be half-updated: drop it, so the next call rebuilds it from the centres.
+        for (const p of parts) { for (const s of p.seeding.values()) s.minD2.destroy(); p.seeding.clear(); }
         const warning = `GPU ${terminal.task} failed (${err instanceof Error ? err.message : String(err)}); it ran on the CPU`;
         return { mapped: parts.map((p) => ({ index: p.host.index, value: PARTITION_TASKS[terminal.task](p.host, terminal.args) })), rows: 0, warnings: [warning] };
       }
@@ -110,7 +103,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   matrices.set(terminal.matrixId, held);
   const old = held.get(fragment.index);
   if (old) freePartition(ctx, old);
-  held.set(fragment.index, { host, device, seeding: new Map(), maxAbs: null });
+  held.set(fragment.index, { host, device, seeding: new Map() });
   return { holder: process.pid, matched: read.matched, rows: read.rows, warnings };
 }
 
@@ -140,8 +133,6 @@ function columnPartition(index: number, pieces: readonly DesignColumns[], cols: 
 
 function freePartition(ctx: GpuContext, p: GpuPartition): void {
   if (p.device) freeMatrix(ctx, p.device);
-  if (p.maxAbs) freeBuffer(ctx, p.maxAbs);
-  p.maxAbs = null;
   for (const s of p.seeding.values()) s.minD2.destroy();
   p.device = null;
   p.seeding.clear();
@@ -238,15 +229,15 @@ async function pickRow(ctx: GpuContext, p: DevicePartition, minD2: GPUBuffer, bl
   return p.host.row(Math.max(0, last)); // every row coincides with a centre: any row will do
 }
 
-/** The f32 centres on the device, one copy per submission shared by all its partitions. */
-const centreCopies = new WeakMap<GpuWork, Map<Float64Array, { buf: GPUBuffer; exponent: number }>>();
-function centresOf(work: GpuWork, centers: Float64Array): { buf: GPUBuffer; exponent: number } {
+/** The f32 centres and the column maxima on the device, one copy per submission shared by all its partitions. */
+const centreCopies = new WeakMap<GpuWork, Map<Float64Array, { buf: GPUBuffer; exponent: number; maxBits: GPUBuffer }>>();
+function centresOf(work: GpuWork, centers: Float64Array, maxAbs: Float64Array): { buf: GPUBuffer; exponent: number; maxBits: GPUBuffer } {
   let copies = centreCopies.get(work);
   if (!copies) { copies = new Map(); centreCopies.set(work, copies); }
   let copy = copies.get(centers);
   if (!copy) {
     const f32 = new Float32Array(centers);
-    copy = { buf: work.input(f32, 'kmeans centres'), exponent: centreExponent(f32) };
+    copy = { buf: work.input(f32, 'kmeans centres'), exponent: centreExponent(f32), maxBits: work.input(maxBitsOf(maxAbs), 'kmeans column maxima') };
     copies.set(centers, copy);
   }
   return copy;
@@ -254,16 +245,14 @@ function centresOf(work: GpuWork, centers: Float64Array): { buf: GPUBuffer; expo
 
 /** Per-partition tasks with a GPU form; null from a task means "run the CPU code for this one". */
 const GPU_TASKS: Record<string, GpuPartitionTask> = {
-  'kmeans.assign': (_ctx, p, { centers, k }: { centers: Float64Array; k: number }) => {
+  'kmeans.assign': (_ctx, p, { centers, k, basis }: AssignArgs) => {
     const d = p.device.cols;
     if (!kmeansOnGpu(d, k)) return null;
     return {
       pairs: stepPairs(k, d),
       record: (work, out, offset) => {
-        // Submitted before any other submission is recorded (mapPartitions flushes after each partition).
-        p.maxAbs ??= recordMaxAbs(work, p.device);
-        const c = centresOf(work, centers);
-        recordStep(work, p.device, p.maxAbs, c.buf, c.exponent, k, out, offset);
+        const c = centresOf(work, centers, basis.maxAbs);
+        recordStep(work, p.device, c.maxBits, basis.rows, c.buf, c.exponent, k, out, offset);
       },
     };
   },
@@ -327,8 +316,12 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     const shifts = [...(shift ?? new Float64Array(cols)), ...(hasY ? [yShift] : [])];
     const pairs = momentPairs(shifts.length);
     return {
-      pairs: pairs.length / 2,
-      record: (work, out, offset) => recordGram(work, p.device, shifts, pairs, out, offset),
+      // The moments' pairs, then the columns' largest |x| (one word each).
+      pairs: pairs.length / 2 + Math.ceil(cols / 2),
+      record: (work, out, offset) => {
+        recordGram(work, p.device, shifts, pairs, out, offset);
+        recordMaxAbs(work, p.device, out, 2 * (offset + pairs.length / 2));
+      },
       decode: (result) => momentsResultOf(result, rows, cols, hasY),
     };
   },

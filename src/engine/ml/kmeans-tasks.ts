@@ -28,7 +28,14 @@ export function nearestCenter(x: Float64Array, xBase: number, centers: Float64Ar
   return [best, bestD];
 }
 
-export interface AssignArgs { centers: Float64Array; k: number }
+/**
+ * The fixed-point basis of the GPU step (kernels/kmeans.ts): all rows of the matrix and each
+ * column's largest |f32(x)|, the same for every partition, so each partition's sums are exact
+ * integers of one scale and the model does not depend on how rows are partitioned. The CPU code
+ * sums in double-double and does not use it.
+ */
+export interface FixedPointBasis { rows: number; maxAbs: Float64Array }
+export interface AssignArgs { centers: Float64Array; k: number; basis: FixedPointBasis }
 export interface AssignResult { counts: Float64Array; sums: DDArray; inertia: DDArray }
 
 /** Lloyd E-step: nearest centre per row, and per-cluster counts and coordinate sums. */
@@ -85,7 +92,7 @@ function smallestHash(part: MatrixPartition, { key, m }: { key: number; m: numbe
 }
 
 /** The m rows farthest from their nearest centre (for relocating empty clusters). */
-function farthest(part: MatrixPartition, { centers, k, m }: AssignArgs & { m: number }): ScoredRow[] {
+function farthest(part: MatrixPartition, { centers, k, m }: { centers: Float64Array; k: number; m: number }): ScoredRow[] {
   return bestRows(part, m, (r) => -nearestCenter(part.x, r * part.cols, centers, k, part.cols)[1]);
 }
 

@@ -5,11 +5,11 @@
 
 import { UsageError } from '../errors.js';
 import { ddCombine, type DDArray } from './double-double.js';
-import type { AssignArgs, AssignResult, PickTarget, ScoredRow } from './kmeans-tasks.js';
+import type { AssignArgs, AssignResult, FixedPointBasis, PickTarget, ScoredRow } from './kmeans-tasks.js';
 import { modelBase, type KMeansModel } from './model.js';
 import type { PartitionedMatrix } from './partitioned.js';
 import { Rng, rowKey } from './random.js';
-import { columnMoments } from './stats.js';
+import { columnMoments, type ColumnMoments } from './stats.js';
 
 export interface KMeansParams {
   k: number;
@@ -27,11 +27,12 @@ export async function fitKMeans(data: PartitionedMatrix, params: KMeansParams): 
   if (!Number.isInteger(k) || k < 1) throw new UsageError(`--k must be a positive integer, got ${k}`);
   if (k > data.rows) throw new UsageError(`--k ${k} is larger than the number of rows (${data.rows})`);
   if (!(nInit >= 1)) throw new UsageError(`--n-init must be at least 1, got ${nInit}`);
-  const absTol = await absoluteTolerance(data, tol);
+  const moments = await columnMoments(data);
+  const absTol = absoluteTolerance(moments, data.cols, tol);
   let best: LloydResult | null = null;
   for (let run = 0; run < nInit; run++) {
     const start = await initialCenters(data, k, init, seed, run);
-    const result = await runLloyd(data, start, k, maxIter, absTol);
+    const result = await runLloyd(data, start, k, maxIter, absTol, moments);
     if (best === null || result.inertia < best.inertia) best = result;
   }
   const model: KMeansModel = {
@@ -44,20 +45,20 @@ export async function fitKMeans(data: PartitionedMatrix, params: KMeansParams): 
 }
 
 /** scikit-learn: tol × mean of the features' variances. */
-export async function absoluteTolerance(data: PartitionedMatrix, tol: number): Promise<number> {
-  const m = await columnMoments(data);
+export function absoluteTolerance(m: ColumnMoments, cols: number, tol: number): number {
   let s = 0;
-  for (let c = 0; c < data.cols; c++) s += m.centredSumSq[c] / m.rows;
-  return data.cols > 0 ? (s / data.cols) * tol : 0;
+  for (let c = 0; c < cols; c++) s += m.centredSumSq[c] / m.rows;
+  return cols > 0 ? (s / cols) * tol : 0;
 }
 
-/** Lloyd iterations from `centers` until the squared centre shift is at most absTol; inertia of the final centres. */
-export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: number, maxIter: number, absTol: number): Promise<LloydResult> {
+/** Lloyd iterations from `centers` until the squared centre shift is at most absTol; inertia of the final centres. `moments`: columnMoments of the data (the GPU step's fixed-point basis). */
+export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: number, maxIter: number, absTol: number, moments: ColumnMoments): Promise<LloydResult> {
   const d = data.cols;
+  const basis: FixedPointBasis = { rows: moments.rows, maxAbs: moments.maxAbs };
   let centers = start.slice();
   let iterations = 0;
   for (let it = 0; it < maxIter; it++) {
-    const step = await assignAll(data, centers, k);
+    const step = await assignAll(data, centers, k, basis);
     const next = new Float64Array(k * d);
     const empty: number[] = [];
     for (let c = 0; c < k; c++) {
@@ -71,14 +72,14 @@ export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: 
     iterations = it + 1;
     if (shift <= absTol) break;
   }
-  const final = await assignAll(data, centers, k);
+  const final = await assignAll(data, centers, k, basis);
   return { centers, inertia: final.inertia, iterations };
 }
 
 interface Assignment { counts: Float64Array; sums: Float64Array; inertia: number }
 
-async function assignAll(data: PartitionedMatrix, centers: Float64Array, k: number): Promise<Assignment> {
-  const parts = await data.map<AssignResult>('kmeans.assign', { centers, k } satisfies AssignArgs);
+async function assignAll(data: PartitionedMatrix, centers: Float64Array, k: number, basis: FixedPointBasis): Promise<Assignment> {
+  const parts = await data.map<AssignResult>('kmeans.assign', { centers, k, basis } satisfies AssignArgs);
   const counts = new Float64Array(k);
   for (const p of parts) for (let c = 0; c < k; c++) counts[c] += p.counts[c];
   return {

@@ -1,23 +1,25 @@
 // Column moments over partitions: sums of (x - shift) and (x - shift)^2 per column (and for y),
-// in double-double. Used for means/variances (k-means tolerance, linear-regression centring).
+// in double-double, and each x column's largest |x| rounded to f32. Used for means/variances
+// (k-means tolerance, linear-regression centring) and the k-means GPU step's fixed-point scales.
 
 import { ddAdd, ddZeros, type DDArray } from './double-double.js';
 import type { MatrixPartition } from './partitioned.js';
 
 export interface MomentsArgs { shift: Float64Array | null; yShift: number }
-/** Entries 0..cols-1 are x columns, entry cols is y (0 when there is no y). */
-export interface MomentsResult { rows: number; sum: DDArray; sumSq: DDArray }
+/** Entries 0..cols-1 are x columns, entry cols is y (0 when there is no y); maxAbs: per x column, the largest |f32(x)| (NaN if any is NaN). */
+export interface MomentsResult { rows: number; sum: DDArray; sumSq: DDArray; maxAbs: Float64Array }
 
 function moments(part: MatrixPartition, args: MomentsArgs): MomentsResult {
   const { rows, cols, x, y } = part;
   const shift = args.shift ?? new Float64Array(cols);
-  const sum = ddZeros(cols + 1), sumSq = ddZeros(cols + 1);
+  const sum = ddZeros(cols + 1), sumSq = ddZeros(cols + 1), maxAbs = new Float64Array(cols);
   for (let r = 0; r < rows; r++) {
     const base = r * cols;
     for (let c = 0; c < cols; c++) {
       const v = x[base + c] - shift[c];
       ddAdd(sum, c, v);
       ddAdd(sumSq, c, v * v);
+      maxAbs[c] = Math.max(maxAbs[c], Math.abs(Math.fround(x[base + c])));
     }
     if (y) {
       const v = y[r] - args.yShift;
@@ -25,7 +27,7 @@ function moments(part: MatrixPartition, args: MomentsArgs): MomentsResult {
       ddAdd(sumSq, cols, v * v);
     }
   }
-  return { rows, sum, sumSq };
+  return { rows, sum, sumSq, maxAbs };
 }
 
 export const STATS_TASKS = { 'stats.moments': moments };

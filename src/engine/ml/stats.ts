@@ -10,6 +10,8 @@ export interface ColumnMoments {
   mean: Float64Array;
   /** Sum of squared deviations from the mean, per x column, then y last. */
   centredSumSq: Float64Array;
+  /** Per x column, the largest |x| rounded to f32 (NaN if any value is NaN). */
+  maxAbs: Float64Array;
 }
 
 /** Two passes (means, then squares around the means) so large offsets do not cancel. */
@@ -20,5 +22,7 @@ export async function columnMoments(data: PartitionedMatrix): Promise<ColumnMome
   const mean = ddCombine(first.map((r) => r.sum), n).map((s) => (rows > 0 ? s / rows : 0));
   const second = await data.map<MomentsResult>('stats.moments', { shift: mean.subarray(0, data.cols), yShift: mean[data.cols] } satisfies MomentsArgs);
   const centredSumSq = ddCombine(second.map((r) => r.sumSq), n);
-  return { rows, mean, centredSumSq };
+  const maxAbs = new Float64Array(data.cols);
+  for (const r of first) for (let c = 0; c < data.cols; c++) maxAbs[c] = Math.max(maxAbs[c], r.maxAbs[c]);
+  return { rows, mean, centredSumSq, maxAbs };
 }
