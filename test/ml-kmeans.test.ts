@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { concatBatches, type Batch } from '../src/engine/batch.js';
 import { generateChunk, type GenerateParams } from '../src/engine/ml/generate.js';
-import { absoluteTolerance, fitKMeans, initialCenters, runLloyd } from '../src/engine/ml/kmeans.js';
+import { absoluteTolerance, fitKMeans, initialCenters, runLloyd, weightedKMeansPP, weightedLloyd } from '../src/engine/ml/kmeans.js';
+import { Rng } from '../src/engine/ml/random.js';
 import { columnMoments } from '../src/engine/ml/stats.js';
 import { adjustedRandIndex } from '../src/engine/ml/metrics.js';
 import { serializeModel } from '../src/engine/ml/model-file.js';
@@ -86,6 +87,29 @@ describe('kmeans', () => {
     expect(result.inertia).toBe(0);
     const centres = new Set(Array.from({ length: 5 }, (_, c) => `${result.centers[2 * c]},${result.centers[2 * c + 1]}`));
     expect(centres).toEqual(new Set(['0,0', '10,10', '20,20', '30,30', '40,40']));
+  });
+
+  it('k-means|| seeding (forced on these 20 000 rows): k distinct centres, the same for 1, 2 and 7 partitions; Lloyd from them recovers the blobs', async () => {
+    const seeds = await Promise.all([N, N / 2, 3000].map((size) => initialCenters(partitioned(data, size), K, 'k-means++', 4, 0, { scalableFrom: 0 })));
+    expect(Array.from(seeds[1])).toEqual(Array.from(seeds[0]));
+    expect(Array.from(seeds[2])).toEqual(Array.from(seeds[0]));
+    // Not greedy k-means++'s centres: the k-means|| path ran.
+    expect(Array.from(seeds[0])).not.toEqual(Array.from(await initialCenters(partitioned(data, 3000), K, 'k-means++', 4, 0)));
+    const labels = predictBatch({ kind: 'kmeans', k: K, centroids: seeds[0], featureNames: names } as never, seeds[0], K).prediction;
+    expect(new Set(labels).size).toBe(K); // each centre is nearest to itself only
+    const pm = partitioned(data, 3000);
+    const result = await runLloyd(pm, seeds[0], K, 300, 0, await columnMoments(pm));
+    const model = { kind: 'kmeans', k: K, centroids: result.centers, featureNames: names } as never;
+    expect(adjustedRandIndex(truth, predictBatch(model, x, N).prediction)).toBeGreaterThanOrEqual(0.99);
+  });
+
+  it('weighted k-means++ and Lloyd on the host: weights count as repeated points', () => {
+    // Three points repeated 1, 1 and 100 times: with k = 2 the heavy point gets a centre of its own.
+    const points = new Float64Array([0, 0, 1, 0, 50, 0]);
+    const weights = new Float64Array([1, 1, 100]);
+    const centres = weightedLloyd(points, weights, weightedKMeansPP(points, weights, 2, 2, new Rng(1, 't')), 2, 2, 10);
+    const sorted = [centres[0], centres[2]].sort((a, b) => a - b);
+    expect(sorted).toEqual([0.5, 50]);
   });
 
   it('gives byte-identical model files for 1, 2 and 7 partitions', async () => {

@@ -117,7 +117,7 @@ function nearestSoFar(part: MatrixPartition, run: string, centers: Float64Array,
   return s.minD2;
 }
 
-interface SeedingArgs { run: string; centers: Float64Array; count: number }
+export interface SeedingArgs { run: string; centers: Float64Array; count: number }
 
 /** k-means++: the partition's total weight (sum of nearest squared distances). */
 function ppTotal(part: MatrixPartition, { run, centers, count }: SeedingArgs): DDArray {
@@ -161,6 +161,23 @@ function ppPotential(part: MatrixPartition, { run, centers, count, candidates, t
   return totals;
 }
 
+/** k-means|| oversampling: what one round samples. `phi`: the total weight of all rows for the first `count` centres. */
+export interface SampleArgs extends SeedingArgs { key: number; oversampling: number; phi: number }
+
+/**
+ * k-means|| (scalable k-means++): each row on its own, with probability oversampling × its nearest
+ * squared distance / phi, decided by its row hash under `key` so the choice does not depend on
+ * the partitioning. Rows in row order.
+ */
+function parSample(part: MatrixPartition, { run, centers, count, key, oversampling, phi }: SampleArgs): ScoredRow[] {
+  const minD2 = nearestSoFar(part, run, centers, count);
+  const out: ScoredRow[] = [];
+  for (let r = 0; r < part.rows; r++) {
+    if (rowUniform(key, part.firstRow + r) * phi < oversampling * minD2[r]) out.push({ score: 0, row: part.firstRow + r, values: rowOf(part, r) });
+  }
+  return out;
+}
+
 function ppDrop(part: MatrixPartition, { run }: { run: string }): null {
   dropScratch(part, run);
   return null;
@@ -173,5 +190,6 @@ export const KMEANS_TASKS = {
   'kmeans.ppTotal': ppTotal,
   'kmeans.ppPick': ppPick,
   'kmeans.ppPotential': ppPotential,
+  'kmeans.parSample': parSample,
   'kmeans.ppDrop': ppDrop,
 };

@@ -5,7 +5,7 @@
 
 import { UsageError } from '../errors.js';
 import { ddCombine, type DDArray } from './double-double.js';
-import type { AssignArgs, AssignResult, FixedPointBasis, PickTarget, ScoredRow } from './kmeans-tasks.js';
+import type { AssignArgs, AssignResult, FixedPointBasis, PickTarget, SampleArgs, ScoredRow } from './kmeans-tasks.js';
 import { modelBase, type KMeansModel } from './model.js';
 import type { PartitionedMatrix } from './partitioned.js';
 import { Rng, rowKey } from './random.js';
@@ -31,7 +31,7 @@ export async function fitKMeans(data: PartitionedMatrix, params: KMeansParams): 
   const absTol = absoluteTolerance(moments, data.cols, tol);
   let best: LloydResult | null = null;
   for (let run = 0; run < nInit; run++) {
-    const start = await initialCenters(data, k, init, seed, run);
+    const start = await initialCenters(data, k, init, seed, run, { basis: { rows: moments.rows, maxAbs: moments.maxAbs } });
     const result = await runLloyd(data, start, k, maxIter, absTol, moments);
     if (best === null || result.inertia < best.inertia) best = result;
   }
@@ -102,8 +102,20 @@ function mergeBest(parts: ScoredRow[][], m: number): ScoredRow[] {
 
 let seedingRuns = 0;
 
+/** Rows from which k-means++ seeding runs as k-means|| (a few rounds over all rows) rather than greedy k-means++ (two rounds per centre). */
+export const SCALABLE_SEEDING_ROWS = 1 << 17;
+/** Candidates k-means|| gathers at most (expected): their weights are then one pass of the GPU step, which takes up to 1024 centres. */
+const MAX_CANDIDATES = 1000;
+
+export interface SeedingOptions {
+  /** The fixed-point basis of the GPU step (k-means|| weighs its candidates with it); column statistics by default. */
+  basis?: FixedPointBasis;
+  /** Rows from which k-means|| is used (SCALABLE_SEEDING_ROWS by default). */
+  scalableFrom?: number;
+}
+
 /** Starting centres for restart `run`: k-means++ (D² sampling over all rows) or k distinct random rows. */
-export async function initialCenters(data: PartitionedMatrix, k: number, init: 'k-means++' | 'random', seed: number, run: number): Promise<Float64Array> {
+export async function initialCenters(data: PartitionedMatrix, k: number, init: 'k-means++' | 'random', seed: number, run: number, options: SeedingOptions = {}): Promise<Float64Array> {
   const d = data.cols;
   const centers = new Float64Array(k * d);
   if (init === 'random') {
@@ -113,11 +125,22 @@ export async function initialCenters(data: PartitionedMatrix, k: number, init: '
   }
   const [first] = mergeBest(await data.map<ScoredRow[]>('kmeans.smallestHash', { key: rowKey(seed, 'kmeans++-first', run), m: 1 }), 1);
   centers.set(first.values, 0);
+  if (data.rows >= (options.scalableFrom ?? SCALABLE_SEEDING_ROWS) && k > 1) {
+    const basis: FixedPointBasis = options.basis ?? await columnMoments(data).then((m) => ({ rows: m.rows, maxAbs: m.maxAbs }));
+    const scalable = await scalableKMeansPP(data, k, seed, run, basis, first.values);
+    if (scalable) return scalable;
+  }
+  return greedyKMeansPP(data, k, seed, run, centers);
+}
+
+/** Greedy k-means++ (as scikit-learn) from the first centre in `centers`: two rounds over the rows per centre. */
+async function greedyKMeansPP(data: PartitionedMatrix, k: number, seed: number, run: number, centers: Float64Array): Promise<Float64Array> {
+  const d = data.cols;
   const rng = new Rng(seed, 'kmeans++', run);
   const scratchKey = `kmeans++:${process.pid}:${seedingRuns++}`;
   try {
-    // Greedy k-means++ (as scikit-learn): draw several candidates by D² sampling and keep the one
-    // that lowers the potential most; one draw alone often seeds two centres in one cluster.
+    // Draw several candidates by D² sampling and keep the one that lowers the potential most; one
+    // draw alone often seeds two centres in one cluster.
     const trials = 2 + Math.floor(Math.log(k));
     // Each partition's total weight (sum of nearest squared distances to the centres so far).
     let totals = (await data.map<DDArray>('kmeans.ppTotal', { run: scratchKey, centers: centers.slice(0, d), count: 1 })).map((t) => t.hi[0] + t.lo[0]);
@@ -142,6 +165,123 @@ export async function initialCenters(data: PartitionedMatrix, k: number, init: '
     }
   } finally {
     await data.map('kmeans.ppDrop', { run: scratchKey });
+  }
+  return centers;
+}
+
+/**
+ * k-means|| (Bahmani et al., "Scalable k-means++"), from the first centre: a few rounds in which
+ * every row joins the candidates on its own with probability 2k × its nearest squared distance /
+ * the total (its row hash decides, so the partitioning does not), then the candidates weighted by
+ * the rows nearest to them (one pass of the Lloyd step) and reduced to k centres on the host by
+ * greedy k-means++ and a few weighted Lloyd iterations. About a dozen rounds over the rows instead
+ * of 2k. Null when fewer than k distinct candidates come up (few distinct rows): greedy k-means++ then.
+ */
+async function scalableKMeansPP(data: PartitionedMatrix, k: number, seed: number, run: number, basis: FixedPointBasis, first: Float64Array): Promise<Float64Array | null> {
+  const d = data.cols;
+  const oversampling = 2 * k;
+  const rounds = Math.max(1, Math.min(5, Math.floor(MAX_CANDIDATES / oversampling)));
+  const scratchKey = `kmeans||:${process.pid}:${seedingRuns++}`;
+  const candidates: Float64Array[] = [first];
+  try {
+    const totalOf = async () => ddCombine(await data.map<DDArray>('kmeans.ppTotal', { run: scratchKey, centers: concatRows(candidates, d), count: candidates.length }), 1)[0];
+    let phi = await totalOf();
+    for (let r = 0; r < rounds && phi > 0; r++) {
+      const args: SampleArgs = { run: scratchKey, centers: concatRows(candidates, d), count: candidates.length, key: rowKey(seed, `kmeans||:${run}`, r), oversampling, phi };
+      const sampled = (await data.map<ScoredRow[]>('kmeans.parSample', args)).flat();
+      if (sampled.length === 0) break;
+      for (const row of sampled) candidates.push(row.values);
+      if (r + 1 < rounds) phi = await totalOf();
+    }
+  } finally {
+    await data.map('kmeans.ppDrop', { run: scratchKey });
+  }
+  if (candidates.length < k) return null;
+  // Weights: the rows nearest to each candidate. Padded to a multiple of 64 centres with copies of
+  // the first (ties go to the lower index, so the copies weigh nothing) so the GPU step compiles
+  // for few distinct numbers of centres.
+  const m = candidates.length, padded = Math.ceil(m / 64) * 64;
+  const points = concatRows(candidates, d);
+  const centres = new Float64Array(padded * d);
+  centres.set(points);
+  for (let c = m; c < padded; c++) centres.set(first, c * d);
+  const weights = (await assignAll(data, centres, padded, basis)).counts.subarray(0, m);
+  const rng = new Rng(seed, 'kmeans||', run);
+  return weightedLloyd(points, weights, weightedKMeansPP(points, weights, k, d, rng), k, d, 10);
+}
+
+function concatRows(rows: readonly Float64Array[], d: number): Float64Array {
+  const out = new Float64Array(rows.length * d);
+  rows.forEach((r, i) => out.set(r, i * d));
+  return out;
+}
+
+function sqDist(a: Float64Array, ai: number, b: Float64Array, bi: number, d: number): number {
+  let s = 0;
+  for (let j = 0; j < d; j++) { const t = a[ai * d + j] - b[bi * d + j]; s += t * t; }
+  return s;
+}
+
+/** Greedy k-means++ over weighted points (m × d), on the host: each centre the best of several draws by weight × D². */
+export function weightedKMeansPP(points: Float64Array, weights: Float64Array, k: number, d: number, rng: Rng): Float64Array {
+  const m = weights.length;
+  const centers = new Float64Array(k * d);
+  const draw = (score: (i: number) => number): number => {
+    let total = 0;
+    for (let i = 0; i < m; i++) total += score(i);
+    let target = rng.nextFloat() * total, last = -1;
+    for (let i = 0; i < m; i++) {
+      const s = score(i);
+      if (s <= 0) continue;
+      last = i;
+      if (target < s) return i;
+      target -= s;
+    }
+    return last;
+  };
+  const minD = new Float64Array(m);
+  let chosen = Math.max(0, draw((i) => weights[i]));
+  centers.set(points.subarray(chosen * d, (chosen + 1) * d), 0);
+  for (let i = 0; i < m; i++) minD[i] = sqDist(points, i, points, chosen, d);
+  const trials = 2 + Math.floor(Math.log(k));
+  for (let c = 1; c < k; c++) {
+    let best = -1, bestPotential = Infinity;
+    for (let t = 0; t < trials; t++) {
+      const cand = draw((i) => weights[i] * minD[i]);
+      if (cand < 0) break; // every weighted point sits on a centre
+      let potential = 0;
+      for (let i = 0; i < m; i++) potential += weights[i] * Math.min(minD[i], sqDist(points, i, points, cand, d));
+      if (potential < bestPotential) { bestPotential = potential; best = cand; }
+    }
+    // No weight left: the first point not yet a centre (the candidates hold at least k distinct rows).
+    if (best < 0) for (let i = 0; i < m && best < 0; i++) if (minD[i] > 0) best = i;
+    if (best < 0) best = c % m;
+    centers.set(points.subarray(best * d, (best + 1) * d), c * d);
+    for (let i = 0; i < m; i++) minD[i] = Math.min(minD[i], sqDist(points, i, points, best, d));
+  }
+  return centers;
+}
+
+/** Lloyd iterations over weighted points from `centers` (empty clusters keep their centre). */
+export function weightedLloyd(points: Float64Array, weights: Float64Array, centers: Float64Array, k: number, d: number, iterations: number): Float64Array {
+  const m = weights.length;
+  for (let it = 0; it < iterations; it++) {
+    const sums = new Float64Array(k * d), mass = new Float64Array(k);
+    for (let i = 0; i < m; i++) {
+      let best = 0, bestD = Infinity;
+      for (let c = 0; c < k; c++) { const dd = sqDist(points, i, centers, c, d); if (dd < bestD) { bestD = dd; best = c; } }
+      mass[best] += weights[i];
+      for (let j = 0; j < d; j++) sums[best * d + j] += weights[i] * points[i * d + j];
+    }
+    let moved = false;
+    for (let c = 0; c < k; c++) {
+      if (mass[c] <= 0) continue;
+      for (let j = 0; j < d; j++) {
+        const v = sums[c * d + j] / mass[c];
+        if (v !== centers[c * d + j]) { centers[c * d + j] = v; moved = true; }
+      }
+    }
+    if (!moved) break;
   }
   return centers;
 }
