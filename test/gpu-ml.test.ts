@@ -75,6 +75,19 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(readFileSync(path('km-b3.json'), 'utf8')).toBe(readFileSync(path('km-b1.json'), 'utf8'));
   }, 90_000);
 
+  it('kmeans on 140 000 rows (k-means|| seeding on the GPU): ARI >= 0.99, inertia within 1e-4 of the CPU run, the same model for two block sizes', async () => {
+    await ok(['make-blobs', '--n-samples', '140000', '--n-features', '4', '--centers', '6', '--cluster-std', '0.6', '--seed', '8', '-o', path('many.csv')]);
+    const km = (name: string, blocksize: string, device: string[]) =>
+      ok(['kmeans', path('many.csv'), '--k', '6', '--exclude', 'y', '--seed', '2', '--n-init', '1', '--blocksize', blocksize, '--model-out', path(name), '--json', ...device]);
+    const gpu = JSON.parse((await km('kmp-gpu.json', '1MB', GPU)).stdout);
+    await km('kmp-gpu2.json', '3MB', GPU);
+    const cpu = JSON.parse((await km('kmp-cpu.json', '1MB', ['--device', 'cpu', '--workers', '2'])).stdout);
+    expect(Math.abs(gpu.inertia - cpu.inertia) / cpu.inertia).toBeLessThan(1e-4);
+    expect(readFileSync(path('kmp-gpu2.json'), 'utf8')).toBe(readFileSync(path('kmp-gpu.json'), 'utf8'));
+    const scored = await ok(['predict', path('many.csv'), '--model', path('kmp-gpu.json'), '--labels', 'y', '-o', path('kmp-pred.csv'), '--device', 'cpu']);
+    expect(Number(/adjusted Rand index ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThanOrEqual(0.99);
+  }, 120_000);
+
   it('kmeans and linreg without --blocksize: the same model files with or without CPU workers beside the GPU', async () => {
     // 9 MB: the automatic block size of other work would differ (four partitions per worker), and
     // linreg's double-float sums on the GPU round differently when the rows are partitioned differently.

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, maxBitsOfColumns, ppUpdateCpu, recordMaxAbs, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal } from '../src/kernels/kmeans.js';
+import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, maxBitsOfColumns, parSampleCpu, ppUpdateCpu, recordMaxAbs, recordParSample, sampledRows, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal } from '../src/kernels/kmeans.js';
 import { MAX_GPU_CLUSTERS, stepLayout } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { Rng, rowKey, rowUniform } from '../src/engine/ml/random.js';
@@ -300,6 +300,30 @@ describe.skipIf(skipGpuTests)('k-means first centre: the row with the smallest h
       }
     });
   }
+});
+
+describe.skipIf(skipGpuTests)('k-means|| sampling kernel', () => {
+  it('samples the CPU twin\'s rows (about `oversampling` of them), from global rows across 2^32; more than cap shows as a count', async () => {
+    const ctx = await testGpu();
+    const rows = 50_000, key = rowKey(3, 'sample');
+    const rng = new Rng(3, 'sample');
+    const minD2 = Float32Array.from({ length: rows }, () => rng.nextFloat() * 10);
+    minD2[7] = 0; // on a centre: never sampled
+    const phi = minD2.reduce((s, v) => s + v, 0);
+    for (const [firstRow, oversampling, cap] of [[0, 60, 1000], [2 ** 32 - 20_000, 60, 1000], [5, 2000, 100]]) {
+      const work = new GpuWork(ctx);
+      const out = work.temp((1 + cap) * 4, 'out');
+      recordParSample(work, rows, work.input(minD2, 'minD2'), key, firstRow, oversampling, phi, cap, out, 0);
+      const [got] = await work.finish([{ buf: out, floats: 1 + cap }]);
+      const words = new Uint32Array(got.buffer);
+      const want = parSampleCpu(minD2, key, firstRow, oversampling, phi);
+      expect(want.length, 'about oversampling rows').toBeGreaterThan(oversampling * 0.6);
+      expect(want.length).toBeLessThan(oversampling * 1.4);
+      expect(want).not.toContain(7);
+      if (want.length <= cap) expect(sampledRows(words, cap), `from row ${firstRow}`).toEqual(want);
+      else { expect(sampledRows(words, cap)).toBeNull(); expect(words[0]).toBe(want.length); }
+    }
+  });
 });
 
 describe.skipIf(skipGpuTests)('k-means++ kernels', () => {

@@ -7,8 +7,9 @@
 import type { GpuContext } from '../engine/gpu/device.js';
 import { ddAddPair, ddZeros, type DDArray } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
+import { rowHash32 } from '../engine/ml/random.js';
 import { blocksOf, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { CENTRE_TILE, KMEANS_MAX_ABS_WGSL, KMEANS_SMALLEST_HASH_WGSL, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansStepWgsl, MAX_GPU_CLUSTERS, STEP_NON_FINITE, STEP_SUM_BITS, stepLayout, stepRowsPerThread, stepWorkgroupBytes } from './kmeans.wgsl.js';
+import { CENTRE_TILE, KMEANS_MAX_ABS_WGSL, KMEANS_PAR_SAMPLE_WGSL, KMEANS_SMALLEST_HASH_WGSL, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansStepWgsl, MAX_GPU_CLUSTERS, STEP_NON_FINITE, STEP_SUM_BITS, stepLayout, stepRowsPerThread, stepWorkgroupBytes } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
@@ -207,6 +208,39 @@ export function smallestHashRow(words: Uint32Array): number {
   };
   for (let i = 4; i < words.length; i += 4) if (before(i, at)) at = i;
   return words[at + 3] * 2 ** 32 + words[at + 2];
+}
+
+/** f32 bits of a number, as a kernel parameter word. */
+function f32Bits(v: number): number {
+  F32[0] = v;
+  return U32[0];
+}
+
+/**
+ * Records k-means|| sampling of rows firstRow + r (r < rows) against their nearest squared
+ * distances `minD2` (KMEANS_PAR_SAMPLE_WGSL) into out from word `outWord`: the count, then up to
+ * `cap` row numbers (words zeroed before). sampledRows reads them.
+ */
+export function recordParSample(work: GpuWork, rows: number, minD2: GPUBuffer, key: number, firstRow: number, oversampling: number, phi: number, cap: number, out: GPUBuffer, outWord: number): void {
+  const params = work.params([rows, key >>> 0, firstRow % 2 ** 32, Math.floor(firstRow / 2 ** 32), f32Bits(oversampling), f32Bits(phi), cap, outWord]);
+  work.dispatch('kmeans-par-sample', KMEANS_PAR_SAMPLE_WGSL, 'par_sample', [params, minD2, out], rowWorkgroups(rows));
+}
+
+/** The rows recordParSample listed, ascending; null when more than `cap` were sampled (then parSampleCpu over the distances). */
+export function sampledRows(words: Uint32Array, cap: number): number[] | null {
+  const count = words[0];
+  return count > cap ? null : Array.from(words.subarray(1, 1 + count)).sort((a, b) => a - b);
+}
+
+/** CPU twin of recordParSample: the sampled rows r, ascending. */
+export function parSampleCpu(minD2: Float32Array, key: number, firstRow: number, oversampling: number, phi: number): number[] {
+  const out: number[] = [];
+  const phi32 = Math.fround(phi), over32 = Math.fround(oversampling);
+  for (let r = 0; r < minD2.length; r++) {
+    const u = Math.fround((rowHash32(key, (firstRow + r) >>> 0) >>> 8) * 2 ** -24); // the first word of rowUniform's hash
+    if (Math.fround(u * phi32) < Math.fround(over32 * minD2[r])) out.push(r);
+  }
+  return out;
 }
 
 /** f32 squared distance of row r (column-major `x`) to centre c, summed over features in order. */

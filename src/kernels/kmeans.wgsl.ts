@@ -7,6 +7,7 @@
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 //   smallest_hash: the row with the smallest row hash (k-means++'s first centre)
+//   par_sample:   k-means|| rows sampled by row hash against their nearest squared distance
 
 import { memoWgsl, WGSL_GRID, WGSL_MIX32 } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
@@ -368,5 +369,34 @@ fn smallest_hash(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id
     workgroupBarrier();
   }
   if (lid.x == 0u) { best[wid.x] = lanes[0]; }
+}
+`;
+
+/**
+ * k-means|| sampling: row r (global row firstRow + r) is sampled when u × phi < oversampling ×
+ * minD2[r], u its row hash's top 24 bits as an f32 in [0, 1) (the hash of rowUniform); sampled rows
+ * are counted at out[outWord] and listed (in no particular order) from out[outWord + 1], the first
+ * `cap` of them. CPU twin: kmeans.ts parSampleCpu.
+ */
+export const KMEANS_PAR_SAMPLE_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${WGSL_MIX32}
+struct Params { rows: u32, key: u32, firstLo: u32, firstHi: u32, oversampling: f32, phi: f32, cap: u32, outWord: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> minD2: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<atomic<u32>>;
+
+@compute @workgroup_size(256)
+fn par_sample(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var r = gid.x; r < p.rows; r += gridStride(nwg)) {
+    let lo = p.firstLo + r;
+    let hi = p.firstHi + select(0u, 1u, lo < r); // the carry of firstRow + r
+    let a = mix32(p.key ^ mix32(lo + 0x632be5abu));
+    let u = f32(a >> 8u) * 5.9604644775390625e-8;
+    if (u * p.phi < p.oversampling * minD2[r]) {
+      let i = atomicAdd(&out[p.outWord], 1u);
+      if (i < p.cap) { atomicStore(&out[p.outWord + 1u + i], r); }
+    }
+  }
 }
 `;

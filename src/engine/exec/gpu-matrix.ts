@@ -14,9 +14,9 @@ import { PhaseTimes } from '../gpu/timing.js';
 import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
-import type { AssignArgs, PickTarget, ScoredRow } from '../ml/kmeans-tasks.js';
+import type { AssignArgs, PickTarget, SampleArgs, ScoredRow } from '../ml/kmeans-tasks.js';
 import { rowUniform } from '../ml/random.js';
-import { centreExponent, kmeansOnGpu, maxBitsOf, recordMaxAbs, recordPotential, recordStep, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
+import { centreExponent, kmeansOnGpu, maxBitsOf, parSampleCpu, recordMaxAbs, recordParSample, recordPotential, recordStep, sampledRows, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadColumns, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, Task } from './fragment.js';
@@ -302,6 +302,24 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
         recordPotential(work, p.device, minD2, work.input(new Float32Array(args.candidates), 'kmeans++ candidates'), args.trials, out, offset);
       },
       decode: (pairs) => pairsToDD(pairs, args.trials),
+    };
+  },
+  'kmeans.parSample': (ctx, p, args: SampleArgs) => {
+    if (!kmeansOnGpu(p.device.cols)) return null;
+    // Room for four times the rows a round samples on average in all (more: the distances are read back and sampled here).
+    const cap = Math.min(p.device.rows, 4 * args.oversampling + 1024);
+    let minD2: GPUBuffer;
+    return {
+      pairs: Math.ceil((1 + cap) / 2),
+      record: (work, out, offset) => {
+        minD2 = recordSeeding(ctx, work, p, args);
+        recordParSample(work, p.device.rows, minD2, args.key, p.host.firstRow, args.oversampling, args.phi, cap, out, 2 * offset);
+      },
+      decode: async (pairs): Promise<ScoredRow[]> => {
+        const rows = sampledRows(new Uint32Array(pairs.buffer, pairs.byteOffset, pairs.length), cap)
+          ?? parSampleCpu(new Float32Array(await readBack(ctx, minD2, p.device.rows * 4, 0)), args.key, p.host.firstRow, args.oversampling, args.phi);
+        return rows.map((r) => ({ score: 0, row: p.host.firstRow + r, values: p.host.row(r) }));
+      },
     };
   },
   'kmeans.ppDrop': (_ctx, p, { run }: { run: string }) => {
