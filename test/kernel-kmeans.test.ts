@@ -208,6 +208,17 @@ describe.skipIf(skipGpuTests)('k-means step: nearest centres and exact per-clust
       else expect(v, `sum ${i}`).toBe(0);
     }
     expect(Array.from(again)).toEqual(Array.from(words));
+    // Counts alone (k-means|| weights): the same counts, no sums.
+    const m2 = await upload(ctx, x, null, rows, d);
+    const work = new GpuWork(ctx), layout = stepLayout(k, d);
+    const out = work.temp(stepPairs(k, d) * 8, 'out'), maxBits = work.temp(d * 4, 'maxima');
+    recordMaxAbs(work, m2, maxBits, 0);
+    recordStep(work, m2, maxBits, rows, work.input(new Float32Array(centres), 'centres'), centreExponent(new Float32Array(centres)), k, out, 0, { countsOnly: true });
+    const [counted] = await work.finish([{ buf: out, floats: layout.words }]);
+    freeMatrix(ctx, m2);
+    const countWords = new Uint32Array(counted.buffer);
+    expect(Array.from(countWords.subarray(layout.counts, layout.scales))).toEqual(Array.from(words.subarray(layout.counts, layout.scales)));
+    expect(countWords.subarray(0, layout.counts).every((w) => w === 0)).toBe(true);
   });
 
   it('two partitions on the whole matrix\'s basis add up to the whole\'s words exactly; column maxima as the CPU finds them', async () => {

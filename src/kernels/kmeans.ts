@@ -82,15 +82,16 @@ export function maxBitsOf(maxAbs: Float64Array): Uint32Array {
  * pair `outOffset` (stepLayout; `out` zeroed there before). The fixed-point scales come from
  * `maxBits` (maxBitsOf the matrix's column maxima, on the device) and `scaleRows` (the matrix's
  * rows), the same for every partition. `local` and `workgroups` (defaults from the device and the
- * rows) change the speed, not the result.
+ * rows) change the speed, not the result; `countsOnly` leaves the sums 0.
  */
 export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, scaleRows: number, centres: GPUBuffer, centreExp: number, k: number, out: GPUBuffer, outOffset: number,
-                           { local = stepSumsLocal(work.ctx, k, m.cols), workgroups }: { local?: boolean; workgroups?: number } = {}): void {
+                           { local = stepSumsLocal(work.ctx, k, m.cols), workgroups, countsOnly = false }: { local?: boolean; workgroups?: number; countsOnly?: boolean } = {}): void {
   const d = m.cols;
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_GPU_CLUSTERS} clusters, not ${d} and ${k}`);
   if (!(scaleRows >= m.rows && scaleRows < 2 ** 32)) throw new Error(`the step's scales cover ${scaleRows} rows, fewer than the partition's ${m.rows}`);
   const params = work.params([m.rows, 2 * outOffset, Math.min(centreExp, 255), scaleRows]);
-  work.dispatch(`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}`, kmeansStepWgsl(d, k, local), 'step', [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
+  const wgsl = countsOnly ? kmeansStepWgsl(d, k, local, undefined, undefined, undefined, true) : kmeansStepWgsl(d, k, local);
+  work.dispatch(`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}${countsOnly ? '-counts' : ''}`, wgsl, 'step', [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
 }
 
 /** The trainer's AssignResult from a partition's step words (stepLayout): sums scaled back by 2^-F exactly, as double-doubles. */

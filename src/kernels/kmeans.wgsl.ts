@@ -86,8 +86,9 @@ export function stepWorkgroupBytes(d: number, k: number, local: boolean): number
  * with zeros to a multiple of 4 features; (0 - 0)² = +0 changes no sum). The rows, their sums and
  * best centres are separate variables written out per row and feature quad, not private arrays
  * indexed in loops, which a driver that does not unroll such loops keeps in local memory.
+ * `countsOnly`: the counts alone (the sums stay 0), for weighing k-means|| candidates.
  */
-function buildKmeansStepWgsl(d: number, k: number, local: boolean, rowsPerThread = stepRowsPerThread(d), batch = STEP_CARRY_BATCH, fromRegisters = d <= 32): string {
+function buildKmeansStepWgsl(d: number, k: number, local: boolean, rowsPerThread = stepRowsPerThread(d), batch = STEP_CARRY_BATCH, fromRegisters = d <= 32, countsOnly = false): string {
   const d4 = Math.ceil(d / 4);
   const { hi, counts, scales } = stepLayout(k, d);
   const rows = Array.from({ length: rowsPerThread }, (_, i) => i);
@@ -108,6 +109,7 @@ function buildKmeansStepWgsl(d: number, k: number, local: boolean, rowsPerThread
   };
   const sumRow = (i: number) => {
     const lines: string[] = [];
+    if (countsOnly) return `atomicAdd(&${word(`COUNTS + best${i}`)}, 1u);`;
     if (fromRegisters) {
       const values = quads.flatMap((q) => [0, 1, 2, 3].filter((t) => 4 * q + t < d).map((t) => ({ at: `${4 * q + t}u * K + best${i}`, y: `x${i}_${q}.${lanes[t]} * scales[${q}].${lanes[t]}` })));
       for (let b = 0; b < values.length; b += batch) lines.push(...addValues(values.slice(b, b + batch), `${i}_${b}_`));

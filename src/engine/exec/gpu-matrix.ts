@@ -245,14 +245,14 @@ function centresOf(work: GpuWork, centers: Float64Array, maxAbs: Float64Array): 
 
 /** Per-partition tasks with a GPU form; null from a task means "run the CPU code for this one". */
 const GPU_TASKS: Record<string, GpuPartitionTask> = {
-  'kmeans.assign': (_ctx, p, { centers, k, basis }: AssignArgs) => {
+  'kmeans.assign': (_ctx, p, { centers, k, basis, countsOnly }: AssignArgs) => {
     const d = p.device.cols;
     if (!kmeansOnGpu(d, k)) return null;
     return {
       pairs: stepPairs(k, d),
       record: (work, out, offset) => {
         const c = centresOf(work, centers, basis.maxAbs);
-        recordStep(work, p.device, c.maxBits, basis.rows, c.buf, c.exponent, k, out, offset);
+        recordStep(work, p.device, c.maxBits, basis.rows, c.buf, c.exponent, k, out, offset, { countsOnly });
       },
     };
   },

@@ -35,7 +35,8 @@ export function nearestCenter(x: Float64Array, xBase: number, centers: Float64Ar
  * sums in double-double and does not use it.
  */
 export interface FixedPointBasis { rows: number; maxAbs: Float64Array }
-export interface AssignArgs { centers: Float64Array; k: number; basis: FixedPointBasis }
+/** `countsOnly`: only the counts are wanted (a GPU may leave the sums and inertia 0). */
+export interface AssignArgs { centers: Float64Array; k: number; basis: FixedPointBasis; countsOnly?: boolean }
 export interface AssignResult { counts: Float64Array; sums: DDArray; inertia: DDArray }
 
 /** Lloyd E-step: nearest centre per row, and per-cluster counts and coordinate sums. */

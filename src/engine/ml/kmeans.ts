@@ -104,8 +104,8 @@ let seedingRuns = 0;
 
 /** Rows from which k-means++ seeding runs as k-means|| (a few rounds over all rows) rather than greedy k-means++ (two rounds per centre). */
 export const SCALABLE_SEEDING_ROWS = 1 << 17;
-/** Candidates k-means|| gathers at most (expected): their weights are then one pass of the GPU step, which takes up to 1024 centres. */
-const MAX_CANDIDATES = 1000;
+/** Candidates k-means|| gathers at most (expected; 2k a round): their weights are then one pass of the GPU step, which takes up to 1024 centres. */
+const MAX_CANDIDATES = 800;
 
 export interface SeedingOptions {
   /** The fixed-point basis of the GPU step (k-means|| weighs its candidates with it); column statistics by default. */
@@ -197,15 +197,17 @@ async function scalableKMeansPP(data: PartitionedMatrix, k: number, seed: number
     await data.map('kmeans.ppDrop', { run: scratchKey });
   }
   if (candidates.length < k) return null;
-  // Weights: the rows nearest to each candidate. Padded to a multiple of 64 centres with copies of
-  // the first (ties go to the lower index, so the copies weigh nothing) so the GPU step compiles
-  // for few distinct numbers of centres.
-  const m = candidates.length, padded = Math.ceil(m / 64) * 64;
+  // Weights: the rows nearest to each candidate. Padded to a power of two centres (at least 64)
+  // with copies of the first (ties go to the lower index, so the copies weigh nothing), so the GPU
+  // step is compiled for few numbers of centres (a new one took ~1 s on the H200 with a cold cache).
+  const m = candidates.length, padded = Math.max(64, 2 ** Math.ceil(Math.log2(m)));
   const points = concatRows(candidates, d);
   const centres = new Float64Array(padded * d);
   centres.set(points);
   for (let c = m; c < padded; c++) centres.set(first, c * d);
-  const weights = (await assignAll(data, centres, padded, basis)).counts.subarray(0, m);
+  const parts = await data.map<AssignResult>('kmeans.assign', { centers: centres, k: padded, basis, countsOnly: true } satisfies AssignArgs);
+  const weights = new Float64Array(m);
+  for (const part of parts) for (let c = 0; c < m; c++) weights[c] += part.counts[c];
   const rng = new Rng(seed, 'kmeans||', run);
   return weightedLloyd(points, weights, weightedKMeansPP(points, weights, k, d, rng), k, d, 10);
 }
