@@ -383,7 +383,7 @@ fn smallest_hash(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id
 export const KMEANS_PAR_SAMPLE_WGSL = /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_MIX32}
-struct Params { rows: u32, key: u32, firstLo: u32, firstHi: u32, oversampling: f32, phi: f32, cap: u32, outWord: u32 }
+struct Params { rows: u32, key: u32, firstLo: u32, _firstHi: u32, oversampling: f32, phi: f32, cap: u32, outWord: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> minD2: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<atomic<u32>>;
@@ -391,9 +391,8 @@ struct Params { rows: u32, key: u32, firstLo: u32, firstHi: u32, oversampling: f
 @compute @workgroup_size(256)
 fn par_sample(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   for (var r = gid.x; r < p.rows; r += gridStride(nwg)) {
-    let lo = p.firstLo + r;
-    let hi = p.firstHi + select(0u, 1u, lo < r); // the carry of firstRow + r
-    let a = mix32(p.key ^ mix32(lo + 0x632be5abu));
+    // The first word of rowUniform's hash, which depends on the low word of the global row only.
+    let a = mix32(p.key ^ mix32(p.firstLo + r + 0x632be5abu));
     let u = f32(a >> 8u) * 5.9604644775390625e-8;
     if (u * p.phi < p.oversampling * minD2[r]) {
       let i = atomicAdd(&out[p.outWord], 1u);
