@@ -1,5 +1,5 @@
-// Per-partition work of k-means: Lloyd assignment with per-cluster sums, k-means++ seeding
-// steps (each row's distance to its nearest centre is kept in scratch between steps), and
+// Per-partition work of k-means: Lloyd assignment with per-cluster sums, k-means++ and k-means||
+// seeding steps (each row's distance to its nearest centre is kept in scratch between steps), and
 // choices of rows by a per-row hash so they do not depend on the partitioning.
 
 import { ddAdd, ddZeros, type DDArray } from './double-double.js';
