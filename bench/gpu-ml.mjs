@@ -35,11 +35,17 @@ const BLOCKSIZE = process.env.BLOCKSIZE === 'auto' ? [] : ['--blocksize', proces
 /** Runs the CLI; `progressFlag` false for commands without --progress (devices). */
 const gpuframe = (args, progressFlag = true) => runGpuframe([...args, ...(progressFlag ? ['--no-progress'] : [])], { timeoutS: TIMEOUT_S });
 
-/** Seconds per round of a map task: the starts of its successive rounds (one slice per worker per round); the first round, which compiles the kernels, is left out when there are 3 or more. */
-function perRound(tracePath, name) {
+/**
+ * Seconds per round of a map task: the starts of its successive rounds (one slice per worker per
+ * round). Only the last `lastRounds` count (k-means: the Lloyd steps and the final inertia, not the
+ * k-means|| weights before them), and of those the first, which compiles the kernels, is left out
+ * when there are 3 or more.
+ */
+function perRound(tracePath, name, lastRounds = Infinity) {
   const events = JSON.parse(readFileSync(tracePath, 'utf8')).traceEvents.filter((e) => e.ph === 'X' && e.name.startsWith(name));
   const workers = new Set(events.map((e) => e.tid)).size;
-  const starts = events.map((e) => e.ts).sort((a, b) => a - b);
+  const all = events.map((e) => e.ts).sort((a, b) => a - b);
+  const starts = all.slice(Math.max(0, all.length - lastRounds * workers));
   const rounds = Math.floor(starts.length / workers);
   if (rounds < 2) return { rounds, seconds: NaN };
   const first = rounds >= 3 ? 1 : 0;
@@ -207,7 +213,7 @@ if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '
     const r = gpuframe(['kmeans', blobs, '--exclude', 'y', '--k', String(K), '--max-iter', String(ITERS), '--n-init', '1', '--tol', '0', '--seed', '1', '--json', '--model-out', model, '--trace', trace, ...BLOCKSIZE, ...c.flags]);
     if (r.code !== 0) { add(`kmeans ${c.name}`, `failed (exit ${r.code})`, r.stderr.slice(-400)); continue; }
     const summary = JSON.parse(r.stdout);
-    const it = perRound(trace, 'ml kmeans.assign');
+    const it = perRound(trace, 'ml kmeans.assign', ITERS + 1);
     models[c.name] = { text: readFileSync(model, 'utf8'), inertia: summary.inertia, seconds: it.seconds };
     const fraction = c.name === 'cpu' ? '' : `, ${ofRoofline(it.seconds, kmBytes, kmFlops)} (dot form: ${ofRoofline(it.seconds, kmBytes, kmFlopsDot)})`;
     add(`kmeans ${c.name}`, `${r.seconds.toFixed(2)} s total, ${(it.seconds * 1e3).toFixed(2)} ms per Lloyd iteration (median ${(it.medianSeconds * 1e3).toFixed(2)} ms)${fraction}`,
