@@ -1,6 +1,8 @@
 // npm run bench: gpuframe against its peers on the same machine, in the same run.
 // Prints times, ratios and peak RSS (summed over the process tree) as a markdown table.
-//   BENCH_BYTES=1e9 (default 1 GB) sets the generated CSV size; BENCH_DIR where data lives.
+//   BENCH_BYTES=1e9 (default 1 GB) sets the generated CSV size; BENCH_DIR where data lives; then
+//   machine learning against ml-kmeans, ml-random-forest and ml-regression-multivariate-linear
+//   (bench/ml-cpu.mjs; BENCH_ML=0 skips it).
 
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
@@ -73,3 +75,6 @@ console.log(`\nread-csv -> groupby over ${(size / 1e9).toFixed(2)} GB CSV (${cpu
 console.log('| run | time (s) | MB/s | vs DuckDB | peak RSS (MiB) |');
 console.log('| --- | ---: | ---: | ---: | ---: |');
 for (const r of rows) console.log(`| ${r.name} | ${r.seconds.toFixed(2)} | ${(size / 1e6 / r.seconds).toFixed(0)} | ${(r.seconds / base).toFixed(2)}× | ${(r.peakRss / 2 ** 20).toFixed(0)} |`);
+
+// Machine learning against the npm peers (bench/ml-cpu.mjs; BENCH_ML=0 skips it).
+if (process.env.BENCH_ML !== '0') execFileSync(node, [join(root, 'bench', 'ml-cpu.mjs')], { stdio: 'inherit' });
