@@ -1,6 +1,6 @@
 // k-means on a device matrix: the Lloyd step (nearest centres with per-cluster counts, sums and
-// inertia in one pass) and the k-means++ seeding steps over each row's nearest squared distance
-// kept on the device (minD2). Functions record into a GpuWork, so every partition of a worker
+// inertia in one pass), and the k-means++ and k-means|| seeding steps over each row's nearest
+// squared distance kept on the device (minD2). Functions record into a GpuWork, so every partition of a worker
 // shares one submission and one readback. WGSL: kmeans.wgsl.ts. CPU twins: kmeansStepCpu (word
 // for word), kmeansAssignCpu (f32 distances), ppUpdateCpu.
 
@@ -65,7 +65,7 @@ export function centreExponent(centres: Float32Array): number {
   return exponentOf(m);
 }
 
-/** Records per column of `m` the largest |x| as f32 bits into out from word `outWord` (zeroed there before): the step's maxima, and column statistics'. */
+/** Records per column of `m` the largest |x| as f32 bits into out from word `outWord` (zeroed there before); the column statistics carry them to the step's scales. */
 export function recordMaxAbs(work: GpuWork, m: DeviceMatrix, out: GPUBuffer, outWord: number): void {
   const chunks = Math.max(1, Math.min(Math.ceil(m.rows / (256 * 16)), Math.ceil(4096 / m.cols)));
   work.dispatch('kmeans-max-abs', KMEANS_MAX_ABS_WGSL, 'max_abs', [work.params([m.rows, m.cols, chunks, outWord]), m.xr, out], m.cols * chunks);
@@ -131,9 +131,10 @@ export function maxBitsOfColumns(x: Float32Array, rows: number, d: number): Uint
 }
 
 /**
- * CPU twin of recordStep, word for word (the basis by default: these rows alone): labels and distances in f32 (kmeansAssignCpu), and the
+ * CPU twin of recordStep, word for word: labels and distances in f32 (kmeansAssignCpu), and the
  * step's words (stepLayout), each value truncated to an integer after scaling and summed exactly
- * (BigInt). Assumes no subnormal inputs (a GPU may flush them to zero).
+ * (BigInt). `basis`: the scales' row count and column maxima (by default these rows alone).
+ * Assumes no subnormal inputs (a GPU may flush them to zero).
  */
 export function kmeansStepCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number,
                               basis: { rows: number; maxBits: Uint32Array } = { rows, maxBits: maxBitsOfColumns(x, rows, d) }): { labels: Uint32Array; dist: Float32Array; words: Uint32Array } {
