@@ -57,6 +57,23 @@ describe('kmeans', () => {
   }
 });
 
+describe('kmeans with k-means|| seeding (from 131 072 rows)', () => {
+  // 150 000 rows in 44 partitions over 2 workers (18-26 loads each), then moments, the first centre,
+  // k-means|| (totals, samples, weights) and Lloyd: in one traced run, worker tasks 21-25 and 29-31
+  // were k-means|| steps; the split between the workers varies, so a kill may also land in loading or Lloyd.
+  for (const at of [21, 24, 29]) {
+    it(`a worker killed at its task ${at}: the model is unchanged`, async () => {
+      if (!existsSync(path('many.csv'))) await ok(['make-blobs', '--n-samples', '150000', '--n-features', '4', '--centers', '6', '--cluster-std', '0.6', '--seed', '3', '-o', path('many.csv')]);
+      const args = ['kmeans', path('many.csv'), '--k', '6', '--exclude', 'y', '--seed', '1', '--workers', '2', '--blocksize', '256KB'];
+      const marker = path(`par-fault-marker-${at}`);
+      await ok([...args, '--model-out', path(`kmp-fault-${at}.json`)], { GPUFRAME_FAULT: `kill-worker@${at}`, GPUFRAME_FAULT_MARKER: marker });
+      expect(existsSync(marker)).toBe(true); // the fault really happened
+      if (!existsSync(path('kmp-clean.json'))) await ok([...args, '--model-out', path('kmp-clean.json')]);
+      expect(readFileSync(path(`kmp-fault-${at}.json`), 'utf8')).toBe(readFileSync(path('kmp-clean.json'), 'utf8'));
+    }, 120_000);
+  }
+});
+
 describe('linreg', () => {
   it('recovers the generating coefficients and writes the same model for 1 and 2 workers', async () => {
     await ok(['make-regression', '--n-samples', '40000', '--n-features', '5', '--n-informative', '5', '--bias', '3', '--seed', '4', '-o', path('reg.csv')]);
