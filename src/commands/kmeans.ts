@@ -16,7 +16,7 @@ export default class KMeans extends GpuframeCommand {
     k: Flags.integer({ description: 'number of clusters', required: true, min: 1 }),
     'max-iter': Flags.integer({ description: 'Lloyd iterations per run at most', default: 300, min: 1 }),
     tol: Flags.string({ description: "relative tolerance on the centres' movement (scikit-learn's meaning)", default: '1e-4' }),
-    init: Flags.string({ description: 'seeding', options: ['k-means++', 'random'], default: 'k-means++' }),
+    init: Flags.string({ description: 'seeding: k-means++ (greedy; k-means|| from 131072 rows: a few passes over the rows) or k distinct random rows', options: ['k-means++', 'random'], default: 'k-means++' }),
     'n-init': Flags.integer({ description: 'runs with different seeds; the lowest inertia wins', default: 1, min: 1 }),
     output: Flags.string({ char: 'o', description: 'also write the rows with their cluster in a `label` column' }),
     ...featureFlags, ...csvFlags, ...runFlags,
