@@ -109,7 +109,7 @@ async function kernelTimings() {
   for (const [rowsPerThread, batch, registers] of variants) {
     report(`kmeans step, ${rowsPerThread} rows per thread, carries ${batch} at a time, features ${registers ? 'from registers' : 'read again'} (defaults ${stepRowsPerThread(D)}, ${STEP_CARRY_BATCH}, ${D <= 32 ? 'registers' : 'read again'})`, kmRows, await marginal((work) => {
       work.encoder.clearBuffer(stepOut);
-      work.dispatch(`kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, rowsPerThread, batch, registers === 1), 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, work.input(centres, 'centres'), maxBits, stepOut], stepWorkgroups(kmRows, D, true));
+      work.dispatch(`kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, { rowsPerThread, batch, fromRegisters: registers === 1 }), 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, work.input(centres, 'centres'), maxBits, stepOut], stepWorkgroups(kmRows, D, true));
     }));
   }
   {

@@ -49,12 +49,14 @@ export function stepPairs(k: number, d: number): number {
   return Math.ceil(stepLayout(k, d).words / 2);
 }
 
-/** Bits of |v| for an f32 value v (NaN above infinity). */
-function absBitsF32(v: number): number {
+/** f32 bits of a number (rounded to f32), e.g. as a kernel parameter word. */
+function f32Bits(v: number): number {
   F32[0] = v;
-  return U32[0] & 0x7fffffff;
+  return U32[0];
 }
 const F32 = new Float32Array(1), U32 = new Uint32Array(F32.buffer);
+/** Bits of |v| for an f32 value v (NaN above infinity). */
+const absBitsF32 = (v: number) => f32Bits(v) & 0x7fffffff;
 /** e with |v| < 2^e from the bits of |v|, as the kernel's exponentOf. */
 const exponentOf = (absBits: number) => (absBits >>> 23) - 126;
 
@@ -90,8 +92,7 @@ export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, s
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_GPU_CLUSTERS} clusters, not ${d} and ${k}`);
   if (!(scaleRows >= m.rows && scaleRows < 2 ** 32)) throw new Error(`the step's scales cover ${scaleRows} rows, fewer than the partition's ${m.rows}`);
   const params = work.params([m.rows, 2 * outOffset, Math.min(centreExp, 255), scaleRows]);
-  const wgsl = countsOnly ? kmeansStepWgsl(d, k, local, undefined, undefined, undefined, true) : kmeansStepWgsl(d, k, local);
-  work.dispatch(`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}${countsOnly ? '-counts' : ''}`, wgsl, 'step', [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
+  work.dispatch(`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}${countsOnly ? '-counts' : ''}`, kmeansStepWgsl(d, k, local, { countsOnly }), 'step', [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
 }
 
 /** The trainer's AssignResult from a partition's step words (stepLayout): sums scaled back by 2^-F exactly, as double-doubles. */
@@ -210,12 +211,6 @@ export function smallestHashRow(words: Uint32Array): number {
   };
   for (let i = 4; i < words.length; i += 4) if (before(i, at)) at = i;
   return words[at + 3] * 2 ** 32 + words[at + 2];
-}
-
-/** f32 bits of a number, as a kernel parameter word. */
-function f32Bits(v: number): number {
-  F32[0] = v;
-  return U32[0];
 }
 
 /**

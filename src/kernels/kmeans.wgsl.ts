@@ -3,7 +3,7 @@
 // centre is the lowest index among equal distances (strict <), as the CPU code.
 //   step:         a Lloyd iteration's pass: each row's nearest centre, and per cluster the row count
 //                 and exact fixed-point sums of its rows' features and squared distances
-//   max_abs:      each column's largest |x| (for the step's fixed-point scales), once per partition
+//   max_abs:      each column's largest |x| (with the column statistics; the step's fixed-point scales)
 //   pp_update:    each row's nearest squared distance over centres [from, to), kept between calls
 //   pp_potential: min(nearest, distance to candidate t) per row, for each candidate t
 //   smallest_hash: the row with the smallest row hash (k-means++'s first centre)
@@ -51,7 +51,7 @@ export function stepLayout(k: number, d: number): { hi: number; counts: number; 
 }
 /** A scale word of a value whose sum is not meaningful (non-finite data, or distances that may overflow f32). */
 export const STEP_NON_FINITE = 0x80000000;
-/** The largest partition magnitude a sum may reach: 2^62, so a 64-bit two's-complement sum never wraps. */
+/** Bits of the largest magnitude a sum over the matrix's rows may reach: 2^62, so a 64-bit two's-complement sum never wraps. */
 export const STEP_SUM_BITS = 62;
 
 /**
@@ -79,8 +79,9 @@ export function stepWorkgroupBytes(d: number, k: number, local: boolean): number
  * truncated to a 64-bit integer and added with 32-bit atomics and a carry (WGSL has no i64), so
  * the result does not depend on the order the device adds the rows in: the same bits on any GPU,
  * with any number of workgroups, as the CPU twin (kmeansStepCpu). The scale 2^F of feature j keeps
- * rows × max|x_j| × 2^F below 2^62 (max|x_j| from recordMaxAbs); the distance's, rows × a bound of
- * the distance × 2^F. `local`: clusters are summed in workgroup memory and added to `out` once per
+ * rows × max|x_j| × 2^F below 2^62, over the rows of the whole matrix (p.scaleRows, and maxBits from
+ * its column statistics), so every partition sums on the same scale; the distance's, rows × a bound
+ * of the distance × 2^F. `local`: clusters are summed in workgroup memory and added to `out` once per
  * workgroup; otherwise every row goes to `out` with device-memory atomics (for k × d too large for
  * workgroup memory). Rows: several per thread in registers, centres staged as vec4s (each padded
  * with zeros to a multiple of 4 features; (0 - 0)² = +0 changes no sum). The rows, their sums and
@@ -88,7 +89,11 @@ export function stepWorkgroupBytes(d: number, k: number, local: boolean): number
  * indexed in loops, which a driver that does not unroll such loops keeps in local memory.
  * `countsOnly`: the counts alone (the sums stay 0), for weighing k-means|| candidates.
  */
-function buildKmeansStepWgsl(d: number, k: number, local: boolean, rowsPerThread = stepRowsPerThread(d), batch = STEP_CARRY_BATCH, fromRegisters = d <= 32, countsOnly = false): string {
+/** Variants of the step kernel (defaults: the measured best for d); each gives the same words. */
+export interface StepVariant { rowsPerThread?: number; batch?: number; fromRegisters?: boolean; countsOnly?: boolean }
+
+function buildKmeansStepWgsl(d: number, k: number, local: boolean,
+                             { rowsPerThread = stepRowsPerThread(d), batch = STEP_CARRY_BATCH, fromRegisters = d <= 32, countsOnly = false }: StepVariant = {}): string {
   const d4 = Math.ceil(d / 4);
   const { hi, counts, scales } = stepLayout(k, d);
   const rows = Array.from({ length: rowsPerThread }, (_, i) => i);

@@ -8,7 +8,7 @@
 // stream, so a tree is the same whichever GPU grows it and whichever trees share its batch.
 
 import type { GpuContext } from '../gpu/device.js';
-import { freeBuffer, stagingRingOf, storageBuffer, uploadNew } from '../gpu/buffers.js';
+import { asU32, freeBuffer, stagingRingOf, storageBuffer, uploadNew } from '../gpu/buffers.js';
 import { bootstrapKey, ForestGrowth, totalsWidth, type BinnedData, type Frontier, type GrownTree, type LevelRoute, type LevelSearch, type SplitFinder, type TreeSpec } from '../ml/forest-tree.js';
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { FragmentResult, Terminal } from './fragment.js';
@@ -211,8 +211,4 @@ class GpuSplitFinder implements SplitFinder {
     freeBuffer(this.ctx, this.weight);
     freeBuffer(this.ctx, this.slot);
   }
-}
-
-function asU32(a: Int32Array | Float32Array): Uint32Array {
-  return new Uint32Array(a.buffer, a.byteOffset, a.length);
 }

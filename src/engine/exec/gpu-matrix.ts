@@ -9,7 +9,7 @@
 
 import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { readBack, stagingRingOf } from '../gpu/buffers.js';
+import { asU32, readBack, stagingRingOf } from '../gpu/buffers.js';
 import { PhaseTimes } from '../gpu/timing.js';
 import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
@@ -262,7 +262,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
       pairs: 2 * smallestHashWorkgroups(p.device.rows),
       record: (work, out, offset) => recordSmallestHash(work, p.device.rows, key, p.host.firstRow, out, offset),
       decode: (pairs): ScoredRow[] => {
-        const row = smallestHashRow(new Uint32Array(pairs.buffer, pairs.byteOffset, pairs.length));
+        const row = smallestHashRow(asU32(pairs));
         return [{ score: rowUniform(key, row), row, values: p.host.row(row - p.host.firstRow) }];
       },
     };
@@ -316,7 +316,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
         recordParSample(work, p.device.rows, minD2, args.key, p.host.firstRow, args.oversampling, args.phi, cap, out, 2 * offset);
       },
       decode: async (pairs): Promise<ScoredRow[]> => {
-        const rows = sampledRows(new Uint32Array(pairs.buffer, pairs.byteOffset, pairs.length), cap)
+        const rows = sampledRows(asU32(pairs), cap)
           ?? parSampleCpu(new Float32Array(await readBack(ctx, minD2, p.device.rows * 4, 0)), args.key, p.host.firstRow, args.oversampling, args.phi);
         return rows.map((r) => ({ score: 0, row: p.host.firstRow + r, values: p.host.row(r) }));
       },

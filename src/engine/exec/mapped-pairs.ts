@@ -1,9 +1,10 @@
-// GPU workers answer some map-matrix tasks with their partitions' raw (hi, lo) f32 results in one
-// array, decoded in the parent: one typed array crosses the process boundary instead of several
+// GPU workers answer some map-matrix tasks with their partitions' raw results (f32 (hi, lo) pairs,
+// or u32 words in their bytes) in one array, decoded in the parent: one typed array crosses the process boundary instead of several
 // float64 arrays per partition (half the bytes; on the H200 machine a k-means round's answer for 8
 // partitions took ~1.3 ms to arrive as float64 arrays, 0.4–0.7 ms as one array of pairs).
 
 import { stepResultOf } from '../../kernels/kmeans.js';
+import { asU32 } from '../gpu/buffers.js';
 
 /** The results of partitions indices[i] at pairs[offsets[i], offsets[i + 1]): f32 (hi, lo) pairs, or u32 words in their bytes. */
 export interface MappedPairs { indices: number[]; offsets: number[]; pairs: Float32Array }
@@ -11,7 +12,7 @@ export interface MappedPairs { indices: number[]; offsets: number[]; pairs: Floa
 /** How the parent decodes a task's pairs: pure functions of the pairs and the task's arguments. */
 const DECODERS: Record<string, (pairs: Float32Array, args: any) => unknown> = {
   // The step's u32 words (stepLayout), carried in the f32 array's bytes.
-  'kmeans.assign': (pairs, { centers, k }: { centers: Float64Array; k: number }) => stepResultOf(new Uint32Array(pairs.buffer, pairs.byteOffset, pairs.length), k, centers.length / k),
+  'kmeans.assign': (pairs, { centers, k }: { centers: Float64Array; k: number }) => stepResultOf(asU32(pairs), k, centers.length / k),
 };
 
 /** Whether a GPU worker sends this task's results as pairs for the parent to decode. */

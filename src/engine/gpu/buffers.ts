@@ -437,3 +437,8 @@ export function kernelFor(ctx: GpuContext, label: string, code: string): GpuKern
   else if (k.code !== code) throw new Error(`kernel label '${label}' is used for two different WGSL sources`);
   return k;
 }
+
+/** The same bytes as u32 words (kernel words read back or sent as i32 or f32 arrays). */
+export function asU32(a: Int32Array | Float32Array): Uint32Array {
+  return new Uint32Array(a.buffer, a.byteOffset, a.length);
+}

@@ -7,8 +7,8 @@ import type { MatrixPartition } from './partitioned.js';
 import { rowUniform } from './random.js';
 import { dropScratch, getScratch } from './scratch.js';
 
-/** Squared distance from row r of the partition to centre c, stopping early once above `bound`. */
-function distSq(x: Float64Array, xBase: number, centers: Float64Array, cBase: number, d: number, bound: number): number {
+/** Squared distance between the d values at x[xBase] and at centers[cBase], stopping early (at a sum above it) once above `bound`. */
+export function distSq(x: Float64Array, xBase: number, centers: Float64Array, cBase: number, d: number, bound: number): number {
   let s = 0;
   for (let j = 0; j < d; j++) {
     const t = x[xBase + j] - centers[cBase + j];

@@ -5,7 +5,8 @@
 
 import { UsageError } from '../errors.js';
 import { ddCombine, type DDArray } from './double-double.js';
-import type { AssignArgs, AssignResult, FixedPointBasis, PickTarget, SampleArgs, ScoredRow } from './kmeans-tasks.js';
+import { concatFloat64 } from './design-matrix.js';
+import { distSq, nearestCenter, type AssignArgs, type AssignResult, type FixedPointBasis, type PickTarget, type SampleArgs, type ScoredRow } from './kmeans-tasks.js';
 import { modelBase, type KMeansModel } from './model.js';
 import type { PartitionedMatrix } from './partitioned.js';
 import { Rng, rowKey } from './random.js';
@@ -29,10 +30,11 @@ export async function fitKMeans(data: PartitionedMatrix, params: KMeansParams): 
   if (!(nInit >= 1)) throw new UsageError(`--n-init must be at least 1, got ${nInit}`);
   const moments = await columnMoments(data);
   const absTol = absoluteTolerance(moments, data.cols, tol);
+  const basis = basisOf(moments);
   let best: LloydResult | null = null;
   for (let run = 0; run < nInit; run++) {
-    const start = await initialCenters(data, k, init, seed, run, { basis: { rows: moments.rows, maxAbs: moments.maxAbs } });
-    const result = await runLloyd(data, start, k, maxIter, absTol, moments);
+    const start = await initialCenters(data, k, init, seed, run, { basis });
+    const result = await runLloyd(data, start, k, maxIter, absTol, basis);
     if (best === null || result.inertia < best.inertia) best = result;
   }
   const model: KMeansModel = {
@@ -51,10 +53,14 @@ export function absoluteTolerance(m: ColumnMoments, cols: number, tol: number): 
   return cols > 0 ? (s / cols) * tol : 0;
 }
 
-/** Lloyd iterations from `centers` until the squared centre shift is at most absTol; inertia of the final centres. `moments`: columnMoments of the data (the GPU step's fixed-point basis). */
-export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: number, maxIter: number, absTol: number, moments: ColumnMoments): Promise<LloydResult> {
+/** The GPU step's fixed-point basis from the data's column statistics. */
+function basisOf(m: ColumnMoments): FixedPointBasis {
+  return { rows: m.rows, maxAbs: m.maxAbs };
+}
+
+/** Lloyd iterations from `centers` until the squared centre shift is at most absTol; inertia of the final centres. `basis`: the GPU step's (basisOf the data's column statistics). */
+export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: number, maxIter: number, absTol: number, basis: FixedPointBasis): Promise<LloydResult> {
   const d = data.cols;
-  const basis: FixedPointBasis = { rows: moments.rows, maxAbs: moments.maxAbs };
   let centers = start.slice();
   let iterations = 0;
   for (let it = 0; it < maxIter; it++) {
@@ -132,7 +138,7 @@ export async function initialCenters(data: PartitionedMatrix, k: number, init: '
   const [first] = mergeBest(await data.map<ScoredRow[]>('kmeans.smallestHash', { key: rowKey(seed, 'kmeans++-first', run), m: 1 }), 1);
   centers.set(first.values, 0);
   if (data.rows >= (options.scalableFrom ?? SCALABLE_SEEDING_ROWS) && k > 1) {
-    const basis: FixedPointBasis = options.basis ?? await columnMoments(data).then((m) => ({ rows: m.rows, maxAbs: m.maxAbs }));
+    const basis = options.basis ?? basisOf(await columnMoments(data));
     const scalable = await scalableKMeansPP(data, k, seed, run, basis, first.values);
     if (scalable) return scalable;
   }
@@ -190,10 +196,10 @@ async function scalableKMeansPP(data: PartitionedMatrix, k: number, seed: number
   const scratchKey = `kmeans||:${process.pid}:${seedingRuns++}`;
   const candidates: Float64Array[] = [first];
   try {
-    const totalOf = async () => ddCombine(await data.map<DDArray>('kmeans.ppTotal', { run: scratchKey, centers: concatRows(candidates, d), count: candidates.length }), 1)[0];
+    const totalOf = async () => ddCombine(await data.map<DDArray>('kmeans.ppTotal', { run: scratchKey, centers: concatFloat64(candidates), count: candidates.length }), 1)[0];
     let phi = await totalOf();
     for (let r = 0; r < rounds && phi > 0; r++) {
-      const args: SampleArgs = { run: scratchKey, centers: concatRows(candidates, d), count: candidates.length, key: rowKey(seed, `kmeans||:${run}`, r), oversampling, phi };
+      const args: SampleArgs = { run: scratchKey, centers: concatFloat64(candidates), count: candidates.length, key: rowKey(seed, `kmeans||:${run}`, r), oversampling, phi };
       const sampled = (await data.map<ScoredRow[]>('kmeans.parSample', args)).flat();
       if (sampled.length === 0) break;
       for (const row of sampled) candidates.push(row.values);
@@ -207,7 +213,7 @@ async function scalableKMeansPP(data: PartitionedMatrix, k: number, seed: number
   // with copies of the first (ties go to the lower index, so the copies weigh nothing), so the GPU
   // step is compiled for few numbers of centres (a new one took ~1 s on the H200 with a cold cache).
   const m = candidates.length, padded = Math.max(64, 2 ** Math.ceil(Math.log2(m)));
-  const points = concatRows(candidates, d);
+  const points = concatFloat64(candidates);
   const centres = new Float64Array(padded * d);
   centres.set(points);
   for (let c = m; c < padded; c++) centres.set(first, c * d);
@@ -216,18 +222,6 @@ async function scalableKMeansPP(data: PartitionedMatrix, k: number, seed: number
   for (const part of parts) for (let c = 0; c < m; c++) weights[c] += part.counts[c];
   const rng = new Rng(seed, 'kmeans||', run);
   return weightedLloyd(points, weights, weightedKMeansPP(points, weights, k, d, rng), k, d, 10);
-}
-
-function concatRows(rows: readonly Float64Array[], d: number): Float64Array {
-  const out = new Float64Array(rows.length * d);
-  rows.forEach((r, i) => out.set(r, i * d));
-  return out;
-}
-
-function sqDist(a: Float64Array, ai: number, b: Float64Array, bi: number, d: number): number {
-  let s = 0;
-  for (let j = 0; j < d; j++) { const t = a[ai * d + j] - b[bi * d + j]; s += t * t; }
-  return s;
 }
 
 /** Greedy k-means++ over weighted points (m × d), on the host: each centre the best of several draws by weight × D². */
@@ -250,7 +244,7 @@ export function weightedKMeansPP(points: Float64Array, weights: Float64Array, k:
   const minD = new Float64Array(m);
   let chosen = Math.max(0, draw((i) => weights[i]));
   centers.set(points.subarray(chosen * d, (chosen + 1) * d), 0);
-  for (let i = 0; i < m; i++) minD[i] = sqDist(points, i, points, chosen, d);
+  for (let i = 0; i < m; i++) minD[i] = distSq(points, i * d, points, chosen * d, d, Infinity);
   const trials = 2 + Math.floor(Math.log(k));
   for (let c = 1; c < k; c++) {
     let best = -1, bestPotential = Infinity;
@@ -258,14 +252,14 @@ export function weightedKMeansPP(points: Float64Array, weights: Float64Array, k:
       const cand = draw((i) => weights[i] * minD[i]);
       if (cand < 0) break; // every weighted point sits on a centre
       let potential = 0;
-      for (let i = 0; i < m; i++) potential += weights[i] * Math.min(minD[i], sqDist(points, i, points, cand, d));
+      for (let i = 0; i < m; i++) potential += weights[i] * Math.min(minD[i], distSq(points, i * d, points, cand * d, d, minD[i]));
       if (potential < bestPotential) { bestPotential = potential; best = cand; }
     }
     // No weight left: the first point not yet a centre (the candidates hold at least k distinct rows).
     if (best < 0) for (let i = 0; i < m && best < 0; i++) if (minD[i] > 0) best = i;
     if (best < 0) best = c % m;
     centers.set(points.subarray(best * d, (best + 1) * d), c * d);
-    for (let i = 0; i < m; i++) minD[i] = Math.min(minD[i], sqDist(points, i, points, best, d));
+    for (let i = 0; i < m; i++) minD[i] = Math.min(minD[i], distSq(points, i * d, points, best * d, d, minD[i]));
   }
   return centers;
 }
@@ -276,8 +270,7 @@ export function weightedLloyd(points: Float64Array, weights: Float64Array, cente
   for (let it = 0; it < iterations; it++) {
     const sums = new Float64Array(k * d), mass = new Float64Array(k);
     for (let i = 0; i < m; i++) {
-      let best = 0, bestD = Infinity;
-      for (let c = 0; c < k; c++) { const dd = sqDist(points, i, centers, c, d); if (dd < bestD) { bestD = dd; best = c; } }
+      const [best] = nearestCenter(points, i * d, centers, k, d);
       mass[best] += weights[i];
       for (let j = 0; j < d; j++) sums[best * d + j] += weights[i] * points[i * d + j];
     }
