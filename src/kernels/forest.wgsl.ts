@@ -14,7 +14,7 @@
 //   route:       each row moves to the next-level slot of its child (or to NONE)
 // Bins are bytes packed 4 per u32 word, feature f's column padded to rowsPadded (a multiple of 4).
 
-import { memoWgsl, WGSL_GRID, WGSL_MIX32 } from './wgsl-common.js';
+import { memoWgsl, WGSL_GRID, WGSL_MIX32, WGSL_ROW_HASH } from './wgsl-common.js';
 
 /** Most classes the kernels take: a thread keeps one class-weight vector in registers. */
 export const MAX_GPU_CLASSES = 32;
@@ -411,13 +411,14 @@ struct Params { rows: u32, trees: u32, bootstrap: u32, pad: u32 }
 @group(0) @binding(3) var<storage, read_write> slot: array<u32>;
 
 ${WGSL_MIX32}
+${WGSL_ROW_HASH}
 ${WGSL_MUL_HI}
 @compute @workgroup_size(256)
 fn bootstrap(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   for (var i = gid.x; i < p.trees * p.rows; i += gridStride(nwg)) {
     let t = i / p.rows;
     let d = i % p.rows;
-    let h = mix32(keys[t] ^ mix32(d + 0x632be5abu));
+    let h = rowHash32(keys[t], d);
     atomicAdd(&weight[t * p.rows + mulHi(h, p.rows)], 1u);
   }
 }

@@ -9,7 +9,7 @@
 //   smallest_hash: the row with the smallest row hash (k-means++'s first centre)
 //   par_sample:   k-means|| rows sampled by row hash against their nearest squared distance
 
-import { memoWgsl, WGSL_GRID, WGSL_MIX32 } from './wgsl-common.js';
+import { memoWgsl, WGSL_GRID, WGSL_MIX32, WGSL_ROW_HASH } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
 
 /** Centre values staged per workgroup (16 KiB). */
@@ -345,6 +345,7 @@ export const kmeansPpPotentialWgsl = memoWgsl(buildKmeansPpPotentialWgsl);
 export const KMEANS_SMALLEST_HASH_WGSL = /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_MIX32}
+${WGSL_ROW_HASH}
 struct Params { rows: u32, key: u32, firstLo: u32, firstHi: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> best: array<vec4u>;
@@ -364,7 +365,7 @@ fn smallest_hash(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id
   for (var r = wid.x * WG + lid.x; r < p.rows; r += nwg.x * WG) {
     let lo = p.firstLo + r;
     let hi = p.firstHi + select(0u, 1u, lo < r); // the carry of firstRow + r
-    let a = mix32(p.key ^ mix32(lo + 0x632be5abu));
+    let a = rowHash32(p.key, lo);
     let b = mix32(a + (hi ^ p.key) * 0x9e3779b1u + lo);
     let s = vec4u(a >> 5u, b >> 6u, lo, hi);
     if (before(s, mine)) { mine = s; }
@@ -388,6 +389,7 @@ fn smallest_hash(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id
 export const KMEANS_PAR_SAMPLE_WGSL = /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_MIX32}
+${WGSL_ROW_HASH}
 struct Params { rows: u32, key: u32, firstLo: u32, _firstHi: u32, oversampling: f32, phi: f32, cap: u32, outWord: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> minD2: array<f32>;
@@ -397,7 +399,7 @@ struct Params { rows: u32, key: u32, firstLo: u32, _firstHi: u32, oversampling: 
 fn par_sample(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   for (var r = gid.x; r < p.rows; r += gridStride(nwg)) {
     // The first word of rowUniform's hash, which depends on the low word of the global row only.
-    let a = mix32(p.key ^ mix32(p.firstLo + r + 0x632be5abu));
+    let a = rowHash32(p.key, p.firstLo + r);
     let u = f32(a >> 8u) * 5.9604644775390625e-8;
     if (u * p.phi < p.oversampling * minD2[r]) {
       let i = atomicAdd(&out[p.outWord], 1u);

@@ -29,6 +29,11 @@ fn mix32(v: u32) -> u32 {
 }
 `;
 
+/** rowHash32 of src/engine/ml/random.ts (the first word of rowUniform's hash); needs WGSL_MIX32 in the module. */
+export const WGSL_ROW_HASH = /* wgsl */ `
+fn rowHash32(key: u32, i: u32) -> u32 { return mix32(key ^ mix32(i + 0x632be5abu)); }
+`;
+
 /** 32-bit hash of a key given as two u32 words (murmur3-style mixing). */
 export const WGSL_HASH2 = /* wgsl */ `
 fn hash2(a: u32, b: u32) -> u32 {

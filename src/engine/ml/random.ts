@@ -97,7 +97,7 @@ export function rowKey(seed: number, purpose: string, round = 0): number {
 /** Uniform double in [0, 1) for global row `row` under `key`; depends only on (key, row). */
 export function rowUniform(key: number, row: number): number {
   const lo = row >>> 0, hi = Math.floor(row / 4294967296) >>> 0;
-  const a = mix32((key ^ mix32(lo + 0x632be5ab)) >>> 0);
+  const a = rowHash32(key, lo);
   const b = mix32((a + Math.imul(hi ^ key, 0x9e3779b1) + lo) >>> 0);
   return ((a >>> 5) * 67108864 + (b >>> 6)) / 9007199254740992;
 }
