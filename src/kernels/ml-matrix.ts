@@ -197,27 +197,14 @@ export function recordReduceBlocks(work: GpuWork, partials: GPUBuffer, blocks: n
   }
 }
 
-/** CPU twins of the double-float steps of ml-matrix.wgsl.ts (twoSum, dfAdd, dfAddF), in f32 steps. */
-function twoSumCpu(a: number, b: number): [number, number] {
-  const f = Math.fround;
-  const s = f(a + b), bb = f(s - a);
-  return [s, f(f(a - f(s - bb)) + f(b - bb))];
-}
-
-/** The renormalisation ending dfAdd and dfAddF: r = s + t and what rounding r left out. */
-function renormaliseCpu(s: number, t: number): [number, number] {
-  const r = Math.fround(s + t);
-  return [r, Math.fround(t - Math.fround(r - s))];
-}
-
+/** CPU twin of dfAdd (ml-matrix.wgsl.ts) in f32 steps: twoSum of the high words, the low words added to its error, renormalised. */
 function dfAddCpu(ah: number, al: number, bh: number, bl: number): [number, number] {
-  const [s, err] = twoSumCpu(ah, bh);
-  return renormaliseCpu(s, Math.fround(Math.fround(err + al) + bl));
-}
-
-export function dfAddFCpu(ah: number, al: number, b: number): [number, number] {
-  const [s, err] = twoSumCpu(ah, b);
-  return renormaliseCpu(s, Math.fround(err + al));
+  const f = Math.fround;
+  const s = f(ah + bh), bb = f(s - ah);
+  const err = f(f(ah - f(s - bb)) + f(bh - bb));
+  const t = f(f(err + al) + bl);
+  const r = f(s + t);
+  return [r, f(t - f(r - s))];
 }
 
 /** CPU twin of recordReduceBlocks: the same tree, the same f32 steps; (hi, lo) pairs in and out. */

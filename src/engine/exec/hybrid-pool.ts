@@ -86,10 +86,10 @@ export class HybridRunner implements TaskRunner {
   }
 
   get concurrency(): number {
-    return (this.gpu ? concurrencyOf(this.gpu) : this.opening!.workers * this.opening!.tasksPerWorker()) + concurrencyOf(this.cpu);
+    return this.concurrencyFor();
   }
 
-  concurrencyFor(terminal: Terminal): number {
+  concurrencyFor(terminal?: Terminal): number {
     return (this.gpu ? concurrencyOf(this.gpu, terminal) : this.opening!.workers * this.opening!.tasksPerWorker(terminal)) + concurrencyOf(this.cpu, terminal);
   }
 
