@@ -219,7 +219,8 @@ export function smallestHashRow(words: Uint32Array): number {
  * `cap` row numbers (words zeroed before). sampledRows reads them.
  */
 export function recordParSample(work: GpuWork, rows: number, minD2: GPUBuffer, key: number, firstRow: number, oversampling: number, phi: number, cap: number, out: GPUBuffer, outWord: number): void {
-  const params = work.params([rows, key >>> 0, firstRow % 2 ** 32, Math.floor(firstRow / 2 ** 32), f32Bits(oversampling), f32Bits(phi), cap, outWord]);
+  // The hash word sampled by depends on the global row's low word only.
+  const params = work.params([rows, key >>> 0, firstRow % 2 ** 32, 0, f32Bits(oversampling), f32Bits(phi), cap, outWord]);
   work.dispatch('kmeans-par-sample', KMEANS_PAR_SAMPLE_WGSL, 'par_sample', [params, minD2, out], rowWorkgroups(rows));
 }
 

@@ -390,7 +390,7 @@ export const KMEANS_PAR_SAMPLE_WGSL = /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_MIX32}
 ${WGSL_ROW_HASH}
-struct Params { rows: u32, key: u32, firstLo: u32, _firstHi: u32, oversampling: f32, phi: f32, cap: u32, outWord: u32 }
+struct Params { rows: u32, key: u32, firstLo: u32, _pad: u32, oversampling: f32, phi: f32, cap: u32, outWord: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> minD2: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<atomic<u32>>;
