@@ -114,8 +114,8 @@ export const SCALABLE_SEEDING_ROWS = 1 << 17;
 const MAX_CANDIDATES = 800;
 /**
  * Sampling rounds of k-means|| (Spark's default). 100 000 × 32 in 64 blobs, k = 64, three Lloyd
- * iterations from the seeds, seeds 1–11: two rounds found every blob 11 times, three 10, five 9,
- * greedy k-means++ 7 (the others missed one blob: ARI 0.98).
+ * iterations from the seeds, seeds 1–11 (bench/kmeans-seeding.mjs): two rounds found every blob 11
+ * times, three 10, five 9, greedy k-means++ 7 (the others missed one blob: ARI 0.98).
  */
 const SCALABLE_SEEDING_ROUNDS = 2;
 
@@ -124,6 +124,8 @@ export interface SeedingOptions {
   basis?: FixedPointBasis;
   /** Rows from which k-means|| is used (SCALABLE_SEEDING_ROWS by default). */
   scalableFrom?: number;
+  /** Sampling rounds of k-means|| (SCALABLE_SEEDING_ROUNDS by default; bench/kmeans-seeding.mjs compares others). */
+  rounds?: number;
 }
 
 /** Starting centres for restart `run`: k-means++ (D² sampling over all rows) or k distinct random rows. */
@@ -139,7 +141,7 @@ export async function initialCenters(data: PartitionedMatrix, k: number, init: '
   centers.set(first.values, 0);
   if (data.rows >= (options.scalableFrom ?? SCALABLE_SEEDING_ROWS) && k > 1) {
     const basis = options.basis ?? basisOf(await columnMoments(data));
-    const scalable = await scalableKMeansPP(data, k, seed, run, basis, first.values);
+    const scalable = await scalableKMeansPP(data, k, seed, run, basis, first.values, options.rounds ?? SCALABLE_SEEDING_ROUNDS);
     if (scalable) return scalable;
   }
   return greedyKMeansPP(data, k, seed, run, centers);
@@ -189,10 +191,10 @@ async function greedyKMeansPP(data: PartitionedMatrix, k: number, seed: number, 
  * by greedy weighted k-means++ and a few weighted Lloyd iterations: five passes over the rows
  * instead of 2k. Null when fewer than k candidates come up (few distinct rows): greedy k-means++ then.
  */
-async function scalableKMeansPP(data: PartitionedMatrix, k: number, seed: number, run: number, basis: FixedPointBasis, first: Float64Array): Promise<Float64Array | null> {
+async function scalableKMeansPP(data: PartitionedMatrix, k: number, seed: number, run: number, basis: FixedPointBasis, first: Float64Array, maxRounds: number): Promise<Float64Array | null> {
   const d = data.cols;
   const oversampling = 2 * k;
-  const rounds = Math.max(1, Math.min(SCALABLE_SEEDING_ROUNDS, Math.floor(MAX_CANDIDATES / oversampling)));
+  const rounds = Math.max(1, Math.min(maxRounds, Math.floor(MAX_CANDIDATES / oversampling)));
   const scratchKey = `kmeans||:${process.pid}:${seedingRuns++}`;
   const candidates: Float64Array[] = [first];
   try {
