@@ -99,7 +99,7 @@ const { KEY_VERIFY_WGSL } = await import('../dist/kernels/key-hash.wgsl.js');
  * without flags. Same features and limits as openGpu; switch to it once it passes the flag.
  */
 const ctx = await openGpu({ allowSoftware: true }); // timestamps unquantised (device.ts)
-await ctx?.subgroupsChecked;
+await ctx?.checked;
 if (!ctx) { console.error('no WebGPU adapter'); process.exit(1); }
 const device = ctx.device;
 const d = describeAdapter(ctx);

@@ -82,6 +82,7 @@ async function kernelTimings() {
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
   const { GRAM_BLOCK_ROWS } = await dist('kernels/linreg.wgsl.js');
   const ctx = await openGpu({ allowSoftware: true });
+  await ctx.checked; // the fma check picks the Gram's form
   const ring = new StagingRing(ctx);
   const limit = ctx.device.limits.maxStorageBufferBindingSize;
   const reps = Number(process.env.REPS ?? 20), warmS = Number(process.env.WARM_S ?? 1.5);
@@ -151,7 +152,15 @@ async function kernelTimings() {
   const pairs = gramPairs(D_LINREG), shift = new Array(D_LINREG + 1).fill(0.25);
   const gram = (work, out) => { recordGram(work, lr, shift, pairs, out, 0); };
   await warm(gram);
-  report('linreg Gram pass (per-block sums, then the sum over blocks)', lrRows, await marginal(gram));
+  report(`linreg Gram pass (per-block sums, then the sum over blocks; fma ${ctx.fusedFma ? 'fused' : 'not fused: Dekker\'s split'})`, lrRows, await marginal(gram));
+  if (ctx.fusedFma) {
+    // The same pass with Dekker's split for the products' errors (what devices without a fused fma run): the same words.
+    report('linreg Gram pass, Dekker\'s split (this device\'s fma is fused: not the default here)', lrRows, await marginal((work, out) => { recordGram(work, lr, shift, pairs, out, 0, { fused: false }); }));
+    const work = new GpuWork(ctx), n = pairs.length / 2;
+    const outs = [true, false].map((fused) => { const out = work.temp(n * 8, 'gram'); recordGram(work, lr, shift, pairs, out, 0, { fused }); return { buf: out, floats: 2 * n }; });
+    const [fused, split] = await work.finish(outs);
+    console.log(JSON.stringify({ kernel: `check: Gram words with fma and with Dekker's split ${fused.every((v, i) => Object.is(v, split[i])) ? 'identical' : 'DIFFER'}`, rows: lrRows, ms: 0 }));
+  }
   const gramBlocks = Math.ceil(lrRows / GRAM_BLOCK_ROWS), partials = storageBuffer(ctx, gramBlocks * pairs.length * 4, 'gram partials');
   report(`linreg sum over ${gramBlocks} blocks of ${pairs.length / 2} entries`, lrRows, await marginal((work, out) => { recordReduceBlocks(work, partials, gramBlocks, pairs.length / 2, out, 0, 'block-major'); }));
   partials.destroy();

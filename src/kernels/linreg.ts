@@ -6,7 +6,7 @@
 import type { GramResult } from '../engine/ml/linreg-tasks.js';
 import type { MomentsResult } from '../engine/ml/stats-tasks.js';
 import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, splitDouble, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
-import { GRAM_BLOCK_ROWS, LINREG_GRAM_WGSL, LINREG_RESIDUAL_WGSL, MAX_GRAM_COLUMNS, ONE_COLUMN } from './linreg.wgsl.js';
+import { GRAM_BLOCK_ROWS, GRAM_TILE_COLUMNS, LINREG_RESIDUAL_WGSL, linregGramWgsl, MAX_GRAM_COLUMNS, NO_ENTRY, ONE_COLUMN } from './linreg.wgsl.js';
 
 /** Column pairs of the Gram matrix: (i, j) for i ≤ j < d, then (i, d) for Xᵀ y (column d is y). */
 export function gramPairs(d: number): Uint32Array {
@@ -35,13 +35,46 @@ export function gramOnGpu(columns: number): boolean {
   return columns >= 1 && columns <= MAX_GRAM_COLUMNS;
 }
 
-/** Records Σ (x_i - shift_i)(x_j - shift_j) for each pair into out[outOffset …]; `shift` has one value per device column. */
-export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<number>, pairs: Uint32Array, out: GPUBuffer, outOffset: number): void {
+/**
+ * The Gram kernel's tiles (b = GRAM_TILE_COLUMNS) for `pairs` over `columns` device columns (ONE_COLUMN: the staged
+ * constant-1 column, index `columns`): per tile of b × b columns, its b a-columns, b c-columns (past
+ * the last column: the last, its products unused) and the entry each product gives (NO_ENTRY for
+ * none); a pair and its mirror share a tile. Words laid out as the kernel's GramTile.
+ */
+export function gramTiles(pairs: Uint32Array, columns: number, b = GRAM_TILE_COLUMNS): { words: Uint32Array; count: number } {
+  const index = (c: number) => (c === ONE_COLUMN ? columns : c);
+  const tiles = new Map<string, { i: number; j: number; e: number[] }>();
+  for (let e = 0; e < pairs.length / 2; e++) {
+    let i = index(pairs[2 * e]), j = index(pairs[2 * e + 1]);
+    if (i > j) [i, j] = [j, i];
+    const key = `${Math.floor(i / b)},${Math.floor(j / b)}`;
+    let tile = tiles.get(key);
+    if (!tile) tiles.set(key, tile = { i: Math.floor(i / b) * b, j: Math.floor(j / b) * b, e: new Array(b * b).fill(NO_ENTRY) });
+    const slot = (i - tile.i) * b + (j - tile.j);
+    if (tile.e[slot] !== NO_ENTRY) throw new Error(`gram: pair (${i}, ${j}) asked twice`);
+    tile.e[slot] = e;
+  }
+  const per = 2 * b + b * b, words = new Uint32Array(Math.max(1, tiles.size) * per);
+  [...tiles.values()].forEach((t, n) => {
+    for (let s = 0; s < b; s++) { words[n * per + s] = Math.min(t.i + s, columns); words[n * per + b + s] = Math.min(t.j + s, columns); }
+    words.set(t.e, n * per + 2 * b);
+  });
+  return { words, count: tiles.size };
+}
+
+/**
+ * Records Σ (x_i - shift_i)(x_j - shift_j) for each pair into out[outOffset …]; `shift` has one value
+ * per device column. `fused` (default: whether the device's fma is) changes the instructions, not the bits.
+ */
+export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<number>, pairs: Uint32Array, out: GPUBuffer, outOffset: number, { fused = work.ctx.fusedFma }: { fused?: boolean } = {}): void {
   const entries = pairs.length / 2, blocks = Math.ceil(m.rows / GRAM_BLOCK_ROWS), columns = m.cols + (m.hasY ? 1 : 0);
   if (shift.length !== columns || !gramOnGpu(columns)) throw new Error(`gram: ${shift.length} shifts for ${columns} device columns (at most ${MAX_GRAM_COLUMNS})`);
   const partials = work.temp(Math.max(1, blocks) * entries * 8, 'gram partials');
-  const buffers = [work.params([m.rows, entries, blocks, columns]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(pairs, 'gram pairs'), partials];
-  work.dispatch('linreg-gram', LINREG_GRAM_WGSL, 'gram', buffers, blocks * Math.ceil(entries / 256));
+  const tiles = gramTiles(pairs, columns);
+  // Row groups per tile: as many as fill the workgroup's 256 threads (one when tiles outnumber them; then several passes).
+  const groups = Math.max(1, Math.floor(256 / tiles.count)), passes = Math.ceil(tiles.count / Math.floor(256 / groups));
+  const buffers = [work.params([m.rows, tiles.count, blocks, columns, groups, entries, 0, 0]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(tiles.words, 'gram tiles'), partials];
+  work.dispatch(`linreg-gram${fused ? '-fused' : ''}`, linregGramWgsl(fused), 'gram', buffers, blocks * passes);
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
 }
 

@@ -1,10 +1,10 @@
 // WGSL of linear regression on a device matrix (ml-matrix.wgsl.ts layout), in double-float:
 //   gram:     for each entry (i, j) of a list, per block of GRAM_BLOCK_ROWS rows, Σ (x_i - s_i)(x_j - s_j);
 //             column ONE stands for the constant 1, so (c, ONE) gives Σ (x_c - s_c) (column moments);
-//             values staged per sub-tile in workgroup memory, one thread per entry
+//             values staged per sub-tile in workgroup memory, each thread a tile of 2 × 2 entries
 //   residual: (y - b - Σ w_j x_j)² per row (f32), summed afterwards by the block-sum kernels
 
-import { WGSL_GRID } from './wgsl-common.js';
+import { memoWgsl, WGSL_GRID } from './wgsl-common.js';
 import { WGSL_DOUBLE_FLOAT } from './ml-matrix.wgsl.js';
 
 /** The column index that stands for the constant 1 in a gram entry. */
@@ -17,64 +17,117 @@ const GRAM_TILE = 2048;
 /** Device columns the Gram kernel takes (one row of them and the constant 1 fit the tile); more run on the CPU. */
 export const MAX_GRAM_COLUMNS = GRAM_TILE - 1;
 
+/** An entry slot of a Gram tile that no entry asked for. */
+export const NO_ENTRY = 0xffffffff;
+
 /**
- * Work item w = (block b, pass h), w = h × blocks + b: the block is walked in sub-tiles of T rows
- * whose centred values (x - shift, double-float, and a constant-1 column last) are staged
- * row-major in workgroup memory, each computed once; thread e of the pass sums entry
- * h × 256 + e over the block's rows in row order. partial[b × entries + e] (block-major).
+ * Columns a side of a Gram tile: a thread sums the 2 × 2 products of two columns with two others,
+ * each staged value loaded once for two products (10^7 × 16 on an H200: 2 × 2 3.4–4.3 ms with
+ * Dekker's split, 2.9 ms fused; one entry a thread 4.2–4.4; 4 × 4 5.1–5.3, 4.3 fused).
  */
-export const LINREG_GRAM_WGSL = /* wgsl */ `
+export const GRAM_TILE_COLUMNS = 2;
+
+/**
+ * The Gram pass in register tiles: tile t (GramTile words, gramTiles) is B columns a × B columns c
+ * (B = GRAM_TILE_COLUMNS); its thread sums the B × B products (x_a - s_a)(x_c - s_c) over every
+ * `groups`-th row of the block's sub-tiles (row group g: rows g, g + groups, … of each, in order);
+ * then the groups' sums are added in group order. Threads: lane = slot × groups + g, slot a tile of
+ * the pass. partial[b × entries + e] (block-major). Each product's exact rounding error comes from
+ * Dekker's split (each value split once for all its products) or, where the device's fma() is
+ * fused (ctx.fusedFma), from fma: the same error, so the same bits.
+ */
+function buildGramWgsl(fused: boolean): string {
+  const b = GRAM_TILE_COLUMNS;
+  const n = b * b;
+  const idx = Array.from({ length: b }, (_, i) => i);
+  const prods = Array.from({ length: n }, (_, q) => q);
+  const col = (v: 'a' | 'c', i: number) => `tl.${v}[${i}]`;
+  return /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_DOUBLE_FLOAT}
-struct Params { rows: u32, entries: u32, blocks: u32, columns: u32 }
+struct Params { rows: u32, tiles: u32, blocks: u32, columns: u32, groups: u32, entries: u32, _a: u32, _b: u32 }
+struct GramTile { a: vec${b}u, c: vec${b}u, e: array<u32, ${n}> }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> xr: array<f32>;
 @group(0) @binding(2) var<storage, read> xl: array<f32>;
 @group(0) @binding(3) var<storage, read> shift: array<vec2f>;
-@group(0) @binding(4) var<storage, read> pairs: array<vec2u>;
+@group(0) @binding(4) var<storage, read> tiles: array<GramTile>;
 @group(0) @binding(5) var<storage, read_write> partials: array<vec2f>;
 const GRAM_ROWS: u32 = ${GRAM_BLOCK_ROWS}u;
+const NO_ENTRY: u32 = ${NO_ENTRY}u;
 var<workgroup> tile: array<vec2f, ${GRAM_TILE}u>;
+
+/** acc + a × b for double-floats a, b whose high parts are already split (hi = h1 + h2, 12 bits each), as dfMulAdd. */
+fn dfMulAddSplit(acc: vec2f, a: vec2f, a1: f32, a2: f32, b: vec2f, b1: f32, b2: f32) -> vec2f {
+  let p = opaque(a.x * b.x);
+  let e = opaque(opaque(opaque(a1 * b1 - p) + a1 * b2) + a2 * b1) + a2 * b2;
+  return dfAdd(acc, vec2f(p, e + (a.x * b.y + a.y * b.x)));
+}
+
+/** dfMulAdd with the product's rounding error from a fused fma. */
+fn dfMulAddFused(acc: vec2f, a: vec2f, b: vec2f) -> vec2f {
+  let p = opaque(a.x * b.x);
+  let e = fma(a.x, b.x, -p);
+  return dfAdd(acc, vec2f(p, e + (a.x * b.y + a.y * b.x)));
+}
 
 @compute @workgroup_size(256)
 fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let stride = p.columns + 1u; // the constant-1 column last
   let t = min(WG, ${GRAM_TILE}u / stride);
-  let passes = (p.entries + WG - 1u) / WG;
+  let g = lid.x % p.groups;
+  let slots = WG / p.groups;
+  let passes = (p.tiles + slots - 1u) / slots;
   for (var w = wid.x; w < p.blocks * passes; w += nwg.x) {
-    let b = w % p.blocks;
-    let e = (w / p.blocks) * WG + lid.x;
-    let live = e < p.entries;
-    var pr = vec2u(0u);
-    if (live) { pr = pairs[e]; }
-    let a = select(pr.x, p.columns, pr.x == ${ONE_COLUMN}u);
-    let c = select(pr.y, p.columns, pr.y == ${ONE_COLUMN}u);
-    let r0 = b * GRAM_ROWS;
+    let blk = w % p.blocks;
+    let ti = (w / p.blocks) * slots + lid.x / p.groups;
+    let live = lid.x < slots * p.groups && ti < p.tiles;
+    var tl: GramTile;
+    if (live) { tl = tiles[ti]; }
+${prods.map((q) => `    var acc${q} = vec2f(0.0);`).join('\n')}
+    let r0 = blk * GRAM_ROWS;
     let r1 = min(p.rows, r0 + GRAM_ROWS);
-    var acc = vec2f(0.0);
     for (var s0 = r0; s0 < r1; s0 += t) {
       let n = min(t, r1 - s0);
       workgroupBarrier(); // the previous sub-tile is no longer read
       for (var i = lid.x; i < n * stride; i += WG) {
-        let col = i / n;
+        let column = i / n;
         let row = i % n;
         var v = vec2f(1.0, 0.0);
-        if (col < p.columns) {
-          let at = col * p.rows + s0 + row;
-          v = dfSub(vec2f(xr[at], xl[at]), shift[col]);
+        if (column < p.columns) {
+          let at = column * p.rows + s0 + row;
+          v = dfSub(vec2f(xr[at], xl[at]), shift[column]);
         }
-        tile[row * stride + col] = v;
+        tile[row * stride + column] = v;
       }
       workgroupBarrier();
       if (live) {
-        for (var row = 0u; row < n; row++) { acc = dfMulAdd(acc, tile[row * stride + a], tile[row * stride + c]); }
+        for (var row = g; row < n; row += p.groups) {
+          let base = row * stride;
+${idx.map((i) => `          let a${i} = tile[base + ${col('a', i)}];${fused ? '' : ` let a${i}h = split12(a${i}.x); let a${i}l = a${i}.x - a${i}h;`}`).join('\n')}
+${idx.map((i) => `          let c${i} = tile[base + ${col('c', i)}];${fused ? '' : ` let c${i}h = split12(c${i}.x); let c${i}l = c${i}.x - c${i}h;`}`).join('\n')}
+${prods.map((q) => { const i = Math.floor(q / b), j = q % b; return fused ? `          acc${q} = dfMulAddFused(acc${q}, a${i}, c${j});` : `          acc${q} = dfMulAddSplit(acc${q}, a${i}, a${i}h, a${i}l, c${j}, c${j}h, c${j}l);`; }).join('\n')}
+        }
       }
     }
-    if (live) { partials[b * p.entries + e] = acc; }
+    // The row groups' sums, added in group order, through the staging tile (each lane's ${n} products).
+    workgroupBarrier();
+${prods.map((q) => `    tile[${q}u * WG + lid.x] = acc${q};`).join('\n')}
+    workgroupBarrier();
+    if (live) {
+      let first = lid.x - g; // this tile's group 0
+${prods.map((q) => `      if (${q}u % p.groups == g && tl.e[${q}] != NO_ENTRY) {
+        var s = tile[${q}u * WG + first];
+        for (var h = 1u; h < p.groups; h++) { s = dfAdd(s, tile[${q}u * WG + first + h]); }
+        partials[blk * p.entries + tl.e[${q}]] = s;
+      }`).join('\n')}
+    }
   }
 }
 `;
+}
+export const linregGramWgsl = memoWgsl(buildGramWgsl);
 
 export const LINREG_RESIDUAL_WGSL = /* wgsl */ `
 ${WGSL_GRID}

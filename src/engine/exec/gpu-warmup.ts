@@ -31,15 +31,15 @@ export const CSV_GROUPBY_KERNELS: [string, string, string[]][] = [
 
 /**
  * Compiles those kernels and, while the driver compiles, maps the staging ring's slots (~80 ms on
- * an H200, which the first chunk's upload used to wait for) and finishes the subgroup check.
+ * an H200, which the first chunk's upload used to wait for) and finishes the device checks.
  * Rejects if a kernel fails to compile.
  */
 export async function warmUpKernels(gpu: GpuContext): Promise<void> {
-  // Tasks then see the subgroup check's verdict (also on software adapters, which compile lazily).
-  if (gpu.isSoftware) return gpu.subgroupsChecked;
+  // Tasks then see the device checks' verdicts (also on software adapters, which compile lazily).
+  if (gpu.isSoftware) return gpu.checked;
   const compiling = CSV_GROUPBY_KERNELS.map(([label, code, entries]) => kernelFor(gpu, label, code).prepare(entries));
   // The list holds the plain scan_blocks; where subgroups are usable, the scans run this one.
-  compiling.push(gpu.subgroupsChecked.then(() => (scanVariant(gpu) === 'subgroups' ? scanBlocksKernel(gpu, 'subgroups').prepare(['scan_blocks']) : undefined)));
+  compiling.push(gpu.checked.then(() => (scanVariant(gpu) === 'subgroups' ? scanBlocksKernel(gpu, 'subgroups').prepare(['scan_blocks']) : undefined)));
   stagingRingOf(gpu);
   await Promise.all(compiling);
 }

@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import { create, globals } from 'webgpu';
 import { driPrimeOf, gpuBusIds, pinnedEnv } from './pci.js';
+import { checkFusedFma } from './fma.js';
 import { checkSubgroupLayout, UNCHECKED_LAYOUT, type SubgroupLayout } from './subgroups.js';
 
 export interface GpuContext {
@@ -13,10 +14,12 @@ export interface GpuContext {
   /** Features the device was created with. */
   features: ReadonlySet<string>;
   hasSubgroups: boolean;
-  /** Whether subgroup kernels may run here (subgroups.ts); 'not checked' until `subgroupsChecked` resolves. */
+  /** Whether subgroup kernels may run here (subgroups.ts); 'not checked' until `checked` resolves. */
   subgroupLayout: SubgroupLayout;
-  /** The layout check openGpu starts; kernels recorded before it resolves use their plain forms. */
-  subgroupsChecked: Promise<void>;
+  /** Whether fma() is fused here (fma.ts); false until `checked` resolves. */
+  fusedFma: boolean;
+  /** The device checks openGpu starts (subgroup layout, fma); kernels recorded before they resolve use their plain forms. */
+  checked: Promise<void>;
   hasTimestamps: boolean;
   isSoftware: boolean;
   /** Set once the device is lost; callers stop dispatching and report a RuntimeFailure. */
@@ -80,8 +83,8 @@ function limitsOf(limits: GPUSupportedLimits): Record<string, number> {
 
 /**
  * Opens the process's GPU with the adapter's maximum limits and the subgroups/timestamp-query
- * features when offered, and starts the check of how its subgroups are laid out (subgroups.ts,
- * GpuContext.subgroupsChecked). Null when there is no adapter, or only a software one and
+ * features when offered, and starts the checks of how its subgroups are laid out (subgroups.ts)
+ * and whether its fma() is fused (fma.ts): GpuContext.checked. Null when there is no adapter, or only a software one and
  * `allowSoftware` is not set.
  */
 export async function openGpu(options: { allowSoftware?: boolean } = {}): Promise<GpuContext | null> {
@@ -100,7 +103,8 @@ export async function openGpu(options: { allowSoftware?: boolean } = {}): Promis
     features: new Set(requiredFeatures),
     hasSubgroups: requiredFeatures.includes('subgroups'),
     subgroupLayout: UNCHECKED_LAYOUT,
-    subgroupsChecked: Promise.resolve(),
+    fusedFma: false,
+    checked: Promise.resolve(),
     hasTimestamps: requiredFeatures.includes('timestamp-query'),
     isSoftware,
     lostReason: null,
@@ -110,7 +114,10 @@ export async function openGpu(options: { allowSoftware?: boolean } = {}): Promis
   void device.lost.then((info) => { ctx.lostReason = info.message || info.reason || 'device lost'; });
   // Not awaited here: a GPU worker reports ready without it (its warm-up waits for it, beside the
   // kernel compiles), so it stays off the start-up path.
-  ctx.subgroupsChecked = checkSubgroupLayout(ctx).then((layout) => { ctx.subgroupLayout = layout; });
+  ctx.checked = Promise.all([
+    checkSubgroupLayout(ctx).then((layout) => { ctx.subgroupLayout = layout; }),
+    checkFusedFma(ctx).then((fused) => { ctx.fusedFma = fused; }),
+  ]).then(() => undefined);
   return ctx;
 }
 

@@ -4,6 +4,7 @@
 // the GpuContext: kernels are recorded synchronously and cannot wait for a readback.
 
 import type { GpuContext } from './device.js';
+import { runProbeKernel } from './probe-kernel.js';
 
 export interface SubgroupLayout {
   /** Subgroup size every checked invocation saw, or null (sizes differed, or not checked). */
@@ -48,49 +49,9 @@ fn check_layout(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id)
 export async function checkSubgroupLayout(ctx: Pick<GpuContext, 'device' | 'hasSubgroups'>): Promise<SubgroupLayout> {
   if (!ctx.hasSubgroups) return { size: null, usable: false, detail: 'the device has no subgroups feature' };
   try {
-    return judgeSubgroupLayout(await runLayoutKernel(ctx.device));
+    return judgeSubgroupLayout(await runProbeKernel(ctx.device, { code: CHECK_WGSL, entry: 'check_layout', label: 'subgroup layout check', outputWords: WORKGROUP * WORKGROUPS * WORDS, workgroups: WORKGROUPS }));
   } catch (err) {
     return { size: null, usable: false, detail: `the layout check failed: ${err instanceof Error ? err.message : String(err)}` };
-  }
-}
-
-/**
- * The check kernel's output, WORDS per invocation. Raw device calls inside error scopes: a
- * failure must not land in GpuContext.errors, which fails every later readback. The scopes hold
- * only synchronous calls (the device's other work goes on while the pipeline compiles; its
- * errors must not land here either); the asynchronous compile rejects by itself.
- */
-async function runLayoutKernel(device: GPUDevice): Promise<Uint32Array> {
-  const bytes = WORKGROUP * WORKGROUPS * WORDS * 4;
-  const out = device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, label: 'subgroup layout check' });
-  const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  try {
-    device.pushErrorScope('validation');
-    const module = device.createShaderModule({ code: CHECK_WGSL, label: 'subgroup layout check' });
-    const moduleError = await device.popErrorScope();
-    if (moduleError) throw new Error(moduleError.message);
-    const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'check_layout' } });
-    device.pushErrorScope('validation');
-    try {
-      const enc = device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: out } }] }));
-      pass.dispatchWorkgroups(WORKGROUPS);
-      pass.end();
-      enc.copyBufferToBuffer(out, 0, staging, 0, bytes);
-      device.queue.submit([enc.finish()]);
-    } finally {
-      const error = await device.popErrorScope();
-      if (error) throw new Error(error.message);
-    }
-    await staging.mapAsync(GPUMapMode.READ);
-    const words = new Uint32Array(staging.getMappedRange().slice(0));
-    staging.unmap();
-    return words;
-  } finally {
-    out.destroy();
-    staging.destroy();
   }
 }
 

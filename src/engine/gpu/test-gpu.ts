@@ -11,7 +11,7 @@ export async function testGpu(): Promise<GpuContext> {
   opened ??= openGpu({ allowSoftware: true });
   const ctx = await opened;
   if (!ctx) throw new Error('no WebGPU adapter found: install Vulkan (lavapipe) or set GPUFRAME_SKIP_GPU_TESTS=1');
-  await ctx.subgroupsChecked;
+  await ctx.checked;
   return ctx;
 }
 
