@@ -8,6 +8,7 @@ import { RuntimeFailure, UsageError, requireColumn } from '../engine/errors.js';
 import { loadResidentMatrix, type ResidentMatrix } from '../engine/exec/matrix.js';
 import { physical } from '../engine/exec/physical.js';
 import type { RunContext } from '../engine/exec/context.js';
+import type { MatrixKernels } from '../engine/exec/fragment.js';
 import { optimize } from '../engine/optimizer/index.js';
 import type { PlanNode } from '../engine/plan/nodes.js';
 import { schemaOf } from '../engine/plan/schema.js';
@@ -44,11 +45,12 @@ export function chooseFeatures(plan: PlanNode, target: string | null, flags: { f
 }
 
 /**
- * Runs `train` with the plan's rows resident in the workers as a design matrix; `device`: the
- * trainer runs GPU kernels over the rows (k-means, linreg), so GPU workers hold them on the device.
+ * Runs `train` with the plan's rows resident in the workers as a design matrix; `kernels`: the
+ * trainer runs GPU kernels over the rows (k-means, linreg), so GPU workers hold them on the device
+ * (and compile those kernels while the rows load); null for none (the forest).
  */
 export async function withTrainingMatrix<T>(
-  plan: PlanNode, features: string[], target: string | null, flags: RunFlagValues, device: boolean,
+  plan: PlanNode, features: string[], target: string | null, flags: RunFlagValues, kernels: MatrixKernels | null,
   train: (matrix: ResidentMatrix, ctx: RunContext) => Promise<T>,
 ): Promise<T> {
   const settings = runSettings(flags);
@@ -56,9 +58,9 @@ export async function withTrainingMatrix<T>(
   return withRunContext(settings, plan, async (ctx) => {
     const optimised = optimize({ kind: 'project', input: plan, columns }, { memoryLimit: settings.memoryLimit });
     // Rows GPU kernels read are partitioned the same way whatever the workers (gpuTrainingBlocksize).
-    const onGpu = device && (ctx.runner.gpuWorkers ?? 0) > 0 && settings.blocksize === undefined;
+    const onGpu = kernels !== null && (ctx.runner.gpuWorkers ?? 0) > 0 && settings.blocksize === undefined;
     const loadCtx = onGpu ? { ...ctx, blocksize: gpuTrainingBlocksize(plan, settings.memoryLimit) } : ctx;
-    const matrix = await loadResidentMatrix(await physical(optimised, loadCtx), features, target, loadCtx, device);
+    const matrix = await loadResidentMatrix(await physical(optimised, loadCtx), features, target, loadCtx, kernels);
     if (matrix.rows === 0) throw new UsageError('the input has no rows to train on');
     try {
       return await train(matrix, ctx);

@@ -26,7 +26,7 @@ export default class KMeans extends GpuframeCommand {
     const { argv, flags } = await this.parse(KMeans);
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, null, flags);
-    const model = await withTrainingMatrix(plan, features, null, flags, true, (matrix) => fitKMeans(matrix, {
+    const model = await withTrainingMatrix(plan, features, null, flags, { trainer: 'kmeans', k: flags.k }, (matrix) => fitKMeans(matrix, {
       k: flags.k, maxIter: flags['max-iter'], tol: Number(flags.tol), init: flags.init as 'k-means++' | 'random', nInit: flags['n-init'], seed: flags.seed,
     }));
     const types = schemaOf(plan);

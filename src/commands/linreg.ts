@@ -21,7 +21,7 @@ export default class LinReg extends GpuframeCommand {
     const { argv, flags } = await this.parse(LinReg);
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, flags.target, flags);
-    const model = await withTrainingMatrix(plan, features, flags.target, flags, true, (matrix) =>
+    const model = await withTrainingMatrix(plan, features, flags.target, flags, { trainer: 'linreg' }, (matrix) =>
       fitLinReg(matrix, { fitIntercept: flags.intercept, alpha: Number(flags.alpha), target: flags.target }));
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);

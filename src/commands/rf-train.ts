@@ -36,7 +36,7 @@ export default class RfTrain extends GpuframeCommand {
       maxFeatures: parseMaxFeatures(flags['max-features']), minSamplesLeaf: flags['min-samples-leaf'],
       bootstrap: flags.bootstrap, criterion: flags.criterion as 'gini' | 'entropy', seed: flags.seed, target: flags.target,
     };
-    const model = await withTrainingMatrix(plan, features, flags.target, flags, false, (matrix, ctx) => fitRandomForest(matrix, params, workerTreeGrower(ctx)));
+    const model = await withTrainingMatrix(plan, features, flags.target, flags, null, (matrix, ctx) => fitRandomForest(matrix, params, workerTreeGrower(ctx)));
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
     writeModelFile(flags['model-out'], model);

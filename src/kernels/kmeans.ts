@@ -8,7 +8,7 @@ import type { GpuContext } from '../engine/gpu/device.js';
 import { ddAddPair, ddZeros, type DDArray } from '../engine/ml/double-double.js';
 import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
 import { rowHash32 } from '../engine/ml/random.js';
-import { blocksOf, recordBlockSums, recordReduceBlocks, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
+import { BLOCK_SUMS, blocksOf, recordBlockSums, recordReduceBlocks, REDUCE_BLOCKS, type DeviceMatrix, type GpuWork, type KernelSource } from './ml-matrix.js';
 import { CENTRE_TILE, KMEANS_MAX_ABS_WGSL, KMEANS_PAR_SAMPLE_WGSL, KMEANS_SMALLEST_HASH_WGSL, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansStepWgsl, MAX_GPU_CLUSTERS, STEP_NON_FINITE, STEP_SUM_BITS, stepLayout, stepRowsPerThread, stepWorkgroupBytes } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
@@ -17,6 +17,24 @@ export const MAX_GPU_FEATURES = 256;
 /** Whether the kernels take `cols` features (and, for the assignment, `k` clusters). */
 export function kmeansOnGpu(cols: number, k = 1): boolean {
   return cols >= 1 && cols <= MAX_GPU_FEATURES && cols <= CENTRE_TILE && k >= 1 && k <= MAX_GPU_CLUSTERS;
+}
+
+export const MAX_ABS: KernelSource = ['kmeans-max-abs', KMEANS_MAX_ABS_WGSL, 'max_abs'];
+const SMALLEST_HASH: KernelSource = ['kmeans-smallest-hash', KMEANS_SMALLEST_HASH_WGSL, 'smallest_hash'];
+const PAR_SAMPLE: KernelSource = ['kmeans-par-sample', KMEANS_PAR_SAMPLE_WGSL, 'par_sample'];
+const stepKernel = (d: number, k: number, local: boolean, countsOnly: boolean): KernelSource =>
+  [`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}${countsOnly ? '-counts' : ''}`, kmeansStepWgsl(d, k, local, { countsOnly }), 'step'];
+const ppUpdateKernel = (d: number): KernelSource => [`kmeans-pp-update-${d}`, kmeansPpUpdateWgsl(d), 'pp_update'];
+const ppPotentialKernel = (d: number): KernelSource => [`kmeans-pp-potential-${d}`, kmeansPpPotentialWgsl(d), 'pp_potential'];
+
+/**
+ * Every kernel k-means may dispatch on a partition of d features (its step, with and without the
+ * sums; seeding's), for compiling while the rows load: the step alone takes ~1 s on a fresh machine.
+ */
+export function kmeansKernels(ctx: GpuContext, d: number, k: number): KernelSource[] {
+  if (!kmeansOnGpu(d, k)) return [];
+  const local = stepSumsLocal(ctx, k, d);
+  return [stepKernel(d, k, local, false), stepKernel(d, k, local, true), ppUpdateKernel(d), ppPotentialKernel(d), SMALLEST_HASH, PAR_SAMPLE, BLOCK_SUMS, REDUCE_BLOCKS];
 }
 
 function rowWorkgroups(rows: number): number {
@@ -70,7 +88,7 @@ export function centreExponent(centres: Float32Array): number {
 /** Records per column of `m` the largest |x| as f32 bits into out from word `outWord` (zeroed there before); the column statistics carry them to the step's scales. */
 export function recordMaxAbs(work: GpuWork, m: DeviceMatrix, out: GPUBuffer, outWord: number): void {
   const chunks = Math.max(1, Math.min(Math.ceil(m.rows / (256 * 16)), Math.ceil(4096 / m.cols)));
-  work.dispatch('kmeans-max-abs', KMEANS_MAX_ABS_WGSL, 'max_abs', [work.params([m.rows, m.cols, chunks, outWord]), m.xr, out], m.cols * chunks);
+  work.dispatch(...MAX_ABS, [work.params([m.rows, m.cols, chunks, outWord]), m.xr, out], m.cols * chunks);
 }
 
 /** The words of a FixedPointBasis's maxima as the step reads them: f32 bits of each column's largest |x|. */
@@ -92,7 +110,7 @@ export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, s
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_GPU_CLUSTERS} clusters, not ${d} and ${k}`);
   if (!(scaleRows >= m.rows && scaleRows < 2 ** 32)) throw new Error(`the step's scales cover ${scaleRows} rows, fewer than the partition's ${m.rows}`);
   const params = work.params([m.rows, 2 * outOffset, Math.min(centreExp, 255), scaleRows]);
-  work.dispatch(`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}${countsOnly ? '-counts' : ''}`, kmeansStepWgsl(d, k, local, { countsOnly }), 'step', [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
+  work.dispatch(...stepKernel(d, k, local, countsOnly), [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
 }
 
 /** The trainer's AssignResult from a partition's step words (stepLayout): sums scaled back by 2^-F exactly, as double-doubles. */
@@ -166,7 +184,7 @@ export function kmeansStepCpu(x: Float32Array, rows: number, d: number, centres:
 export function recordPpUpdate(work: GpuWork, m: DeviceMatrix, minD2: GPUBuffer, centres: GPUBuffer, from: number, to: number): void {
   if (to <= from) return;
   const d = m.cols;
-  work.dispatch(`kmeans-pp-update-${d}`, kmeansPpUpdateWgsl(d), 'pp_update', [work.params([m.rows, 0, from, to]), m.xr, centres, minD2], rowWorkgroups(m.rows));
+  work.dispatch(...ppUpdateKernel(d), [work.params([m.rows, 0, from, to]), m.xr, centres, minD2], rowWorkgroups(m.rows));
 }
 
 /** Records Σ_r minD2[r] into out[outOffset] and returns the per-block partial sums (for ppPick). */
@@ -180,7 +198,7 @@ export function recordTotal(work: GpuWork, m: DeviceMatrix, minD2: GPUBuffer, ou
 export function recordPotential(work: GpuWork, m: DeviceMatrix, minD2: GPUBuffer, candidates: GPUBuffer, trials: number, out: GPUBuffer, outOffset: number): void {
   const d = m.cols;
   const potential = work.temp(m.rows * trials * 4, 'kmeans++ potentials');
-  work.dispatch(`kmeans-pp-potential-${d}`, kmeansPpPotentialWgsl(d), 'pp_potential', [work.params([m.rows, trials, 0, 0]), m.xr, candidates, minD2, potential], rowWorkgroups(m.rows));
+  work.dispatch(...ppPotentialKernel(d), [work.params([m.rows, trials, 0, 0]), m.xr, candidates, minD2, potential], rowWorkgroups(m.rows));
   const partials = recordBlockSums(work, potential, m.rows, trials);
   recordReduceBlocks(work, partials, blocksOf(m.rows), trials, out, outOffset);
 }
@@ -198,7 +216,7 @@ export function recordSmallestHash(work: GpuWork, rows: number, key: number, fir
   const groups = smallestHashWorkgroups(rows);
   const best = work.temp(groups * 16, 'kmeans smallest hashes');
   const params = work.params([rows, key >>> 0, firstRow % 2 ** 32, Math.floor(firstRow / 2 ** 32)]);
-  work.dispatch('kmeans-smallest-hash', KMEANS_SMALLEST_HASH_WGSL, 'smallest_hash', [params, best], groups);
+  work.dispatch(...SMALLEST_HASH, [params, best], groups);
   work.encoder.copyBufferToBuffer(best, 0, out, outOffset * 8, groups * 16);
 }
 
@@ -221,7 +239,7 @@ export function smallestHashRow(words: Uint32Array): number {
 export function recordParSample(work: GpuWork, rows: number, minD2: GPUBuffer, key: number, firstRow: number, oversampling: number, phi: number, cap: number, out: GPUBuffer, outWord: number): void {
   // The hash word sampled by depends on the global row's low word only.
   const params = work.params([rows, key >>> 0, firstRow % 2 ** 32, 0, f32Bits(oversampling), f32Bits(phi), cap, outWord]);
-  work.dispatch('kmeans-par-sample', KMEANS_PAR_SAMPLE_WGSL, 'par_sample', [params, minD2, out], rowWorkgroups(rows));
+  work.dispatch(...PAR_SAMPLE, [params, minD2, out], rowWorkgroups(rows));
 }
 
 /** The rows recordParSample listed, ascending; null when more than `cap` were sampled (then parSampleCpu over the distances). */

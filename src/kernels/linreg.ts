@@ -3,10 +3,24 @@
 // accumulated in double-float per block and over blocks in a fixed order. WGSL: linreg.wgsl.ts.
 // CPU twin (float64): gramCpu.
 
+import type { GpuContext } from '../engine/gpu/device.js';
 import type { GramResult } from '../engine/ml/linreg-tasks.js';
 import type { MomentsResult } from '../engine/ml/stats-tasks.js';
-import { blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, splitDouble, type DeviceMatrix, type GpuWork } from './ml-matrix.js';
+import { BLOCK_SUMS, blocksOf, pairsToDD, recordBlockSums, recordReduceBlocks, REDUCE_BLOCKS, splitDouble, type DeviceMatrix, type GpuWork, type KernelSource } from './ml-matrix.js';
 import { GRAM_BLOCK_ROWS, GRAM_TILE_COLUMNS, LINREG_RESIDUAL_WGSL, linregGramWgsl, MAX_GRAM_COLUMNS, NO_ENTRY, ONE_COLUMN } from './linreg.wgsl.js';
+
+const gramKernel = (fused: boolean): KernelSource => [`linreg-gram${fused ? '-fused' : ''}`, linregGramWgsl(fused), 'gram'];
+const RESIDUAL: KernelSource = ['linreg-residual', LINREG_RESIDUAL_WGSL, 'residual'];
+
+/** The Gram pass's kernels (the column moments' too), for compiling while the rows load; after the device checks (the fma's verdict picks the Gram's form). */
+export function gramKernels(ctx: GpuContext): KernelSource[] {
+  return [gramKernel(ctx.fusedFma), REDUCE_BLOCKS];
+}
+
+/** The rest of linreg's kernels (the residual sum of squares). */
+export function linregKernels(): KernelSource[] {
+  return [RESIDUAL, BLOCK_SUMS, REDUCE_BLOCKS];
+}
 
 /** Column pairs of the Gram matrix: (i, j) for i ≤ j < d, then (i, d) for Xᵀ y (column d is y). */
 export function gramPairs(d: number): Uint32Array {
@@ -74,7 +88,7 @@ export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<numb
   // Row groups per tile: as many as fill the workgroup's 256 threads (one when tiles outnumber them; then several passes).
   const groups = Math.max(1, Math.floor(256 / tiles.count)), passes = Math.ceil(tiles.count / Math.floor(256 / groups));
   const buffers = [work.params([m.rows, tiles.count, blocks, columns, groups, entries, 0, 0]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(tiles.words, 'gram tiles'), partials];
-  work.dispatch(`linreg-gram${fused ? '-fused' : ''}`, linregGramWgsl(fused), 'gram', buffers, blocks * passes);
+  work.dispatch(...gramKernel(fused), buffers, blocks * passes);
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
 }
 
@@ -82,7 +96,7 @@ export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<numb
 export function recordResidual(work: GpuWork, m: DeviceMatrix, coefficients: Float64Array, intercept: number, out: GPUBuffer, outOffset: number): void {
   const squares = work.temp(m.rows * 4, 'residual squares');
   const model = work.input(doubleFloats([...coefficients, intercept]), 'linreg model');
-  work.dispatch('linreg-residual', LINREG_RESIDUAL_WGSL, 'residual', [work.params([m.rows, m.cols]), m.xr, m.xl, model, squares], Math.ceil(m.rows / 256));
+  work.dispatch(...RESIDUAL, [work.params([m.rows, m.cols]), m.xr, m.xl, model, squares], Math.ceil(m.rows / 256));
   const partials = recordBlockSums(work, squares, m.rows, 1);
   recordReduceBlocks(work, partials, blocksOf(m.rows), 1, out, outOffset);
 }

@@ -86,6 +86,17 @@ function copyBytes(pieces: readonly Float64Array[], from: number, view: Uint8Arr
   }
 }
 
+/** A kernel as GpuWork.dispatch takes it: label (one compile per label), WGSL, entry point. */
+export type KernelSource = readonly [label: string, code: string, entry: string];
+
+export const BLOCK_SUMS: KernelSource = ['ml-block-sums', BLOCK_SUMS_WGSL, 'block_sums'];
+export const REDUCE_BLOCKS: KernelSource = ['ml-reduce-blocks', REDUCE_BLOCKS_WGSL, 'reduce_blocks'];
+
+/** Compiles the kernels on the driver's threads (kernelsPrepared waits for them); a failure shows at the kernel's first dispatch. */
+export function prepareKernels(ctx: GpuContext, sources: readonly KernelSource[]): void {
+  for (const [label, code, entry] of sources) kernelFor(ctx, label, code).prepare([entry]).catch(() => {});
+}
+
 export function freeMatrix(ctx: GpuContext, m: DeviceMatrix): void {
   freeBuffer(ctx, m.xr);
   freeBuffer(ctx, m.xl);
@@ -136,6 +147,7 @@ export class GpuWork {
     return b;
   }
 
+  /** Records a dispatch of kernel `entry` of WGSL `code` (compiled once per `label`); a KernelSource spreads into the first three. */
   dispatch(label: string, code: string, entry: string, buffers: readonly (GPUBuffer | null)[], workgroups: number): void {
     kernelFor(this.ctx, label, code).dispatch(entry, buffers, Math.max(1, Math.min(MAX_WORKGROUPS, workgroups)), this.encoder);
   }
@@ -176,7 +188,7 @@ export class GpuWork {
 export function recordBlockSums(work: GpuWork, values: GPUBuffer, rows: number, entries: number): GPUBuffer {
   const blocks = blocksOf(rows);
   const partials = work.temp(blocks * entries * 8, 'block sums');
-  work.dispatch('ml-block-sums', BLOCK_SUMS_WGSL, 'block_sums', [work.params([rows, blocks, entries, 0]), values, partials], blocks * entries);
+  work.dispatch(...BLOCK_SUMS, [work.params([rows, blocks, entries, 0]), values, partials], blocks * entries);
   return partials;
 }
 
@@ -191,7 +203,7 @@ export function recordReduceBlocks(work: GpuWork, partials: GPUBuffer, blocks: n
     const groups = Math.ceil(n / REDUCE_FAN);
     const last = groups === 1;
     const target = last ? out : work.temp(groups * entries * 8, 'reduced blocks');
-    work.dispatch('ml-reduce-blocks', REDUCE_BLOCKS_WGSL, 'reduce_blocks', [work.params([n, entries, last ? outOffset : 0, blockMajor ? 1 : 0]), source, target], workgroupsFor(groups * entries));
+    work.dispatch(...REDUCE_BLOCKS, [work.params([n, entries, last ? outOffset : 0, blockMajor ? 1 : 0]), source, target], workgroupsFor(groups * entries));
     if (last) return;
     source = target; n = groups; blockMajor = true;
   }

@@ -42,15 +42,19 @@ export type OpSpec =
    */
   | { kind: 'predict'; modelFile: string; modelPath: string; modelKind: ModelKind; keep: string[] | null; proba: boolean; outputName: string };
 
+/** The trainer whose GPU kernels run over a loaded matrix (what a GPU worker compiles ahead). */
+export type MatrixKernels = { trainer: 'kmeans'; k: number } | { trainer: 'linreg' };
+
 export type Terminal =
   | { kind: 'collect' }
   /** Encode the rows as CSV/JSONL text here, so formatting runs in parallel next to the data. */
   | { kind: 'encode'; format: TextFormat }
   /**
    * Keep the rows in the worker as a numeric design-matrix partition for ML tasks (matrix.ts);
-   * `device`: the trainer runs GPU kernels over it, so GPU workers upload it and only they hold it.
+   * `device`: the trainer runs GPU kernels over it, so GPU workers upload it and only they hold it;
+   * `kernels`: which trainer, so a GPU worker compiles its kernels while the rows load.
    */
-  | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null; device: boolean }
+  | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null; device: boolean; kernels: MatrixKernels | null }
   /** Grow these trees of a random forest on the binned rows in `file` (forest-trees.ts); `gpu`: on a GPU worker's device. */
   | { kind: 'grow-trees'; file: BinnedFile; spec: TreeSpec; trees: number[]; gpu: boolean }
   /** Run a named ML partition task over every partition of a matrix this worker holds. */

@@ -9,17 +9,17 @@
 
 import { concatBatches } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { asU32, readBack, stagingRingOf } from '../gpu/buffers.js';
+import { asU32, kernelsPrepared, readBack, stagingRingOf } from '../gpu/buffers.js';
 import { PhaseTimes } from '../gpu/timing.js';
 import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
 import type { AssignArgs, PickTarget, SampleArgs, ScoredRow } from '../ml/kmeans-tasks.js';
 import { rowUniform } from '../ml/random.js';
-import { centreExponent, kmeansOnGpu, maxBitsOf, parSampleCpu, recordMaxAbs, recordParSample, recordPotential, recordStep, sampledRows, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
-import { gramOnGpu, gramPairs, gramResultOf, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
-import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, recordBlockSums, uploadColumns, type DeviceMatrix } from '../../kernels/ml-matrix.js';
-import type { FragmentResult, Task } from './fragment.js';
+import { centreExponent, kmeansKernels, kmeansOnGpu, MAX_ABS, maxBitsOf, parSampleCpu, recordMaxAbs, recordParSample, recordPotential, recordStep, sampledRows, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
+import { gramKernels, gramOnGpu, gramPairs, gramResultOf, linregKernels, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
+import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, prepareKernels, recordBlockSums, uploadColumns, type DeviceMatrix, type KernelSource } from '../../kernels/ml-matrix.js';
+import type { FragmentResult, MatrixKernels, Task } from './fragment.js';
 import { decodesOnParent, type MappedPairs } from './mapped-pairs.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
 
@@ -52,6 +52,7 @@ export async function runGpuMatrixTask(task: Task, cache: BroadcastCache, ctx: G
     case 'drop-matrix':
       for (const p of matrices.get(terminal.matrixId)?.values() ?? []) freePartition(ctx, p);
       matrices.delete(terminal.matrixId);
+      preparing.delete(terminal.matrixId);
       return { rows: 0, warnings: [] };
     case 'map-matrix': {
       const parts = [...(matrices.get(terminal.matrixId)?.values() ?? [])].sort((a, b) => a.host.index - b.host.index);
@@ -71,10 +72,24 @@ export async function runGpuMatrixTask(task: Task, cache: BroadcastCache, ctx: G
   }
 }
 
+/** Matrices whose kernels this worker has started compiling (at its first partition's load). */
+const preparing = new Set<string>();
+
+/** What the trainer's tasks dispatch on partitions of `columns` features (+ y): the moments' kernels, then the trainer's. */
+function matrixKernels(ctx: GpuContext, columns: number, hasY: boolean, kernels: MatrixKernels): KernelSource[] {
+  const moments = gramOnGpu(columns + (hasY ? 1 : 0)) ? [...gramKernels(ctx), MAX_ABS] : [];
+  return [...moments, ...(kernels.trainer === 'kmeans' ? kmeansKernels(ctx, columns, kernels.k) : linregKernels())];
+}
+
 async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise<FragmentResult> {
   const { fragment, terminal } = task;
   if (terminal.kind !== 'load-matrix') throw new Error('expected load-matrix');
   const phases = new PhaseTimes();
+  if (terminal.device && terminal.kernels && !preparing.has(terminal.matrixId)) {
+    preparing.add(terminal.matrixId);
+    const columns = terminal.features.length, hasY = terminal.target !== null, kernels = terminal.kernels;
+    void ctx.checked.then(() => prepareKernels(ctx, matrixKernels(ctx, columns, hasY, kernels)));
+  }
   const read = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
   phases.mark('read');
   const batches = read.batches!;
@@ -156,6 +171,7 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
   if (!cpu) throw new Error(`unknown partition task '${name}'`);
   const gpu = GPU_TASKS[name] as GpuPartitionTask | undefined;
   const phases = new PhaseTimes();
+  await kernelsPrepared(ctx); // what the loads started compiling, rather than compiling it again here
   const plans = parts.map((p) => (gpu && p.device ? gpu(ctx, p as DevicePartition, args) : null));
   const work = new GpuWork(ctx);
   try {

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { RuntimeFailure } from '../errors.js';
 import type { PartitionedMatrix } from '../ml/partitioned.js';
 import type { RunContext } from './context.js';
-import { NO_SOURCE, type Task } from './fragment.js';
+import { NO_SOURCE, type MatrixKernels, type Task } from './fragment.js';
 import { decodeMappedPairs } from './mapped-pairs.js';
 import { WorkerLost } from './pool.js';
 import { runStream, type Stream } from './stream.js';
@@ -21,10 +21,10 @@ export interface ResidentMatrix extends PartitionedMatrix {
   release(): Promise<void>;
 }
 
-/** `device`: the trainer runs GPU kernels over the rows (then only GPU workers hold them, on their device). */
-export async function loadResidentMatrix(stream: Stream, features: string[], target: string | null, ctx: RunContext, device: boolean): Promise<ResidentMatrix> {
+/** `kernels`: the trainer runs these GPU kernels over the rows (then only GPU workers hold them, on their device); null: none. */
+export async function loadResidentMatrix(stream: Stream, features: string[], target: string | null, ctx: RunContext, kernels: MatrixKernels | null): Promise<ResidentMatrix> {
   const matrixId = randomUUID();
-  const load = { kind: 'load-matrix' as const, matrixId, features, target, device };
+  const load = { kind: 'load-matrix' as const, matrixId, features, target, device: kernels !== null, kernels };
   const rowsOf = new Map<number, number>();
   await runStream(ctx, stream, load, 'load rows', (r, f) => { rowsOf.set(f.index, r.rows); });
   const indices = stream.fragments.map((f) => f.index);

@@ -366,11 +366,20 @@ export class GpuKernel {
    * one by one (NVIDIA's shader disk cache off), and leave this thread free meanwhile.
    */
   async prepare(entries: readonly string[]): Promise<void> {
-    await Promise.all(entries.map(async (entry) => {
+    const done = Promise.all(entries.map(async (entry) => {
       if (this.pipelines.has(entry)) return;
       const p = await this.ctx.device.createComputePipelineAsync(this.pipelineDescriptor(entry));
       if (!this.pipelines.has(entry)) this.pipelines.set(entry, p);
     }));
+    const preparing = preparingOn(this.ctx.device), settled = done.then(() => {}, () => {});
+    preparing.add(settled);
+    void settled.then(() => preparing.delete(settled));
+    await done;
+  }
+
+  /** Whether the entry point's pipeline exists (prepared, or dispatched once). */
+  compiled(entry: string): boolean {
+    return this.pipelines.has(entry);
   }
 
   private pipeline(entry: string): GPUComputePipeline {
@@ -417,6 +426,23 @@ export class GpuKernel {
 }
 
 const MAX_BIND_GROUPS = 1024;
+
+/** Each device's compiles started by GpuKernel.prepare and not yet settled. */
+const preparingByDevice = new WeakMap<GPUDevice, Set<Promise<void>>>();
+function preparingOn(device: GPUDevice): Set<Promise<void>> {
+  let s = preparingByDevice.get(device);
+  if (!s) preparingByDevice.set(device, s = new Set());
+  return s;
+}
+
+/**
+ * Resolves once the kernels being prepared have compiled (or failed: their first dispatch then
+ * compiles again and reports the error). Wait for it before recording work that may use them, so
+ * a dispatch does not compile a second time, on this thread, what the driver is compiling already.
+ */
+export async function kernelsPrepared(ctx: GpuContext): Promise<void> {
+  await Promise.all(preparingOn(ctx.device));
+}
 
 /** A number per buffer object, for bind-group keys (a destroyed buffer's number is never reused). */
 const bufferIds = new WeakMap<GPUBuffer, number>();
