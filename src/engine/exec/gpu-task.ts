@@ -26,6 +26,15 @@ export interface GpuWorkerState {
 /** The device was lost: the task must be retried on another GPU, not reported as its own error. */
 export class DeviceLost extends RuntimeFailure {}
 
+/**
+ * Whether the task may run the kernels a GPU worker compiles when it starts (gpu-warmup.ts: the CSV
+ * and group-by path), so it waits for that warm-up; ML tasks compile their own (a matrix's while it
+ * loads) and need only the device checks.
+ */
+export function usesWarmedKernels(task: Task): boolean {
+  return !isMatrixTask(task) && task.terminal.kind !== 'grow-trees';
+}
+
 export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuWorkerState): Promise<FragmentResult> {
   const { terminal, fragment } = task;
   if (isMatrixTask(task)) return matrixOnGpu(task, cache, worker);

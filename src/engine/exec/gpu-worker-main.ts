@@ -12,7 +12,7 @@ import { GPU_PHASES } from '../gpu/timing.js';
 import { maybeInjectFault } from './fault-hook.js';
 import type { Broadcast, Task } from './fragment.js';
 import { ResidentCache } from './gpu-resident.js';
-import { DeviceLost, runGpuTask, type GpuWorkerState } from './gpu-task.js';
+import { DeviceLost, runGpuTask, usesWarmedKernels, type GpuWorkerState } from './gpu-task.js';
 import { warmUpKernels } from './gpu-warmup.js';
 import { useForestLeafFinder } from '../ml/predict-columns.js';
 import { gpuForestLeafFinder } from './gpu-forest-predict.js';
@@ -36,12 +36,14 @@ const opened: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.
   return null;
 });
 
-// Tasks wait for the warm-up, which runs once the parent knows the worker is ready (it plans then).
+// Tasks that may use the kernels it compiles wait for the warm-up, which runs once the parent knows
+// the worker is ready (it plans then). A trainer's workers skip the compiles (GPUFRAME_GPU_WARM_UP=0).
+const WARM_UP = process.env.GPUFRAME_GPU_WARM_UP !== '0';
 const warmed: Promise<void> = opened.then((gpu) => new Promise((resolve) => {
   setImmediate(async () => {
     const start = performance.now();
-    try { if (gpu) await warmUpKernels(gpu); } catch { /* a kernel that fails to compile fails its task later, with context */ }
-    if (gpu && !gpu.isSoftware) process.send!({ type: 'phases', phases: [wallSlice('compile kernels, map staging', start)] });
+    try { if (gpu) await (WARM_UP ? warmUpKernels(gpu) : gpu.checked); } catch { /* a kernel that fails to compile fails its task later, with context */ }
+    if (gpu && !gpu.isSoftware) process.send!({ type: 'phases', phases: [wallSlice(WARM_UP ? 'compile kernels, map staging' : 'device checks', start)] });
     resolve();
   });
 }));
@@ -74,7 +76,8 @@ process.on('message', (msg: ParentMessage) => {
     return;
   }
   const received = GPU_PHASES ? performance.timeOrigin + performance.now() : 0;
-  void Promise.all([opened, warmed]).then(async ([gpu]) => {
+  const ready = usesWarmedKernels(msg.task) ? warmed.then(() => opened) : opened.then(async (gpu) => { await gpu?.checked; return gpu; });
+  void ready.then(async (gpu) => {
     tasksRun++;
     maybeInjectFault(tasksRun);
     try {

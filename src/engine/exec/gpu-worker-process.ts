@@ -34,9 +34,10 @@ export class GpuWorkerProcess {
   private readonly early: unknown[] = [];
   private readonly keep = (msg: unknown) => { this.early.push(msg); };
 
-  constructor(readonly gpu: GpuInfo, readonly allowSoftware: boolean) {
+  /** `warmUp`: compile the CSV and group-by kernels when it starts (gpu-warmup.ts); a trainer's workers compile their own instead. */
+  constructor(readonly gpu: GpuInfo, readonly allowSoftware: boolean, warmUp = true) {
     const base = gpu.driPrime ? pinnedEnv(gpu.driPrime) : process.env;
-    const env = { ...base, UV_THREADPOOL_SIZE: base.UV_THREADPOOL_SIZE ?? String(GPU_WORKER_THREADPOOL), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0' };
+    const env = { ...base, UV_THREADPOOL_SIZE: base.UV_THREADPOOL_SIZE ?? String(GPU_WORKER_THREADPOOL), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0', GPUFRAME_GPU_WARM_UP: warmUp ? '1' : '0' };
     this.child = fork(workerEntry('gpu-worker-main.js'), [], {
       env,
       execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...GPU_WORKER_NODE_FLAGS],
@@ -67,10 +68,10 @@ export class GpuWorkerProcess {
 const waiting: GpuWorkerProcess[] = [];
 
 /** Starts a worker for each of `gpus` now, for a pool created later to adopt; returns them. */
-export function startGpuWorkersEarly(gpus: readonly GpuInfo[], allowSoftware: boolean): GpuWorkerProcess[] {
+export function startGpuWorkersEarly(gpus: readonly GpuInfo[], allowSoftware: boolean, warmUp = true): GpuWorkerProcess[] {
   if (waiting.length === 0 && gpus.length > 0) process.once('exit', () => { for (const w of waiting) w.child.kill('SIGKILL'); });
   return gpus.map((gpu) => {
-    const w = new GpuWorkerProcess(gpu, allowSoftware);
+    const w = new GpuWorkerProcess(gpu, allowSoftware, warmUp);
     holdChild(w.child, false);
     waiting.push(w);
     return w;
