@@ -55,7 +55,8 @@ export function gramOnGpu(columns: number): boolean {
  * the last column: the last, its products unused) and the entry each product gives (NO_ENTRY for
  * none); a pair and its mirror share a tile. Words laid out as the kernel's GramTile.
  */
-export function gramTiles(pairs: Uint32Array, columns: number, b = GRAM_TILE_COLUMNS): { words: Uint32Array; count: number } {
+export function gramTiles(pairs: Uint32Array, columns: number): { words: Uint32Array; count: number } {
+  const b = GRAM_TILE_COLUMNS;
   const index = (c: number) => (c === ONE_COLUMN ? columns : c);
   const tiles = new Map<string, { i: number; j: number; e: number[] }>();
   for (let e = 0; e < pairs.length / 2; e++) {

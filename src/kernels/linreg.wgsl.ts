@@ -23,7 +23,7 @@ export const NO_ENTRY = 0xffffffff;
 /**
  * Columns a side of a Gram tile: a thread sums the 2 × 2 products of two columns with two others,
  * each staged value loaded once for two products (10^7 × 16 on an H200: 2 × 2 3.4–4.3 ms with
- * Dekker's split, 2.9 ms fused; one entry a thread 4.2–4.4; 4 × 4 5.1–5.3, 4.3 fused).
+ * Dekker's split, 2.9–3.2 ms fused; one entry a thread 4.4–5.9; 4 × 4 5.1–5.3, 4.3 fused).
  */
 export const GRAM_TILE_COLUMNS = 2;
 
@@ -56,13 +56,6 @@ struct GramTile { a: vec${b}u, c: vec${b}u, e: array<u32, ${n}> }
 const GRAM_ROWS: u32 = ${GRAM_BLOCK_ROWS}u;
 const NO_ENTRY: u32 = ${NO_ENTRY}u;
 var<workgroup> tile: array<vec2f, ${GRAM_TILE}u>;
-
-/** acc + a × b for double-floats a, b whose high parts are already split (hi = h1 + h2, 12 bits each), as dfMulAdd. */
-fn dfMulAddSplit(acc: vec2f, a: vec2f, a1: f32, a2: f32, b: vec2f, b1: f32, b2: f32) -> vec2f {
-  let p = opaque(a.x * b.x);
-  let e = opaque(opaque(opaque(a1 * b1 - p) + a1 * b2) + a2 * b1) + a2 * b2;
-  return dfAdd(acc, vec2f(p, e + (a.x * b.y + a.y * b.x)));
-}
 
 /** dfMulAdd with the product's rounding error from a fused fma. */
 fn dfMulAddFused(acc: vec2f, a: vec2f, b: vec2f) -> vec2f {

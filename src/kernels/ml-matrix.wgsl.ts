@@ -48,8 +48,12 @@ fn split12(a: f32) -> f32 { return bitcast<f32>(bitcast<u32>(a) & 0xfffff000u); 
  * exact partial products of the 12-bit halves), plus the cross terms, added to acc in one dfAdd.
  */
 fn dfMulAdd(acc: vec2f, a: vec2f, b: vec2f) -> vec2f {
-  let a1 = split12(a.x); let a2 = a.x - a1;
-  let b1 = split12(b.x); let b2 = b.x - b1;
+  let a1 = split12(a.x);
+  let b1 = split12(b.x);
+  return dfMulAddSplit(acc, a, a1, a.x - a1, b, b1, b.x - b1);
+}
+/** dfMulAdd of values whose high parts are split already (hi = h1 + h2), for a value in several products. */
+fn dfMulAddSplit(acc: vec2f, a: vec2f, a1: f32, a2: f32, b: vec2f, b1: f32, b2: f32) -> vec2f {
   let p = opaque(a.x * b.x);
   let e = opaque(opaque(opaque(a1 * b1 - p) + a1 * b2) + a2 * b1) + a2 * b2;
   return dfAdd(acc, vec2f(p, e + (a.x * b.y + a.y * b.x)));
