@@ -118,7 +118,7 @@ describe('HybridRunner', () => {
   it('GPU-only tasks (ML training data) never run on CPU workers, not even as backups of a slow GPU', async () => {
     const load = (index: number): Task => ({
       fragment: { index, source: { kind: 'none' }, ops: [], bytes: 0 },
-      terminal: { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, device: false, kernels: null },
+      terminal: { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, kernels: null },
     });
     const gpu = fake('gpu', 1, () => 30);
     const cpu = fake('cpu', 2, () => 1);
@@ -132,7 +132,7 @@ describe('HybridRunner', () => {
   describe('while the GPU workers open', () => {
     const load = (index: number): Task => ({
       fragment: { index, source: { kind: 'none' }, ops: [], bytes: 0 },
-      terminal: { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, device: true, kernels: null },
+      terminal: { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, kernels: { trainer: 'linreg' } },
     });
     const isLoad = (t: Task) => t.terminal.kind === 'load-matrix';
     const later = <T>(ms: number, value: T) => new Promise<T>((resolve) => setTimeout(() => resolve(value), ms));
@@ -162,7 +162,7 @@ describe('HybridRunner', () => {
     });
 
     it('while the GPUs open, the tasks of a kind it may queue count each GPU worker\'s depth for that kind', async () => {
-      const loadTerminal: Task['terminal'] = { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, device: true, kernels: null };
+      const loadTerminal: Task['terminal'] = { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, kernels: { trainer: 'linreg' } };
       const depth = (t?: Task['terminal']) => (t?.kind === 'load-matrix' ? 9 : 3);
       const hybrid = new HybridRunner({ workers: 2, tasksPerWorker: depth, runner: later(20, null) }, NO_WORKERS, isGpuTask, isLoad);
       expect(hybrid.concurrency).toBe(6);
@@ -194,7 +194,7 @@ describe('HybridRunner', () => {
 describe('CPU workers beside GPU workers', () => {
   const loadTask: Task = {
     fragment: { index: 0, source: { kind: 'batch', batch: { schema: [{ name: 'a', type: 'float64' }], length: 1, columns: [{ type: 'float64', values: Float64Array.of(1), valid: null }] } }, ops: [], bytes: 0 },
-    terminal: { kind: 'load-matrix', matrixId: 'nice', features: ['a'], target: null, device: false, kernels: null },
+    terminal: { kind: 'load-matrix', matrixId: 'nice', features: ['a'], target: null, kernels: null },
   };
   it('run at a lower priority (the GPU workers keep their cores); alone, at the usual one', async () => {
     for (const [besideGpus, niceness] of [[true, BESIDE_GPU_NICENESS], [false, getPriority()]] as const) {

@@ -40,7 +40,7 @@ class DepthPool extends WorkerProcessPool {
   protected noWorkersLeft(): string { return 'none left'; }
 }
 
-const load: Terminal = { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, device: true, kernels: null };
+const load: Terminal = { kind: 'load-matrix', matrixId: 'm', features: ['a'], target: null, kernels: { trainer: 'linreg' } };
 const other: Terminal = { kind: 'drop-matrix', matrixId: 'm' };
 const task = (terminal: Terminal): Task => ({ fragment: NO_SOURCE, terminal });
 

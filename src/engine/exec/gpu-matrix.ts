@@ -3,7 +3,7 @@
 // device (ml-matrix.ts layout); map-matrix runs the k-means, linear-regression and moments tasks
 // as kernels over every partition this worker holds, in one submission with one readback; the
 // other tasks (the forest's binning and row sampling) run the CPU code on a row-major copy made
-// when first needed. A matrix loaded without `device` (the forest needs no kernels over it) is not
+// when first needed. A matrix loaded without `kernels` (the forest needs none over it) is not
 // uploaded. Results are per partition and deterministic, so which GPU holds a partition never
 // changes them (the trainer combines them in partition order).
 
@@ -85,7 +85,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   const { fragment, terminal } = task;
   if (terminal.kind !== 'load-matrix') throw new Error('expected load-matrix');
   const phases = new PhaseTimes();
-  if (terminal.device && terminal.kernels && !preparing.has(terminal.matrixId)) {
+  if (terminal.kernels && !preparing.has(terminal.matrixId)) {
     preparing.add(terminal.matrixId);
     const columns = terminal.features.length, hasY = terminal.target !== null, kernels = terminal.kernels;
     void ctx.checked.then(() => prepareKernels(ctx, matrixKernels(ctx, columns, hasY, kernels)));
@@ -100,7 +100,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   const hasY = terminal.target !== null;
   const warnings = read.warnings;
   let device: DeviceMatrix | null = null;
-  if (terminal.device && deviceMatrixFits(ctx, host.rows, host.cols + (hasY ? 1 : 0))) {
+  if (terminal.kernels && deviceMatrixFits(ctx, host.rows, host.cols + (hasY ? 1 : 0))) {
     try {
       // Column-major on the device, so no row-major copy is needed.
       const columns = [...terminal.features.map((_, j) => pieces.map((p) => p.columns[j])), ...(hasY ? [pieces.map((p) => p.y!)] : [])];
@@ -109,7 +109,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
       if (ctx.lostReason) throw err;
       warnings.push(`partition ${fragment.index} stays on the CPU of its GPU worker (${err instanceof Error ? err.message : String(err)})`);
     }
-  } else if (terminal.device && host.rows > 0) {
+  } else if (terminal.kernels && host.rows > 0) {
     warnings.push(`partition ${fragment.index} (${host.rows} rows) exceeds the GPU's storage binding limit; its ML tasks run on the CPU (use a smaller --blocksize)`);
   }
   phases.mark('upload');

@@ -83,7 +83,7 @@ export async function createRunner(settings: DeviceSettings, tracer?: Tracer): P
   // (2 H200s + 32 cores, 333k rows, 100 trees: 13.3 s with CPU workers taking chunks, 6.3 s on
   // the GPUs alone).
   const predictsForest = (task: Task) => task.fragment.ops.some((op) => op.kind === 'predict' && op.modelKind === 'random-forest');
-  const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.device) || (task.terminal.kind === 'grow-trees' && task.terminal.gpu) || predictsForest(task);
+  const gpuOnly = (task: Task) => (task.terminal.kind === 'load-matrix' && task.terminal.kernels !== null) || (task.terminal.kind === 'grow-trees' && task.terminal.gpu) || predictsForest(task);
   // The CPU workers start on the first tasks while the GPU workers open; they yield the cores to them.
   return new HybridRunner(gpus(opening), new ProcessPool(settings.workers, tracer, settings.memoryLimit, true), gpuCsvPathApplies, gpuOnly);
 }
