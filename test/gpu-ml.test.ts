@@ -55,6 +55,20 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     expect(Number(/R² ([\d.e-]+)/.exec(scored.stderr)![1])).toBeGreaterThan(0.99);
   }, 60_000);
 
+  it('from an Arrow file, whose float64 columns go from the file straight into staging memory: k-means writes the model it writes from the same rows as CSV; linreg the CPU\'s', async () => {
+    await ok(['make-blobs', '--n-samples', '30000', '--n-features', '6', '--centers', '5', '--cluster-std', '0.5', '--seed', '2', '-o', path('blobs.arrow')]);
+    await ok(['make-regression', '--n-samples', '20000', '--n-features', '5', '--n-informative', '5', '--bias', '3', '--noise', '0.5', '--seed', '4', '-o', path('reg.arrow')]);
+    const km = (input: string, name: string) => ok(['kmeans', path(input), '--k', '5', '--exclude', 'y', '--seed', '1', '--blocksize', '256KB', '--model-out', path(name), ...GPU]);
+    await km('blobs.arrow', 'km-arrow.json');
+    await km('blobs.csv', 'km-csv.json');
+    expect(readFileSync(path('km-arrow.json'), 'utf8')).toBe(readFileSync(path('km-csv.json'), 'utf8'));
+    const lr = (device: string[]) => ok(['linreg', path('reg.arrow'), '--target', 'y', '--blocksize', '200KB', '--model-out', path('lr-arrow.json'), '--json', ...device]);
+    const gpu = JSON.parse((await lr(GPU)).stdout), cpu = JSON.parse((await lr(['--device', 'cpu', '--workers', '1'])).stdout);
+    const norm = Math.hypot(...Object.values<number>(cpu.coefficients));
+    for (const [name, c] of Object.entries<number>(cpu.coefficients)) expect(Math.abs(gpu.coefficients[name] - c) / norm, name).toBeLessThan(1e-6);
+    expect(Math.abs(gpu.r2 - cpu.r2)).toBeLessThan(1e-6);
+  }, 90_000);
+
   it('kmeans: the same model file whatever --blocksize (exact fixed-point sums on one scale for all partitions)', async () => {
     // Blobs with a few values near 2^12 and many below 2^-20 in each column: summed in fixed point
     // scaled by each partition's own largest values and row count, the small ones would be cut at

@@ -4,7 +4,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { concatBatches } from '../src/engine/batch.js';
-import { planArrowChunks, readArrowChunk } from '../src/engine/io/arrow.js';
+import { float64Extents, planArrowChunks, readArrowChunk } from '../src/engine/io/arrow.js';
+import { ArrowFileColumns } from '../src/engine/io/arrow-file-columns.js';
+import { columnFromValues } from '../src/engine/batch.js';
+import { open } from 'node:fs/promises';
 import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable } from '../src/engine/io/arrow-batch.js';
 // The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
 import { arrow } from '../src/engine/io/apache-arrow.js';
@@ -140,5 +143,78 @@ describe('Arrow IPC files and streams', () => {
     writeFileSync(streamAsFile, arrow.tableToIPC(batchToArrowTable(sampleBatch(10)), 'stream'));
     await expect(planArrowChunks(streamAsFile, 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining('.arrows') });
     await expect(planArrowChunks(join(dir, 'missing.arrow'), 'file', 1)).rejects.toMatchObject({ exitCode: 2 });
+  });
+});
+
+describe('float64 columns read where they lie in an Arrow IPC file', () => {
+  /** Three record batches: float64 columns among strings, ints and bools; `holes` has a null in its second batch. */
+  async function mixedFile(path: string): Promise<{ a: number[]; c: number[] }> {
+    const a: number[] = [], c: number[] = [];
+    const w = await openFileWriter(path, 'arrow', [
+      { name: 's', type: 'string' }, { name: 'a', type: 'float64' }, { name: 'i', type: 'int64' },
+      { name: 'b', type: 'bool' }, { name: 'c', type: 'float64' }, { name: 'holes', type: 'float64' },
+    ]);
+    for (const [start, n] of [[0, 5], [5, 300], [305, 1]]) {
+      const idx = Array.from({ length: n }, (_, k) => start + k);
+      a.push(...idx.map((r) => Math.sin(r) * 1e3));
+      c.push(...idx.map((r) => (r % 7 === 0 ? -0 : r / 3)));
+      await w.write({
+        schema: [{ name: 's', type: 'string' }, { name: 'a', type: 'float64' }, { name: 'i', type: 'int64' }, { name: 'b', type: 'bool' }, { name: 'c', type: 'float64' }, { name: 'holes', type: 'float64' }],
+        length: n,
+        columns: [
+          columnFromValues('string', idx.map((r) => (r % 4 === 0 ? null : `row ${r}`))),
+          columnFromValues('float64', idx.map((r) => Math.sin(r) * 1e3)),
+          columnFromValues('int64', idx.map((r) => BigInt(r))),
+          columnFromValues('bool', idx.map((r) => r % 2 === 0)),
+          columnFromValues('float64', idx.map((r) => (r % 7 === 0 ? -0 : r / 3))),
+          columnFromValues('float64', idx.map((r) => (start === 5 && r === 9 ? null : r))),
+        ],
+      });
+    }
+    await w.close();
+    return { a, c };
+  }
+
+  test('extents of float64 columns: pieces, whole columns and single rows read from them are the values written', async () => {
+    const path = join(dir, 'mixed.arrow');
+    const { a, c } = await mixedFile(path);
+    const plan = await planArrowChunks(path, 'file', 1 << 30);
+    const extents = await float64Extents(plan.chunks[0], ['c', 'a']);
+    expect(extents).not.toBeNull();
+    expect(extents!.batchRows).toEqual([5, 300, 1]);
+    const file = new ArrowFileColumns(path, extents!);
+    expect(file.rows).toBe(306);
+    expect(Array.from(file.column(0))).toEqual(c);
+    expect(Array.from(file.column(1))).toEqual(a);
+    for (const r of [0, 4, 5, 6, 304, 305]) expect(Array.from(file.row(r, 2)), `row ${r}`).toEqual([c[r], a[r]]);
+    // Pieces, copied from inside: bytes 12 … 12 + 2400 of column 'a' (they cross the first batch's end).
+    const handle = await open(path, 'r');
+    try {
+      const pieces = file.pieces(handle, 1);
+      expect(pieces.map((p) => p.byteLength)).toEqual([40, 2400, 8]);
+      const got = new Float64Array(303);
+      await pieces[0].copyTo(new Uint8Array(got.buffer, 0, 40), 0);
+      await pieces[1].copyTo(new Uint8Array(got.buffer, 40, 2376), 0);
+      await pieces[2].copyTo(new Uint8Array(got.buffer, 2416, 8), 0);
+      expect(Array.from(got.subarray(0, 5))).toEqual(a.slice(0, 5));
+      expect(Array.from(got.subarray(5, 302))).toEqual(a.slice(5, 302));
+      const tail = new Float64Array(2);
+      await pieces[1].copyTo(new Uint8Array(tail.buffer), 2384);
+      expect(Array.from(tail)).toEqual(a.slice(303, 305));
+    } finally {
+      await handle.close();
+    }
+  });
+
+  test('no extents when a column has a null, is not float64, or the data is an IPC stream', async () => {
+    const path = join(dir, 'mixed2.arrow');
+    await mixedFile(path);
+    const chunk = (await planArrowChunks(path, 'file', 1 << 30)).chunks[0];
+    expect(await float64Extents(chunk, ['a', 'holes'])).toBeNull();
+    expect(await float64Extents(chunk, ['a', 'i'])).toBeNull();
+    expect(await float64Extents(chunk, ['missing'])).toBeNull();
+    // Batches without the null: extents again.
+    expect(await float64Extents({ ...chunk, batchIndices: [0, 2] }, ['holes'])).not.toBeNull();
+    expect(await float64Extents({ ...chunk, kind: 'stream' }, ['a'])).toBeNull();
   });
 });

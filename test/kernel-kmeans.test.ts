@@ -13,7 +13,14 @@ import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, maxBitsOfColumns, parSampleCpu, ppUpdateCpu, recordMaxAbs, recordParSample, sampledRows, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal } from '../src/kernels/kmeans.js';
 import { MAX_GPU_CLUSTERS, stepLayout } from '../src/kernels/kmeans.wgsl.js';
-import { decodeCpu, freeMatrix, GpuWork, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
+import { decodeCpu, freeMatrix, GpuWork, memoryPiece, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
+import { mkdtempSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { float64Extents, planArrowChunks } from '../src/engine/io/arrow.js';
+import { ArrowFileColumns } from '../src/engine/io/arrow-file-columns.js';
+import { openFileWriter } from '../src/engine/io/output/index.js';
 import { Rng, rowKey, rowUniform } from '../src/engine/ml/random.js';
 
 function randomRows(rng: Rng, rows: number, d: number, scale = 10, round = false): Float64Array {
@@ -93,7 +100,7 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
     }
   });
 
-  it('columns uploaded in uneven pieces (one per batch) give the same device matrix as whole', async () => {
+  it('columns uploaded in uneven pieces (one per batch), from memory or read from an Arrow file, give the same device matrix as whole', async () => {
     const ctx = await testGpu();
     const rng = new Rng(4, 'pieces');
     const rows = 70_000, d = 2;
@@ -105,13 +112,23 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
     const pieces = (c: Float64Array) => cuts.slice(1).map((end, i) => c.subarray(cuts[i], end));
     ring ??= new StagingRing(ctx, 1 << 16, 2);
     const whole = await upload(ctx, x, y, rows, d);
-    const split = await uploadColumns(ctx, ring, [0, 1, 2].map((j) => pieces(column(j))), rows, true);
+    const split = await uploadColumns(ctx, ring, [0, 1, 2].map((j) => pieces(column(j)).map(memoryPiece)), rows, true);
+    // The same pieces as record batches of an Arrow file, read from it straight into staging memory.
+    const path = join(mkdtempSync(join(tmpdir(), 'gpuframe-upload-')), 'm.arrow');
+    const schema = ['a', 'b', 'y'].map((name) => ({ name, type: 'float64' as const }));
+    const w = await openFileWriter(path, 'arrow', schema);
+    for (let i = 0; i + 1 < cuts.length; i++) await w.write({ schema, length: cuts[i + 1] - cuts[i], columns: [0, 1, 2].map((j) => ({ type: 'float64' as const, values: column(j).slice(cuts[i], cuts[i + 1]), valid: null })) });
+    await w.close();
+    const file = new ArrowFileColumns(path, (await float64Extents((await planArrowChunks(path, 'file', 1 << 30)).chunks[0], ['a', 'b', 'y']))!);
+    const handle = await open(path, 'r');
+    const fromFile = await uploadColumns(ctx, ring, [0, 1, 2].map((j) => file.pieces(handle, j)), rows, true).finally(() => handle.close());
     const work = new GpuWork(ctx);
-    const got = await work.finish([whole.xr, whole.xl, split.xr, split.xl].map((buf) => ({ buf, floats: rows * (d + 1) })));
-    freeMatrix(ctx, whole);
-    freeMatrix(ctx, split);
+    const got = await work.finish([whole.xr, whole.xl, split.xr, split.xl, fromFile.xr, fromFile.xl].map((buf) => ({ buf, floats: rows * (d + 1) })));
+    for (const m of [whole, split, fromFile]) freeMatrix(ctx, m);
     expect(Array.from(got[2])).toEqual(Array.from(got[0]));
     expect(Array.from(got[3])).toEqual(Array.from(got[1]));
+    expect(Array.from(got[4])).toEqual(Array.from(got[0]));
+    expect(Array.from(got[5])).toEqual(Array.from(got[1]));
   });
 });
 

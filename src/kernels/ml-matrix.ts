@@ -32,24 +32,39 @@ export function deviceMatrixFits(ctx: GpuContext, rows: number, columns: number)
   return rows > 0 && rows * columns * 4 <= ctx.device.limits.maxStorageBufferBindingSize && blocksOf(rows) * 64 <= 2 ** 31;
 }
 
+/**
+ * Float64 words of a column piece, written into staging memory from wherever they are: `copyTo`
+ * puts bytes [offset, offset + view.length) of the piece into `view` (from memory, or read from
+ * a file straight into it).
+ */
+export interface BytePiece {
+  byteLength: number;
+  copyTo(view: Uint8Array, offset: number): void | Promise<void>;
+}
+
+/** A piece held in memory. */
+export function memoryPiece(values: Float64Array): BytePiece {
+  return { byteLength: values.byteLength, copyTo: (view, offset) => { view.set(new Uint8Array(values.buffer, values.byteOffset + offset, view.length)); } };
+}
+
 /** Uploads row-major float64 `x` (rows × cols) and `y` through `ring` and splits them on the device. */
 export function uploadMatrix(ctx: GpuContext, ring: StagingRing, x: Float64Array, y: Float64Array | null, rows: number, cols: number): Promise<DeviceMatrix> {
-  const sources = [...(cols > 0 ? [{ pieces: [x], srcCols: cols, colStart: 0 }] : []), ...(y ? [{ pieces: [y], srcCols: 1, colStart: cols }] : [])];
+  const sources = [...(cols > 0 ? [{ pieces: [memoryPiece(x)], srcCols: cols, colStart: 0 }] : []), ...(y ? [{ pieces: [memoryPiece(y)], srcCols: 1, colStart: cols }] : [])];
   return uploadSources(ctx, ring, sources, rows, cols, y !== null);
 }
 
 /**
  * Uploads float64 columns (the features, then the target when `hasY`) as they come from a
- * partition's batches: column j is columns[j]'s pieces end to end (one per batch, in row order),
- * copied from them straight into staging memory. No row-major copy and no joined column is made
- * on the host.
+ * partition's batches or its file: column j is columns[j]'s pieces end to end (one per batch, in
+ * row order), copied from them straight into staging memory. No row-major copy and no joined
+ * column is made on the host.
  */
-export function uploadColumns(ctx: GpuContext, ring: StagingRing, columns: readonly (readonly Float64Array[])[], rows: number, hasY: boolean): Promise<DeviceMatrix> {
+export function uploadColumns(ctx: GpuContext, ring: StagingRing, columns: readonly (readonly BytePiece[])[], rows: number, hasY: boolean): Promise<DeviceMatrix> {
   return uploadSources(ctx, ring, columns.map((pieces, j) => ({ pieces, srcCols: 1, colStart: j })), rows, columns.length - (hasY ? 1 : 0), hasY);
 }
 
 /** Each source holds `srcCols` row-major columns of the matrix from column `colStart`, in pieces laid end to end; decoded on the device slice by slice. */
-async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readonly { pieces: readonly Float64Array[]; srcCols: number; colStart: number }[],
+async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readonly { pieces: readonly BytePiece[]; srcCols: number; colStart: number }[],
                              rows: number, cols: number, hasY: boolean): Promise<DeviceMatrix> {
   const columns = cols + (hasY ? 1 : 0);
   const xr = storageBuffer(ctx, rows * columns * 4, 'matrix xr');
@@ -73,17 +88,19 @@ async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readon
   return { rows, cols, hasY, xr, xl };
 }
 
-/** Copies bytes [from, from + view.length) of `pieces` laid end to end into `view`. */
-function copyBytes(pieces: readonly Float64Array[], from: number, view: Uint8Array): void {
+/** Copies bytes [from, from + view.length) of `pieces` laid end to end into `view` (the pieces' reads at once). */
+async function copyBytes(pieces: readonly BytePiece[], from: number, view: Uint8Array): Promise<void> {
   let skip = from, written = 0;
+  const copies: (void | Promise<void>)[] = [];
   for (const piece of pieces) {
-    if (written === view.length) return;
+    if (written === view.length) break;
     if (skip >= piece.byteLength) { skip -= piece.byteLength; continue; }
-    const part = new Uint8Array(piece.buffer, piece.byteOffset + skip, Math.min(piece.byteLength - skip, view.length - written));
-    view.set(part, written);
-    written += part.length;
+    const length = Math.min(piece.byteLength - skip, view.length - written);
+    copies.push(piece.copyTo(view.subarray(written, written + length), skip));
+    written += length;
     skip = 0;
   }
+  await Promise.all(copies);
 }
 
 /** A kernel as GpuWork.dispatch takes it: label (one compile per label), WGSL, entry point. */

@@ -7,7 +7,11 @@
 // uploaded. Results are per partition and deterministic, so which GPU holds a partition never
 // changes them (the trainer combines them in partition order).
 
+import { open } from 'node:fs/promises';
 import { concatBatches } from '../batch.js';
+import { DataError } from '../errors.js';
+import { float64Extents } from '../io/arrow.js';
+import { ArrowFileColumns } from '../io/arrow-file-columns.js';
 import type { GpuContext } from '../gpu/device.js';
 import { asU32, kernelsPrepared, readBack, stagingRingOf } from '../gpu/buffers.js';
 import { PhaseTimes } from '../gpu/timing.js';
@@ -18,7 +22,7 @@ import type { AssignArgs, PickTarget, SampleArgs, ScoredRow } from '../ml/kmeans
 import { rowUniform } from '../ml/random.js';
 import { centreExponent, kmeansKernels, kmeansOnGpu, MAX_ABS, maxBitsOf, parSampleCpu, recordMaxAbs, recordParSample, recordPotential, recordStep, sampledRows, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramKernels, gramOnGpu, gramPairs, gramResultOf, linregKernels, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
-import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD, prepareKernels, recordBlockSums, uploadColumns, type DeviceMatrix, type KernelSource } from '../../kernels/ml-matrix.js';
+import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, memoryPiece, pairsToDD, prepareKernels, recordBlockSums, uploadColumns, type BytePiece, type DeviceMatrix, type KernelSource } from '../../kernels/ml-matrix.js';
 import type { FragmentResult, MatrixKernels, Task } from './fragment.js';
 import { decodesOnParent, type MappedPairs } from './mapped-pairs.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
@@ -90,23 +94,44 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
     const columns = terminal.features.length, hasY = terminal.target !== null, kernels = terminal.kernels;
     void ctx.checked.then(() => prepareKernels(ctx, matrixKernels(ctx, columns, hasY, kernels)));
   }
-  const read = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
-  phases.mark('read');
-  const batches = read.batches!;
-  // Each batch's columns as they are (an Arrow batch's are views of what was read): joined on
-  // the host only if CPU code reads them; the upload copies them into staging memory itself.
-  const pieces = (batches.length > 0 ? batches : [concatBatches([], [])]).map((b) => designColumns(b, terminal.features, terminal.target));
-  const host = columnPartition(fragment.index, pieces, terminal.features.length);
-  const hasY = terminal.target !== null;
-  const warnings = read.warnings;
+  const hasY = terminal.target !== null, width = terminal.features.length + (hasY ? 1 : 0);
+  const names = hasY ? [...terminal.features, terminal.target!] : terminal.features;
+  const inFile = terminal.kernels ? await columnsInFile(fragment, names) : null;
+  let loaded: { host: HostPartition; columns(): Promise<{ pieces: BytePiece[][]; close(): Promise<void> }>; matched: FragmentResult['matched']; warnings: string[] };
+  if (inFile && deviceMatrixFits(ctx, inFile.rows, width)) {
+    // Read from the file straight into staging memory: no host copy (CPU code reads rows again from the file).
+    loaded = {
+      host: filePartition(fragment.index, inFile, terminal.features.length, hasY),
+      columns: async () => {
+        const handle = await open(inFile.path, 'r');
+        return { pieces: names.map((_, j) => inFile.pieces(handle, j)), close: () => handle.close() };
+      },
+      matched: {}, warnings: [],
+    };
+    phases.mark('find the columns in the file');
+  } else {
+    const read = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
+    const batches = read.batches!;
+    // Each batch's columns as they are (an Arrow batch's are views of what was read): joined on
+    // the host only if CPU code reads them; the upload copies them into staging memory itself.
+    const pieces = (batches.length > 0 ? batches : [concatBatches([], [])]).map((b) => designColumns(b, terminal.features, terminal.target));
+    const columns = [...terminal.features.map((_, j) => pieces.map((p) => memoryPiece(p.columns[j]))), ...(hasY ? [pieces.map((p) => memoryPiece(p.y!))] : [])];
+    loaded = { host: columnPartition(fragment.index, pieces, terminal.features.length), columns: async () => ({ pieces: columns, close: async () => {} }), matched: read.matched, warnings: read.warnings };
+    phases.mark('read');
+  }
+  const { host, warnings } = loaded;
   let device: DeviceMatrix | null = null;
-  if (terminal.kernels && deviceMatrixFits(ctx, host.rows, host.cols + (hasY ? 1 : 0))) {
+  if (terminal.kernels && deviceMatrixFits(ctx, host.rows, width)) {
     try {
       // Column-major on the device, so no row-major copy is needed.
-      const columns = [...terminal.features.map((_, j) => pieces.map((p) => p.columns[j])), ...(hasY ? [pieces.map((p) => p.y!)] : [])];
-      device = await uploadColumns(ctx, stagingRingOf(ctx), columns, host.rows, hasY);
+      const columns = await loaded.columns();
+      try {
+        device = await uploadColumns(ctx, stagingRingOf(ctx), columns.pieces, host.rows, hasY);
+      } finally {
+        await columns.close();
+      }
     } catch (err) {
-      if (ctx.lostReason) throw err;
+      if (ctx.lostReason || err instanceof DataError) throw err;
       warnings.push(`partition ${fragment.index} stays on the CPU of its GPU worker (${err instanceof Error ? err.message : String(err)})`);
     }
   } else if (terminal.kernels && host.rows > 0) {
@@ -119,7 +144,32 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   const old = held.get(fragment.index);
   if (old) freePartition(ctx, old);
   held.set(fragment.index, { host, device, seeding: new Map() });
-  return { holder: process.pid, matched: read.matched, rows: read.rows, warnings };
+  return { holder: process.pid, matched: loaded.matched, rows: host.rows, warnings };
+}
+
+/**
+ * The partition's columns where they lie in its Arrow IPC file, when the task reads nothing but
+ * those float64 columns of a file chunk (no nulls; io/arrow-ipc.ts float64Extents); else null.
+ */
+async function columnsInFile(fragment: Task['fragment'], names: readonly string[]): Promise<ArrowFileColumns | null> {
+  const { source, ops } = fragment;
+  if (source.kind !== 'arrow' || !ops.every((op) => op.kind === 'project' && names.every((n) => op.columns.includes(n)))) return null;
+  const extents = await float64Extents(source.chunk, names);
+  return extents && new ArrowFileColumns(source.chunk.path, extents);
+}
+
+/** A partition whose rows stay in its file: whole columns and single rows are read again when CPU code asks. */
+function filePartition(index: number, file: ArrowFileColumns, cols: number, hasY: boolean): HostPartition {
+  const columns: (Float64Array | undefined)[] = [];
+  const column = (j: number) => (columns[j] ??= file.column(j));
+  let x: Float64Array | null = null;
+  return {
+    index, firstRow: -1, rows: file.rows, cols,
+    get y() { return hasY ? column(cols) : null; },
+    get x() { return (x ??= rowMajor(Array.from({ length: cols }, (_, j) => column(j)), file.rows)); },
+    column,
+    row: (r) => file.row(r, cols),
+  };
 }
 
 /**

@@ -4,7 +4,7 @@
 import type * as Arrow from 'apache-arrow';
 import { arrow } from './apache-arrow.js';
 import { createReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { Batch, Schema } from '../batch.js';
 import { DataError } from '../errors.js';
 import type { ArrowChunk } from './arrow.js';
@@ -35,6 +35,25 @@ function groupIntoChunks(path: string, kind: 'file' | 'stream', infos: BatchInfo
   return chunks;
 }
 
+/** What a record batch's header says: its rows, each field's null count, and where its buffers lie in the body. */
+interface BatchHeader {
+  length: number;
+  nodes: { nullCount: number }[];
+  buffers: { offset: number; length: number }[];
+  compression: unknown;
+}
+
+type FileBlock = { offset: number | bigint; metaDataLength: number; bodyLength: number | bigint };
+
+/** The header of the record batch in `block` (its metadata message only, not its body). */
+async function readBatchHeader(handle: FileHandle, block: FileBlock): Promise<BatchHeader> {
+  const meta = new Uint8Array(block.metaDataLength);
+  await handle.read(meta, 0, meta.length, Number(block.offset));
+  // The metadata block is: continuation marker (0xFFFFFFFF), int32 length, flatbuffer message.
+  const start = new DataView(meta.buffer).getInt32(0, true) === -1 ? 8 : 4;
+  return arrow.Message.decode(meta.subarray(start)).header() as unknown as BatchHeader;
+}
+
 /** Row count and body size of each record batch, read from the file footer and batch headers only. */
 async function fileBatchInfos(path: string): Promise<{ schema: Arrow.Schema; infos: BatchInfo[] }> {
   const handle = await open(path, 'r');
@@ -44,12 +63,7 @@ async function fileBatchInfos(path: string): Promise<{ schema: Arrow.Schema; inf
     if (!reader.isFile()) throw new DataError('not an Arrow IPC file (no footer); use the .arrows extension for IPC streams', { file: path });
     const infos: BatchInfo[] = [];
     for (const block of reader.footer!.recordBatches()) {
-      const meta = new Uint8Array(block.metaDataLength);
-      await handle.read(meta, 0, meta.length, block.offset);
-      // The metadata block is: continuation marker (0xFFFFFFFF), int32 length, flatbuffer message.
-      const start = new DataView(meta.buffer).getInt32(0, true) === -1 ? 8 : 4;
-      const msg = arrow.Message.decode(meta.subarray(start));
-      const header = msg.header() as { length: number };
+      const header = await readBatchHeader(handle, block);
       infos.push({ rows: Number(header.length), bytes: Number(block.bodyLength) });
     }
     const schema = reader.schema;
@@ -132,6 +146,72 @@ async function readBatchByBatch(reader: Arrow.AsyncRecordBatchFileReader, chunk:
 function schemaMessage(schema: Arrow.Schema): Uint8Array {
   const ipc = arrow.tableToIPC(new arrow.Table(schema), 'stream');
   return ipc.subarray(0, ipc.length - 8);
+}
+
+/** Where named float64 columns' values lie in an Arrow IPC file: column j of batch b is batchRows[b] little-endian float64s from byte offsets[b][j]. */
+export interface Float64Extents { batchRows: number[]; offsets: number[][] }
+
+/** Buffers a field of this type has in a record batch body, for flat schemas; null for nested and dictionary types. */
+function bufferCount(type: Arrow.DataType): number | null {
+  switch (type.typeId) {
+    case arrow.Type.Null: return 0;
+    case arrow.Type.Bool: case arrow.Type.Int: case arrow.Type.Float: case arrow.Type.Decimal: case arrow.Type.Date:
+    case arrow.Type.Time: case arrow.Type.Timestamp: case arrow.Type.Interval: case arrow.Type.Duration: case arrow.Type.FixedSizeBinary:
+      return 2;
+    case arrow.Type.Utf8: case arrow.Type.Binary: case arrow.Type.LargeUtf8: case arrow.Type.LargeBinary:
+      return 3;
+    default: return null;
+  }
+}
+
+/**
+ * Where the chunk's `columns` lie in its file, for reading them straight into their destination
+ * (a GPU's staging memory) instead of through record batches: null unless it is an IPC file whose
+ * columns are all float64 without nulls, its batches uncompressed, its fields flat and without
+ * dictionaries (then the caller reads the batches as usual; any error there is reported there).
+ */
+export async function float64Extents(chunk: ArrowChunk, columns: readonly string[]): Promise<Float64Extents | null> {
+  if (chunk.kind !== 'file') return null;
+  let handle: FileHandle | null = null;
+  try {
+    handle = await open(chunk.path, 'r');
+    const reader = await arrow.RecordBatchReader.from(handle);
+    await reader.open();
+    const footer = reader.isFile() ? (reader as Arrow.AsyncRecordBatchFileReader).footer : null;
+    if (!footer || footer.numDictionaries > 0) return null;
+    const fields = reader.schema.fields;
+    const firstBuffer: number[] = [];
+    let buffers = 0;
+    for (const f of fields) {
+      const n = bufferCount(f.type);
+      if (n === null) return null;
+      firstBuffer.push(buffers);
+      buffers += n;
+    }
+    const at = columns.map((name) => fields.findIndex((f) => f.name === name));
+    if (at.some((i) => i < 0 || fields[i].type.typeId !== arrow.Type.Float || (fields[i].type as Arrow.Float).precision !== arrow.Precision.DOUBLE)) return null;
+    const extents: Float64Extents = { batchRows: [], offsets: [] };
+    for (const i of chunk.batchIndices) {
+      const block = footer.getRecordBatch(i);
+      if (!block) return null;
+      const header = await readBatchHeader(handle, block);
+      if (header.compression || header.nodes.length !== fields.length || header.buffers.length !== buffers) return null;
+      const rows = Number(header.length), body = Number(block.offset) + block.metaDataLength;
+      const offsets: number[] = [];
+      for (const j of at) {
+        const data = header.buffers[firstBuffer[j] + 1];
+        if (Number(header.nodes[j].nullCount) !== 0 || Number(data.length) < rows * 8 || Number(data.offset) + rows * 8 > Number(block.bodyLength)) return null;
+        offsets.push(body + Number(data.offset));
+      }
+      extents.batchRows.push(rows);
+      extents.offsets.push(offsets);
+    }
+    return extents;
+  } catch {
+    return null;
+  } finally {
+    await handle?.close();
+  }
 }
 
 /** IPC streams have no index: read through, keeping the wanted batches, and stop after the last. */

@@ -3,6 +3,7 @@
 // call, so processes that never touch Arrow data never pay for them.
 
 import type { Batch, Schema } from '../batch.js';
+import type { Float64Extents } from './arrow-ipc.js';
 
 export interface ArrowChunk { path: string; kind: 'file' | 'stream'; batchIndices: number[]; rows: number }
 
@@ -11,6 +12,11 @@ const arrowIpc = () => import('./arrow-ipc.js');
 /** The file's schema and its record batches grouped into chunks of about `blocksize` bytes. */
 export async function planArrowChunks(path: string, kind: 'file' | 'stream', blocksize: number): Promise<{ schema: Schema; chunks: ArrowChunk[] }> {
   return (await arrowIpc()).planArrowChunks(path, kind, blocksize);
+}
+
+/** Where the chunk's float64 columns lie in its file (arrow-ipc.ts), or null when they cannot be read in place. */
+export async function float64Extents(chunk: ArrowChunk, columns: readonly string[]): Promise<Float64Extents | null> {
+  return (await arrowIpc()).float64Extents(chunk, columns);
 }
 
 /** The named columns (in that order) of the chunk's record batches, a batch for each. */

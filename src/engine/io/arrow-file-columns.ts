@@ -1,0 +1,74 @@
+// Float64 columns of an Arrow IPC file chunk read where they lie in the file (arrow-ipc.ts
+// float64Extents), without reading its record batches: a GPU worker loading ML rows reads them
+// straight into staging memory (no host copy, no fresh memory to fault in), and reads single
+// rows or whole columns again only when CPU code asks for them.
+
+import { closeSync, openSync, readSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { DataError } from '../errors.js';
+import type { Float64Extents } from './arrow-ipc.js';
+
+/** A piece of a column (one batch's values), copied into `view` from byte `offset` of the piece. */
+export interface FilePiece {
+  byteLength: number;
+  copyTo(view: Uint8Array, offset: number): Promise<void>;
+}
+
+export class ArrowFileColumns {
+  readonly rows: number;
+  /** First row of each batch, and the row count at the end. */
+  private readonly starts: number[] = [0];
+
+  constructor(readonly path: string, private readonly extents: Float64Extents) {
+    for (const n of extents.batchRows) this.starts.push(this.starts[this.starts.length - 1] + n);
+    this.rows = this.starts[this.starts.length - 1];
+  }
+
+  /** Column j's pieces, batch by batch, read through `handle` (open on `path`) when copied. */
+  pieces(handle: FileHandle, j: number): FilePiece[] {
+    return this.extents.batchRows.map((rows, b) => ({
+      byteLength: rows * 8,
+      copyTo: async (view, offset) => {
+        let done = 0;
+        while (done < view.length) {
+          const { bytesRead } = await handle.read(view, done, view.length - done, this.extents.offsets[b][j] + offset + done);
+          if (bytesRead === 0) throw this.truncated();
+          done += bytesRead;
+        }
+      },
+    }));
+  }
+
+  /** Column j, read whole. */
+  column(j: number): Float64Array {
+    const out = new Float64Array(this.rows);
+    this.withFile((fd) => this.extents.batchRows.forEach((rows, b) => this.readAt(fd, new Uint8Array(out.buffer, this.starts[b] * 8, rows * 8), this.extents.offsets[b][j])));
+    return out;
+  }
+
+  /** Row r's values in columns 0 … count - 1. */
+  row(r: number, count: number): Float64Array {
+    let b = 0;
+    while (this.starts[b + 1] <= r) b++;
+    const out = new Float64Array(count);
+    this.withFile((fd) => { for (let j = 0; j < count; j++) this.readAt(fd, new Uint8Array(out.buffer, j * 8, 8), this.extents.offsets[b][j] + (r - this.starts[b]) * 8); });
+    return out;
+  }
+
+  private withFile(read: (fd: number) => void): void {
+    const fd = openSync(this.path, 'r');
+    try { read(fd); } finally { closeSync(fd); }
+  }
+
+  private readAt(fd: number, view: Uint8Array, position: number): void {
+    for (let done = 0; done < view.length;) {
+      const n = readSync(fd, view, done, view.length - done, position + done);
+      if (n === 0) throw this.truncated();
+      done += n;
+    }
+  }
+
+  private truncated(): DataError {
+    return new DataError('the file ended before the rows it held when the run began (changed or truncated during the run?)', { file: this.path });
+  }
+}
