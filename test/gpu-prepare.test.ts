@@ -9,10 +9,6 @@ import { kmeansKernels, MAX_ABS, recordMaxAbs, recordParSample, recordPotential,
 import { gramKernels, gramPairs, linregKernels, momentPairs, recordGram, recordResidual } from '../src/kernels/linreg.js';
 import { freeMatrix, GpuWork, prepareKernels, uploadMatrix, type KernelSource } from '../src/kernels/ml-matrix.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
-import { growTreesOnGpu } from '../src/engine/exec/gpu-forest.js';
-import type { BinnedData } from '../src/engine/ml/forest-tree.js';
-import { Rng } from '../src/engine/ml/random.js';
-import { forestKernels } from '../src/kernels/forest.js';
 
 /** The labels a GpuWork dispatches while `record` runs. */
 function dispatchedLabels(work: GpuWork, record: () => void): Set<string> {
@@ -64,27 +60,5 @@ describe.skipIf(skipGpuTests)('kernels prepared while the rows load', () => {
     prepareKernels(ctx, fresh);
     await kernelsPrepared(ctx);
     for (const [label, code, entry] of fresh) expect(kernelFor(ctx, label, code).compiled(entry), label).toBe(true);
-  });
-
-  it('the forest\'s start-up compiles hold every kernel growing trees dispatches (classification and regression, shallow and deep)', async () => {
-    const ctx = await testGpu();
-    const labels = new Set<string>(), dispatch = GpuWork.prototype.dispatch;
-    GpuWork.prototype.dispatch = function (this: GpuWork, label, code, entry, buffers, workgroups) { labels.add(label); dispatch.call(this, label, code, entry, buffers, workgroups); };
-    try {
-      const rows = 3000, cols = 5, rng = new Rng(7, 'prepare forest');
-      const binsPerFeature = Int32Array.from({ length: cols }, () => 2 + rng.nextInt(60));
-      const bins = new Uint8Array(rows * cols);
-      for (let f = 0; f < cols; f++) for (let r = 0; r < rows; r++) bins[f * rows + r] = rng.nextInt(binsPerFeature[f]);
-      const target = Int32Array.from({ length: rows }, (_, r) => (bins[r] + bins[rows + r]) % 4);
-      const data: BinnedData = { rows, cols, bins, binsPerFeature, target, nClasses: 4 };
-      await growTreesOnGpu(ctx, data, { task: 'classification', criterion: 'gini', maxDepth: 12, minSamplesLeaf: 1, maxFeatures: 3, bootstrap: true, seed: 1 }, [0, 1, 2, 3]);
-      const yq = Float64Array.from({ length: rows }, (_, r) => bins[r] * 0.5 - bins[2 * rows + r]);
-      await growTreesOnGpu(ctx, { ...data, target: yq, nClasses: 0 }, { task: 'regression', criterion: 'variance', maxDepth: 8, minSamplesLeaf: 2, maxFeatures: 5, bootstrap: false, seed: 2 }, [0, 1]);
-    } finally {
-      GpuWork.prototype.dispatch = dispatch;
-    }
-    const prepared = new Set(forestKernels(ctx).map((s) => s[0]));
-    expect(labels.size).toBeGreaterThan(4);
-    for (const l of labels) expect(prepared.has(l), `growing trees dispatches ${l}`).toBe(true);
   });
 });

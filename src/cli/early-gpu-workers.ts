@@ -51,9 +51,8 @@ export function startEarlyGpuWorkers(argv: readonly string[]): void {
   }
   try {
     const gpus = flagValue(rest, 'gpus');
-    // k-means and linreg compile their kernels while their rows load; the forest's compile at start.
-    const warmUp = command === 'rf-train' ? 'forest' : TRAINERS.has(command) ? 'none' : 'csv';
-    startGpuWorkersEarly(gpuCandidates(device, gpus === undefined ? undefined : parseGpuList(gpus), quickGpuBusIds() ?? gpuBusIds(), driPrimeOf), device === 'gpu', warmUp);
+    // A trainer's workers compile its ML kernels while its rows load, not the CSV path's at start.
+    startGpuWorkersEarly(gpuCandidates(device, gpus === undefined ? undefined : parseGpuList(gpus), quickGpuBusIds() ?? gpuBusIds(), driPrimeOf), device === 'gpu', !TRAINERS.has(command));
   } catch {
     // A bad --gpus: the command says so once oclif has parsed it.
   }

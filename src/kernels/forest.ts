@@ -8,7 +8,7 @@
 
 import type { GpuContext } from '../engine/gpu/device.js';
 import { storageBuffer, workgroupsFor, type StagingRing } from '../engine/gpu/buffers.js';
-import type { GpuWork, KernelSource } from './ml-matrix.js';
+import type { GpuWork } from './ml-matrix.js';
 import { FOREST_BEST_SPLITS_WGSL, FOREST_BOOTSTRAP_WGSL, FOREST_PREDICT_WGSL, FOREST_HISTOGRAM_GLOBAL_WGSL, FOREST_ROUTE_WGSL, forestHistogramSharedWgsl, MAX_GPU_CLASSES, REGRESSION_CELL_WORDS } from './forest.wgsl.js';
 
 export { MAX_GPU_CLASSES, REGRESSION_CELL_WORDS };
@@ -22,27 +22,6 @@ const MAX_SHARED_COUNTERS = 8192;
 const SHARED_CHUNK = 256 * 64;
 /** Workgroups of the 'shared' histogram (each takes chunks in turn). */
 const SHARED_WORKGROUPS = 2048;
-
-const BEST_SPLITS: KernelSource = ['forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_splits'];
-const BEST_OF_NODE: KernelSource = ['forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_of_node'];
-const BOOTSTRAP: KernelSource = ['forest-bootstrap', FOREST_BOOTSTRAP_WGSL, 'bootstrap'];
-const INIT_SLOTS: KernelSource = ['forest-bootstrap', FOREST_BOOTSTRAP_WGSL, 'init_slots'];
-const ROUTE: KernelSource = ['forest-route', FOREST_ROUTE_WGSL, 'route'];
-const HISTOGRAM_GLOBAL: KernelSource = ['forest-histogram-global', FOREST_HISTOGRAM_GLOBAL_WGSL, 'histogram'];
-/** The workgroup-memory histogram for `cap` counters (a power of two, or the device's limit). */
-const histogramShared = (cap: number): KernelSource => [`forest-histogram-shared-${cap}`, forestHistogramSharedWgsl(cap), 'histogram'];
-
-/** Counters a workgroup-memory histogram may hold here (its memory also holds the slot window: 64 bytes kept for it and its alignment). */
-function sharedCounterLimit(ctx: GpuContext): number {
-  return Math.min(MAX_SHARED_COUNTERS, Math.floor((ctx.device.limits.maxComputeWorkgroupStorageSize - 64) / 4));
-}
-
-/** Every kernel growing trees may dispatch (each counter cap of the shared histogram), for compiling ahead. */
-export function forestKernels(ctx: GpuContext): KernelSource[] {
-  const limit = sharedCounterLimit(ctx), caps: number[] = [];
-  for (let cap = 256; cap < limit; cap *= 2) caps.push(cap);
-  return [BOOTSTRAP, INIT_SLOTS, HISTOGRAM_GLOBAL, ...[...caps, limit].map(histogramShared), BEST_SPLITS, BEST_OF_NODE, ROUTE];
-}
 
 /** Bytes per feature column of the device bins: rows rounded up to whole u32 words. */
 export function rowsPadded(rows: number): number {
@@ -129,7 +108,8 @@ function slotsPerChunk(a: HistogramShape): number {
 export function recordForestHistogram(work: GpuWork, a: HistogramArgs, variant: 'auto' | 'global' | 'shared' = 'auto'): 'global' | 'shared' {
   checkShape(a);
   const histPerSlot = a.maxF * a.nBins * a.classes, perSlot = histPerSlot + a.classes;
-  const sharedLimit = sharedCounterLimit(work.ctx);
+  // Workgroup memory also holds the slot window (64 bytes kept for it and its alignment).
+  const sharedLimit = Math.min(MAX_SHARED_COUNTERS, Math.floor((work.ctx.device.limits.maxComputeWorkgroupStorageSize - 64) / 4));
   const chosen = variant !== 'auto' ? variant : perSlot * slotsPerChunk(a) <= sharedLimit ? 'shared' : 'global';
   work.encoder.clearBuffer(a.hist, 0, Math.max(4, forestHistogramBytes(a.slotCount, a.maxF, a.nBins, a.classes)));
   work.encoder.clearBuffer(a.totals, 0, Math.max(4, a.slotCount * a.classes * 4));
@@ -139,9 +119,9 @@ export function recordForestHistogram(work: GpuWork, a: HistogramArgs, variant: 
   if (chosen === 'shared') {
     // Counters rounded up to a power of two: a few module variants, each as small as it can be.
     const cap = Math.min(sharedLimit, 2 ** Math.ceil(Math.log2(Math.max(256, perSlot * slotsPerChunk(a)))));
-    work.dispatch(...histogramShared(cap), buffers, Math.min(SHARED_WORKGROUPS, Math.ceil(n / SHARED_CHUNK)));
+    work.dispatch(`forest-histogram-shared-${cap}`, forestHistogramSharedWgsl(cap), 'histogram', buffers, Math.min(SHARED_WORKGROUPS, Math.ceil(n / SHARED_CHUNK)));
   } else {
-    work.dispatch(...HISTOGRAM_GLOBAL, buffers, workgroupsFor(n));
+    work.dispatch('forest-histogram-global', FOREST_HISTOGRAM_GLOBAL_WGSL, 'histogram', buffers, workgroupsFor(n));
   }
   return chosen;
 }
@@ -185,7 +165,7 @@ function bestSplitsParams(work: GpuWork, a: BestSplitsShape): GPUBuffer {
 /** Records the best bin of each (slot, candidate) and the left cell there into `out`. */
 export function recordBestSplits(work: GpuWork, a: BestSplitsArgs): void {
   const params = bestSplitsParams(work, a);
-  work.dispatch(...BEST_SPLITS, [params, a.hist, a.totals, a.nodeFeatures, a.binsPerFeature, a.out], workgroupsFor(a.slotCount * a.maxF));
+  work.dispatch('forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_splits', [params, a.hist, a.totals, a.nodeFeatures, a.binsPerFeature, a.out], workgroupsFor(a.slotCount * a.maxF));
 }
 
 /** u32 words of one node record: [candidate k or NONE, bin, left cell]. */
@@ -199,7 +179,7 @@ export function nodeRecordWords(classes: number): number {
  */
 export function recordBestOfNodes(work: GpuWork, a: BestSplitsArgs & { nodes: GPUBuffer }): void {
   const params = bestSplitsParams(work, a);
-  work.dispatch(...BEST_OF_NODE, [params, null, a.totals, null, null, a.out, a.nodes], workgroupsFor(a.slotCount));
+  work.dispatch('forest-best-splits', FOREST_BEST_SPLITS_WGSL, 'best_of_node', [params, null, a.totals, null, null, a.out, a.nodes], workgroupsFor(a.slotCount));
 }
 
 /** CPU twin of recordBestOfNodes, scoring in float64 (so only near-ties may choose another candidate than the kernel). */
@@ -233,8 +213,8 @@ export function recordRowWeights(work: GpuWork, a: { rows: number; keys: Uint32A
   const params = work.params([a.rows, trees, a.bootstrap ? 1 : 0, 0]);
   const keys = work.input(a.keys, 'forest bootstrap keys');
   work.encoder.clearBuffer(a.weight, 0, trees * a.rows * 4);
-  if (a.bootstrap) work.dispatch(...BOOTSTRAP, [params, keys, a.weight, null], workgroupsFor(trees * a.rows));
-  work.dispatch(...INIT_SLOTS, [params, null, a.weight, a.slot], workgroupsFor(trees * a.rows));
+  if (a.bootstrap) work.dispatch('forest-bootstrap', FOREST_BOOTSTRAP_WGSL, 'bootstrap', [params, keys, a.weight, null], workgroupsFor(trees * a.rows));
+  work.dispatch('forest-bootstrap', FOREST_BOOTSTRAP_WGSL, 'init_slots', [params, null, a.weight, a.slot], workgroupsFor(trees * a.rows));
 }
 
 export interface RouteArgs {
@@ -250,7 +230,7 @@ export interface RouteArgs {
 /** Records the move of every row in a slot to its child's slot (bin ≤ decision bin: left), or to NONE at a leaf. */
 export function recordRoute(work: GpuWork, a: RouteArgs): void {
   const params = work.params([a.rows, a.trees, rowsPadded(a.rows), 0]);
-  work.dispatch(...ROUTE, [params, a.bins, a.slot, a.decisions], workgroupsFor(a.trees * a.rows));
+  work.dispatch('forest-route', FOREST_ROUTE_WGSL, 'route', [params, a.bins, a.slot, a.decisions], workgroupsFor(a.trees * a.rows));
 }
 
 // ---- CPU twins (host bins unpadded and column-major, as uploadForestBins takes them) ----

@@ -27,12 +27,12 @@ export interface GpuWorkerState {
 export class DeviceLost extends RuntimeFailure {}
 
 /**
- * Whether the task may run the kernels a GPU worker compiles when it starts (gpu-warmup.ts), so it
- * waits for that warm-up; ML matrix tasks compile their own while the matrix loads, and need only
- * the device checks.
+ * Whether the task may run the kernels a GPU worker compiles when it starts (gpu-warmup.ts: the CSV
+ * and group-by path), so it waits for that warm-up; ML tasks compile their own (a matrix's while it
+ * loads) and need only the device checks.
  */
 export function usesWarmedKernels(task: Task): boolean {
-  return !isMatrixTask(task);
+  return !isMatrixTask(task) && task.terminal.kind !== 'grow-trees';
 }
 
 export async function runGpuTask(task: Task, cache: BroadcastCache, worker: GpuWorkerState): Promise<FragmentResult> {

@@ -5,9 +5,7 @@
 // (On lavapipe compiling is slow too, but tests start many short-lived workers: it stays lazy.)
 
 import type { GpuContext } from '../gpu/device.js';
-import { kernelFor, kernelsPrepared, stagingRingOf } from '../gpu/buffers.js';
-import { forestKernels } from '../../kernels/forest.js';
-import { prepareKernels } from '../../kernels/ml-matrix.js';
+import { kernelFor, stagingRingOf } from '../gpu/buffers.js';
 import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from '../../kernels/csv-rows.wgsl.js';
 import { CSV_BOUNDARIES_WGSL } from '../../kernels/csv-scan.wgsl.js';
 import * as G from '../../kernels/groupby-aggregate.wgsl.js';
@@ -44,18 +42,4 @@ export async function warmUpKernels(gpu: GpuContext): Promise<void> {
   compiling.push(gpu.checked.then(() => (scanVariant(gpu) === 'subgroups' ? scanBlocksKernel(gpu, 'subgroups').prepare(['scan_blocks']) : undefined)));
   stagingRingOf(gpu);
   await Promise.all(compiling);
-}
-
-/** What a GPU worker compiles when it starts: the CSV path's kernels, a forest's (rf-train), or none (k-means and linreg compile theirs while their rows load). */
-export type WarmUp = 'csv' | 'forest' | 'none';
-
-/** The start-up compiles of `kind` and the device checks; never rejects (a kernel that fails to compile fails its task later, with context). */
-export async function warmUp(gpu: GpuContext, kind: WarmUp): Promise<void> {
-  if (kind === 'csv') return warmUpKernels(gpu).catch(() => {});
-  if (kind === 'forest' && !gpu.isSoftware) {
-    stagingRingOf(gpu);
-    prepareKernels(gpu, forestKernels(gpu));
-    await kernelsPrepared(gpu);
-  }
-  await gpu.checked;
 }

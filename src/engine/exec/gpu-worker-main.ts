@@ -13,7 +13,7 @@ import { maybeInjectFault } from './fault-hook.js';
 import type { Broadcast, Task } from './fragment.js';
 import { ResidentCache } from './gpu-resident.js';
 import { DeviceLost, runGpuTask, usesWarmedKernels, type GpuWorkerState } from './gpu-task.js';
-import { warmUp, type WarmUp } from './gpu-warmup.js';
+import { warmUpKernels } from './gpu-warmup.js';
 import { useForestLeafFinder } from '../ml/predict-columns.js';
 import { gpuForestLeafFinder } from './gpu-forest-predict.js';
 import { BroadcastCache } from './run-fragment.js';
@@ -37,13 +37,13 @@ const opened: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.
 });
 
 // Tasks that may use the kernels it compiles wait for the warm-up, which runs once the parent knows
-// the worker is ready (it plans then); which kernels, the command decides (GPUFRAME_GPU_WARM_UP).
-const WARM_UP = (process.env.GPUFRAME_GPU_WARM_UP ?? 'csv') as WarmUp;
+// the worker is ready (it plans then). A trainer's workers skip the compiles (GPUFRAME_GPU_WARM_UP=0).
+const WARM_UP = process.env.GPUFRAME_GPU_WARM_UP !== '0';
 const warmed: Promise<void> = opened.then((gpu) => new Promise((resolve) => {
   setImmediate(async () => {
     const start = performance.now();
-    if (gpu) await warmUp(gpu, WARM_UP);
-    if (gpu && !gpu.isSoftware) process.send!({ type: 'phases', phases: [wallSlice(WARM_UP === 'none' ? 'device checks' : WARM_UP === 'csv' ? 'compile kernels, map staging' : 'compile forest kernels, map staging', start)] });
+    try { if (gpu) await (WARM_UP ? warmUpKernels(gpu) : gpu.checked); } catch { /* a kernel that fails to compile fails its task later, with context */ }
+    if (gpu && !gpu.isSoftware) process.send!({ type: 'phases', phases: [wallSlice(WARM_UP ? 'compile kernels, map staging' : 'device checks', start)] });
     resolve();
   });
 }));

@@ -11,7 +11,6 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { GpuInfo } from '../gpu/device.js';
 import { pinnedEnv } from '../gpu/pci.js';
-import type { WarmUp } from './gpu-warmup.js';
 import { holdChild, workerEntry } from './worker-entry.js';
 
 /** libuv threads of a GPU worker (its file reads run there) unless UV_THREADPOOL_SIZE says otherwise: more than the ML partition loads it runs at once (gpu-pool.ts). */
@@ -35,10 +34,10 @@ export class GpuWorkerProcess {
   private readonly early: unknown[] = [];
   private readonly keep = (msg: unknown) => { this.early.push(msg); };
 
-  /** `warmUp`: which kernels the worker compiles when it starts (gpu-warmup.ts). */
-  constructor(readonly gpu: GpuInfo, readonly allowSoftware: boolean, warmUp: WarmUp = 'csv') {
+  /** `warmUp`: compile the CSV and group-by kernels when it starts (gpu-warmup.ts); a trainer's workers compile their own instead. */
+  constructor(readonly gpu: GpuInfo, readonly allowSoftware: boolean, warmUp = true) {
     const base = gpu.driPrime ? pinnedEnv(gpu.driPrime) : process.env;
-    const env = { ...base, UV_THREADPOOL_SIZE: base.UV_THREADPOOL_SIZE ?? String(GPU_WORKER_THREADPOOL), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0', GPUFRAME_GPU_WARM_UP: warmUp };
+    const env = { ...base, UV_THREADPOOL_SIZE: base.UV_THREADPOOL_SIZE ?? String(GPU_WORKER_THREADPOOL), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0', GPUFRAME_GPU_WARM_UP: warmUp ? '1' : '0' };
     this.child = fork(workerEntry('gpu-worker-main.js'), [], {
       env,
       execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...GPU_WORKER_NODE_FLAGS],
@@ -69,7 +68,7 @@ export class GpuWorkerProcess {
 const waiting: GpuWorkerProcess[] = [];
 
 /** Starts a worker for each of `gpus` now, for a pool created later to adopt; returns them. */
-export function startGpuWorkersEarly(gpus: readonly GpuInfo[], allowSoftware: boolean, warmUp: WarmUp = 'csv'): GpuWorkerProcess[] {
+export function startGpuWorkersEarly(gpus: readonly GpuInfo[], allowSoftware: boolean, warmUp = true): GpuWorkerProcess[] {
   if (waiting.length === 0 && gpus.length > 0) process.once('exit', () => { for (const w of waiting) w.child.kill('SIGKILL'); });
   return gpus.map((gpu) => {
     const w = new GpuWorkerProcess(gpu, allowSoftware, warmUp);
