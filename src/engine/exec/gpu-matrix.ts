@@ -1,12 +1,13 @@
 // ML design-matrix partitions held by a GPU worker (the GPU side of matrix.ts). A loaded partition
 // is uploaded once, column by column, to the device (ml-matrix.ts layout): from an Arrow file's
 // float64 columns, read from the file straight into staging memory (no host copy: CPU code reads
-// rows from the file again); else from its batches' float64 columns, kept on the host. map-matrix runs the k-means, linear-regression and moments tasks
-// as kernels over every partition this worker holds, in one submission with one readback; the
-// other tasks (the forest's binning and row sampling) run the CPU code on a row-major copy made
-// when first needed. A matrix loaded without `kernels` (the forest needs none over it) is not
-// uploaded. Results are per partition and deterministic, so which GPU holds a partition never
-// changes them (the trainer combines them in partition order).
+// rows from the file again); else from its batches' float64 columns, kept on the host. map-matrix
+// runs the k-means, linear-regression and moments tasks as kernels over every partition this
+// worker holds, in one submission with one readback; the other tasks (the forest's binning and
+// row sampling) run the CPU code on a row-major copy made when first needed. A matrix loaded
+// without `kernels` (the forest needs none over it) is not uploaded. Results are per partition and
+// deterministic, so which GPU holds a partition never changes them (the trainer combines them in
+// partition order).
 
 import { open } from 'node:fs/promises';
 import { concatBatches } from '../batch.js';
