@@ -1,6 +1,6 @@
 import type * as Arrow from 'apache-arrow';
 import * as pw from 'parquet-wasm';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { concatBatches } from '../src/engine/batch.js';
@@ -204,6 +204,17 @@ describe('float64 columns read where they lie in an Arrow IPC file', () => {
     } finally {
       await handle.close();
     }
+  });
+
+  test('a file that changes after its extents were read: reads from it fail with a message naming it', async () => {
+    const path = join(dir, 'changing.arrow');
+    await mixedFile(path);
+    const chunk = (await planArrowChunks(path, 'file', 1 << 30)).chunks[0];
+    const file = new ArrowFileColumns(path, (await float64Extents(chunk, ['a']))!);
+    expect(file.column(0).length).toBe(306);
+    utimesSync(path, new Date(), new Date(Date.now() + 5000));
+    expect(() => file.row(3, 1)).toThrow(/changing\.arrow|changed during the run/);
+    await expect(file.open()).rejects.toThrow(/changed during the run/);
   });
 
   test('no extents when a column has a null, is not float64, or the data is an IPC stream', async () => {

@@ -9,7 +9,6 @@
 // deterministic, so which GPU holds a partition never changes them (the trainer combines them in
 // partition order).
 
-import { open } from 'node:fs/promises';
 import { concatBatches } from '../batch.js';
 import { DataError } from '../errors.js';
 import { float64Extents } from '../io/arrow.js';
@@ -105,7 +104,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
     loaded = {
       host: filePartition(fragment.index, inFile, terminal.features.length, hasY),
       columns: async () => {
-        const handle = await open(inFile.path, 'r');
+        const handle = await inFile.open();
         return { pieces: names.map((_, j) => inFile.pieces(handle, j)), close: () => handle.close() };
       },
       matched: {}, warnings: [],

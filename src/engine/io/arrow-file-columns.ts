@@ -3,8 +3,8 @@
 // straight into staging memory (no host copy, no fresh memory to fault in), and reads single
 // rows or whole columns again only when CPU code asks for them.
 
-import { closeSync, openSync, readSync } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { DataError } from '../errors.js';
 import type { Float64Extents } from './arrow-ipc.js';
 
@@ -18,13 +18,29 @@ export class ArrowFileColumns {
   readonly rows: number;
   /** First row of each batch, and the row count at the end. */
   private readonly starts: number[] = [0];
+  /** The file's size and modification time when its extents were read: every later read checks them. */
+  private readonly stamp: { size: number; mtimeMs: number };
 
   constructor(readonly path: string, private readonly extents: Float64Extents) {
     for (const n of extents.batchRows) this.starts.push(this.starts[this.starts.length - 1] + n);
     this.rows = this.starts[this.starts.length - 1];
+    const { size, mtimeMs } = statSync(path);
+    this.stamp = { size, mtimeMs };
   }
 
-  /** Column j's pieces, batch by batch, read through `handle` (open on `path`) when copied. */
+  /** The file, opened for `pieces` (the caller closes it); DataError if it changed since the extents were read. */
+  async open(): Promise<FileHandle> {
+    const handle = await open(this.path, 'r');
+    try {
+      this.checkUnchanged(await handle.stat());
+      return handle;
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
+  }
+
+  /** Column j's pieces, batch by batch, read through `handle` (from `open`) when copied. */
   pieces(handle: FileHandle, j: number): FilePiece[] {
     return this.extents.batchRows.map((rows, b) => ({
       byteLength: rows * 8,
@@ -57,7 +73,18 @@ export class ArrowFileColumns {
 
   private withFile(read: (fd: number) => void): void {
     const fd = openSync(this.path, 'r');
-    try { read(fd); } finally { closeSync(fd); }
+    try {
+      this.checkUnchanged(fstatSync(fd));
+      read(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  private checkUnchanged(now: { size: number; mtimeMs: number }): void {
+    if (now.size !== this.stamp.size || now.mtimeMs !== this.stamp.mtimeMs) {
+      throw new DataError('the file changed during the run (its rows are read again from it when needed); run again on a file that stays as it is', { file: this.path });
+    }
   }
 
   private readAt(fd: number, view: Uint8Array, position: number): void {
