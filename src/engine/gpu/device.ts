@@ -84,8 +84,8 @@ function limitsOf(limits: GPUSupportedLimits): Record<string, number> {
 /**
  * Opens the process's GPU with the adapter's maximum limits and the subgroups/timestamp-query
  * features when offered, and starts the checks of how its subgroups are laid out (subgroups.ts)
- * and whether its fma() is fused (fma.ts): GpuContext.checked. Null when there is no adapter, or only a software one and
- * `allowSoftware` is not set.
+ * and whether its fma() is fused (fma.ts): GpuContext.checked. Null when there is no adapter, or
+ * only a software one and `allowSoftware` is not set.
  */
 export async function openGpu(options: { allowSoftware?: boolean } = {}): Promise<GpuContext | null> {
   const adapter = await gpu().requestAdapter({ powerPreference: 'high-performance' });
