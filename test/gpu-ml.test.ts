@@ -3,7 +3,9 @@
 // coefficients; rf-train grows its trees on the device with the CPU forest's accuracy; GPU model files load and predict with --device cpu; the same GPU run twice writes
 // the same bytes.
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { columnFromValues } from '../src/engine/batch.js';
+import { openFileWriter } from '../src/engine/io/output/index.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -68,6 +70,25 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
     for (const [name, c] of Object.entries<number>(cpu.coefficients)) expect(Math.abs(gpu.coefficients[name] - c) / norm, name).toBeLessThan(1e-6);
     expect(Math.abs(gpu.r2 - cpu.r2)).toBeLessThan(1e-6);
   }, 90_000);
+
+  it('from an Arrow file whose columns cannot be read in place (an int64 feature; a null): trained from its record batches, or the null reported as before', async () => {
+    const schema = [{ name: 'a', type: 'float64' as const }, { name: 'b', type: 'int64' as const }, { name: 'c', type: 'float64' as const }];
+    const w = await openFileWriter(path('mixed.arrow'), 'arrow', schema);
+    for (const [start, n] of [[0, 600], [600, 500]]) {
+      const idx = Array.from({ length: n }, (_, k) => start + k);
+      await w.write({ schema, length: n, columns: [
+        columnFromValues('float64', idx.map((r) => (r % 3) * 10 + Math.sin(r))),
+        columnFromValues('int64', idx.map((r) => BigInt(r % 3) * 10n)),
+        columnFromValues('float64', idx.map((r) => (r === 700 ? null : Math.cos(r)))),
+      ] });
+    }
+    await w.close();
+    await ok(['kmeans', path('mixed.arrow'), '--features', 'a,b', '--k', '3', '--seed', '1', '--model-out', path('km-mixed.json'), ...GPU]);
+    const bad = await gpuframe(['kmeans', path('mixed.arrow'), '--features', 'a,c', '--k', '3', '--model-out', path('km-bad.json'), ...GPU]);
+    expect(bad.code, bad.stderr).toBe(3);
+    expect(bad.stderr).toMatch(/mixed\.arrow.*null in column 'c'|null in column 'c'.*mixed\.arrow/s);
+    expect(existsSync(path('km-bad.json'))).toBe(false);
+  }, 60_000);
 
   it('kmeans: the same model file whatever --blocksize (exact fixed-point sums on one scale for all partitions)', async () => {
     // Blobs with a few values near 2^12 and many below 2^-20 in each column: summed in fixed point

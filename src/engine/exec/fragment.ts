@@ -32,6 +32,11 @@ export type SourceSpec =
 
 export interface SpillSet { schema: Schema; files: string[] }
 
+/** The input file a source reads, for messages about its data. */
+export function sourceFile(source: SourceSpec): string | undefined {
+  return source.kind === 'csv' || source.kind === 'parquet' || source.kind === 'arrow' ? source.chunk.path : undefined;
+}
+
 export type OpSpec =
   | { kind: 'project'; columns: string[] }
   /** Probe a broadcast build table (the join's right side), cached per worker by id. */

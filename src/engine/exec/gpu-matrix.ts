@@ -24,7 +24,7 @@ import { rowUniform } from '../ml/random.js';
 import { centreExponent, kmeansKernels, kmeansOnGpu, MAX_ABS, maxBitsOf, parSampleCpu, recordMaxAbs, recordParSample, recordPotential, recordStep, sampledRows, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramKernels, gramOnGpu, gramPairs, gramResultOf, linregKernels, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
 import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, memoryPiece, pairsToDD, prepareKernels, recordBlockSums, uploadColumns, type BytePiece, type DeviceMatrix, type KernelSource } from '../../kernels/ml-matrix.js';
-import type { FragmentResult, MatrixKernels, Task } from './fragment.js';
+import { sourceFile, type FragmentResult, type MatrixKernels, type Task } from './fragment.js';
 import { decodesOnParent, type MappedPairs } from './mapped-pairs.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
 
@@ -115,7 +115,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
     const batches = read.batches!;
     // Each batch's columns as they are (an Arrow batch's are views of what was read): joined on
     // the host only if CPU code reads them; the upload copies them into staging memory itself.
-    const pieces = (batches.length > 0 ? batches : [concatBatches([], [])]).map((b) => designColumns(b, terminal.features, terminal.target));
+    const pieces = (batches.length > 0 ? batches : [concatBatches([], [])]).map((b) => designColumns(b, terminal.features, terminal.target, sourceFile(fragment.source)));
     const columns = [...terminal.features.map((_, j) => pieces.map((p) => memoryPiece(p.columns[j]))), ...(hasY ? [pieces.map((p) => memoryPiece(p.y!))] : [])];
     loaded = { host: columnPartition(fragment.index, pieces, terminal.features.length), columns: async () => ({ pieces: columns, close: async () => {} }), matched: read.matched, warnings: read.warnings };
     phases.mark('read');

@@ -15,7 +15,7 @@ import { designMatrix } from '../ml/design-matrix.js';
 import { generateChunk } from '../ml/generate.js';
 import { appendPredictions, modelInFile } from '../ml/predict-columns.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
-import type { Broadcast, FragmentResult, OpSpec, SourceSpec, Task } from './fragment.js';
+import { sourceFile, type Broadcast, type FragmentResult, type OpSpec, type SourceSpec, type Task } from './fragment.js';
 import { growTreesTask } from './forest-trees.js';
 import { aggregateBelowJoin, runAggregateBelowJoin } from './join-aggregate.js';
 import { writeSpillFile } from './spill-file.js';
@@ -76,7 +76,7 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
     }
     case 'load-matrix': {
       const schema = batches[0]?.schema ?? [];
-      const m = designMatrix(concatBatches(schema, batches), terminal.features, terminal.target);
+      const m = designMatrix(concatBatches(schema, batches), terminal.features, terminal.target, sourceFile(fragment.source));
       const held = residentMatrices.get(terminal.matrixId) ?? new Map<number, MatrixPartition>();
       residentMatrices.set(terminal.matrixId, held);
       held.set(fragment.index, { index: fragment.index, firstRow: -1, rows: m.rows, cols: m.cols, x: m.x, y: m.y });
