@@ -115,9 +115,9 @@ export function gramResultOf(pairs: Float32Array, d: number): GramResult {
 
 /**
  * The trainer's MomentsResult from momentPairs(cols + hasY)'s entries (entry cols stays 0 without
- * y), followed by the columns' largest |x| as f32 words (recordMaxAbs).
+ * y), followed, with `maxima`, by the columns' largest |x| as f32 words (recordMaxAbs).
  */
-export function momentsResultOf(pairs: Float32Array, rows: number, cols: number, hasY: boolean): MomentsResult {
+export function momentsResultOf(pairs: Float32Array, rows: number, cols: number, hasY: boolean, maxima: boolean): MomentsResult {
   const columns = cols + (hasY ? 1 : 0);
   const all = pairsToDD(pairs, 2 * columns);
   const sum = { hi: new Float64Array(cols + 1), lo: new Float64Array(cols + 1) };
@@ -126,7 +126,7 @@ export function momentsResultOf(pairs: Float32Array, rows: number, cols: number,
     sum.hi[c] = all.hi[2 * c]; sum.lo[c] = all.lo[2 * c];
     sumSq.hi[c] = all.hi[2 * c + 1]; sumSq.lo[c] = all.lo[2 * c + 1];
   }
-  return { rows, sum, sumSq, maxAbs: Float64Array.from(pairs.subarray(4 * columns, 4 * columns + cols)) };
+  return { rows, sum, sumSq, maxAbs: maxima ? Float64Array.from(pairs.subarray(4 * columns, 4 * columns + cols)) : null };
 }
 
 /** CPU twin (float64 reference): the sums recordGram computes, for row-major x, and y as column d. */

@@ -20,6 +20,7 @@ import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
 import type { AssignArgs, PickTarget, SampleArgs, ScoredRow } from '../ml/kmeans-tasks.js';
+import type { MomentsArgs } from '../ml/stats-tasks.js';
 import { rowUniform } from '../ml/random.js';
 import { centreExponent, kmeansKernels, kmeansOnGpu, MAX_ABS, maxBitsOf, parSampleCpu, recordMaxAbs, recordParSample, recordPotential, recordStep, sampledRows, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramKernels, gramOnGpu, gramPairs, gramResultOf, linregKernels, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
@@ -395,19 +396,19 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     dropScratch(p.host, run);
     return { value: null };
   },
-  'stats.moments': (_ctx, p, { shift, yShift }: { shift: Float64Array | null; yShift: number }) => {
+  'stats.moments': (_ctx, p, { shift, yShift, maxima }: MomentsArgs) => {
     const { cols, hasY, rows } = p.device;
     if (!gramOnGpu(cols + (hasY ? 1 : 0))) return null;
     const shifts = [...(shift ?? new Float64Array(cols)), ...(hasY ? [yShift] : [])];
     const pairs = momentPairs(shifts.length);
     return {
-      // The moments' pairs, then the columns' largest |x| (one word each).
-      pairs: pairs.length / 2 + Math.ceil(cols / 2),
+      // The moments' pairs, then (when asked) the columns' largest |x| (one word each).
+      pairs: pairs.length / 2 + (maxima ? Math.ceil(cols / 2) : 0),
       record: (work, out, offset) => {
         recordGram(work, p.device, shifts, pairs, out, offset);
-        recordMaxAbs(work, p.device, out, 2 * (offset + pairs.length / 2));
+        if (maxima) recordMaxAbs(work, p.device, out, 2 * (offset + pairs.length / 2));
       },
-      decode: (result) => momentsResultOf(result, rows, cols, hasY),
+      decode: (result) => momentsResultOf(result, rows, cols, hasY, maxima),
     };
   },
   'linreg.gram': (_ctx, p, { shift, yShift }: { shift: Float64Array; yShift: number }) => {

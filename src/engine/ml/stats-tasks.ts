@@ -5,21 +5,22 @@
 import { ddAdd, ddZeros, type DDArray } from './double-double.js';
 import type { MatrixPartition } from './partitioned.js';
 
-export interface MomentsArgs { shift: Float64Array | null; yShift: number }
-/** Entries 0..cols-1 are x columns, entry cols is y (0 when there is no y); maxAbs: per x column, the largest |f32(x)| (NaN if any is NaN). */
-export interface MomentsResult { rows: number; sum: DDArray; sumSq: DDArray; maxAbs: Float64Array }
+/** `maxima`: also each x column's largest |x| (wanted from one pass only). */
+export interface MomentsArgs { shift: Float64Array | null; yShift: number; maxima: boolean }
+/** Entries 0..cols-1 are x columns, entry cols is y (0 when there is no y); maxAbs (when asked): per x column, the largest |f32(x)| (NaN if any is NaN). */
+export interface MomentsResult { rows: number; sum: DDArray; sumSq: DDArray; maxAbs: Float64Array | null }
 
 function moments(part: MatrixPartition, args: MomentsArgs): MomentsResult {
   const { rows, cols, x, y } = part;
   const shift = args.shift ?? new Float64Array(cols);
-  const sum = ddZeros(cols + 1), sumSq = ddZeros(cols + 1), maxAbs = new Float64Array(cols);
+  const sum = ddZeros(cols + 1), sumSq = ddZeros(cols + 1), maxAbs = args.maxima ? new Float64Array(cols) : null;
   for (let r = 0; r < rows; r++) {
     const base = r * cols;
     for (let c = 0; c < cols; c++) {
       const v = x[base + c] - shift[c];
       ddAdd(sum, c, v);
       ddAdd(sumSq, c, v * v);
-      maxAbs[c] = Math.max(maxAbs[c], Math.abs(Math.fround(x[base + c])));
+      if (maxAbs) maxAbs[c] = Math.max(maxAbs[c], Math.abs(Math.fround(x[base + c])));
     }
     if (y) {
       const v = y[r] - args.yShift;

@@ -17,12 +17,12 @@ export interface ColumnMoments {
 /** Two passes (means, then squares around the means) so large offsets do not cancel. */
 export async function columnMoments(data: PartitionedMatrix): Promise<ColumnMoments> {
   const n = data.cols + 1;
-  const first = await data.map<MomentsResult>('stats.moments', { shift: null, yShift: 0 } satisfies MomentsArgs);
+  const first = await data.map<MomentsResult>('stats.moments', { shift: null, yShift: 0, maxima: true } satisfies MomentsArgs);
   const rows = first.reduce((s, r) => s + r.rows, 0);
   const mean = ddCombine(first.map((r) => r.sum), n).map((s) => (rows > 0 ? s / rows : 0));
-  const second = await data.map<MomentsResult>('stats.moments', { shift: mean.subarray(0, data.cols), yShift: mean[data.cols] } satisfies MomentsArgs);
+  const second = await data.map<MomentsResult>('stats.moments', { shift: mean.subarray(0, data.cols), yShift: mean[data.cols], maxima: false } satisfies MomentsArgs);
   const centredSumSq = ddCombine(second.map((r) => r.sumSq), n);
   const maxAbs = new Float64Array(data.cols);
-  for (const r of first) for (let c = 0; c < data.cols; c++) maxAbs[c] = Math.max(maxAbs[c], r.maxAbs[c]);
+  for (const r of first) for (let c = 0; c < data.cols; c++) maxAbs[c] = Math.max(maxAbs[c], r.maxAbs![c]);
   return { rows, mean, centredSumSq, maxAbs };
 }
