@@ -24,7 +24,7 @@ import type { MomentsArgs } from '../ml/stats-tasks.js';
 import { rowUniform } from '../ml/random.js';
 import { centreExponent, kmeansKernels, kmeansOnGpu, MAX_ABS, maxBitsOf, parSampleCpu, recordMaxAbs, recordParSample, recordPotential, recordStep, sampledRows, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramKernels, gramOnGpu, gramPairs, gramResultOf, linregKernels, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
-import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, memoryPiece, pairsToDD, prepareKernels, recordBlockSums, uploadColumns, type BytePiece, type DeviceMatrix, type KernelSource } from '../../kernels/ml-matrix.js';
+import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, memoryPiece, pairsToDD, prepareKernels, recordBlockSums, uploadColumns, type DeviceMatrix, type KernelSource } from '../../kernels/ml-matrix.js';
 import { sourceFile, type FragmentResult, type MatrixKernels, type Task } from './fragment.js';
 import { decodesOnParent, type MappedPairs } from './mapped-pairs.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
@@ -91,25 +91,29 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   const { fragment, terminal } = task;
   if (terminal.kind !== 'load-matrix') throw new Error('expected load-matrix');
   const phases = new PhaseTimes();
+  const cols = terminal.features.length, hasY = terminal.target !== null, width = cols + (hasY ? 1 : 0);
   if (terminal.kernels && !preparing.has(terminal.matrixId)) {
     preparing.add(terminal.matrixId);
-    const columns = terminal.features.length, hasY = terminal.target !== null, kernels = terminal.kernels;
-    void ctx.checked.then(() => prepareKernels(ctx, matrixKernels(ctx, columns, hasY, kernels)));
+    const kernels = terminal.kernels;
+    void ctx.checked.then(() => prepareKernels(ctx, matrixKernels(ctx, cols, hasY, kernels)));
   }
-  const hasY = terminal.target !== null, width = terminal.features.length + (hasY ? 1 : 0);
   const names = hasY ? [...terminal.features, terminal.target!] : terminal.features;
   const inFile = terminal.kernels ? await columnsInFile(fragment, names) : null;
-  let loaded: { host: HostPartition; columns(): Promise<{ pieces: BytePiece[][]; close(): Promise<void> }>; matched: FragmentResult['matched']; warnings: string[] };
+  // The partition as CPU code reads it, and its upload: from the file straight into staging memory
+  // (no host copy: CPU code reads rows from the file again), or from its batches' columns.
+  let host: HostPartition, upload: () => Promise<DeviceMatrix>, matched: FragmentResult['matched'], warnings: string[];
   if (inFile && deviceMatrixFits(ctx, inFile.rows, width)) {
-    // Read from the file straight into staging memory: no host copy (CPU code reads rows again from the file).
-    loaded = {
-      host: filePartition(fragment.index, inFile, terminal.features.length, hasY),
-      columns: async () => {
-        const handle = await inFile.open();
-        return { pieces: names.map((_, j) => inFile.pieces(handle, j)), close: () => handle.close() };
-      },
-      matched: {}, warnings: [],
+    host = filePartition(fragment.index, inFile, cols, hasY);
+    upload = async () => {
+      const handle = await inFile.open();
+      try {
+        return await uploadColumns(ctx, stagingRingOf(ctx), names.map((_, j) => inFile.pieces(handle, j)), inFile.rows, hasY);
+      } finally {
+        await handle.close();
+      }
     };
+    matched = {};
+    warnings = [];
     phases.mark('find the columns in the file');
   } else {
     const read = await runTask({ fragment, terminal: { kind: 'collect' } }, cache);
@@ -117,21 +121,17 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
     // Each batch's columns as they are (an Arrow batch's are views of what was read): joined on
     // the host only if CPU code reads them; the upload copies them into staging memory itself.
     const pieces = (batches.length > 0 ? batches : [concatBatches([], [])]).map((b) => designColumns(b, terminal.features, terminal.target, sourceFile(fragment.source)));
+    host = columnPartition(fragment.index, pieces, cols);
     const columns = [...terminal.features.map((_, j) => pieces.map((p) => memoryPiece(p.columns[j]))), ...(hasY ? [pieces.map((p) => memoryPiece(p.y!))] : [])];
-    loaded = { host: columnPartition(fragment.index, pieces, terminal.features.length), columns: async () => ({ pieces: columns, close: async () => {} }), matched: read.matched, warnings: read.warnings };
+    upload = () => uploadColumns(ctx, stagingRingOf(ctx), columns, host.rows, hasY);
+    ({ matched, warnings } = read);
     phases.mark('read');
   }
-  const { host, warnings } = loaded;
   let device: DeviceMatrix | null = null;
   if (terminal.kernels && deviceMatrixFits(ctx, host.rows, width)) {
     try {
       // Column-major on the device, so no row-major copy is needed.
-      const columns = await loaded.columns();
-      try {
-        device = await uploadColumns(ctx, stagingRingOf(ctx), columns.pieces, host.rows, hasY);
-      } finally {
-        await columns.close();
-      }
+      device = await upload();
     } catch (err) {
       if (ctx.lostReason || err instanceof DataError) throw err;
       warnings.push(`partition ${fragment.index} stays on the CPU of its GPU worker (${err instanceof Error ? err.message : String(err)})`);
@@ -146,7 +146,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
   const old = held.get(fragment.index);
   if (old) freePartition(ctx, old);
   held.set(fragment.index, { host, device, seeding: new Map() });
-  return { holder: process.pid, matched: loaded.matched, rows: host.rows, warnings };
+  return { holder: process.pid, matched, rows: host.rows, warnings };
 }
 
 /**

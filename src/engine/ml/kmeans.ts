@@ -1,7 +1,8 @@
 // k-means (scikit-learn's meaning of the parameters): k-means++ seeding (greedy, or k-means|| on
-// larger inputs) or random seeding, Lloyd iterations where each partition returns per-cluster sums and counts, combined in float64
-// in partition order; --tol is relative to the mean feature variance; empty clusters take the
-// rows farthest from their centres; the best of --n-init runs (lowest inertia) wins.
+// larger inputs) or random seeding, Lloyd iterations where each partition returns per-cluster
+// sums and counts, combined in float64 in partition order; --tol is relative to the mean feature
+// variance; empty clusters take the rows farthest from their centres; the best of --n-init runs
+// (lowest inertia) wins.
 
 import { UsageError } from '../errors.js';
 import { ddCombine, type DDArray } from './double-double.js';
