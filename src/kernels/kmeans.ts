@@ -2,7 +2,7 @@
 // inertia in one pass), and the k-means++ and k-means|| seeding steps over each row's nearest
 // squared distance kept on the device (minD2). Functions record into a GpuWork, so every partition of a worker
 // shares one submission and one readback. WGSL: kmeans.wgsl.ts. CPU twins: kmeansStepCpu (word
-// for word), kmeansAssignCpu (f32 distances), ppUpdateCpu.
+// for word), ppUpdateCpu.
 
 import type { GpuContext } from '../engine/gpu/device.js';
 import { ddAddPair, ddZeros, type DDArray } from '../engine/ml/double-double.js';
@@ -150,14 +150,14 @@ export function maxBitsOfColumns(x: Float32Array, rows: number, d: number): Uint
 }
 
 /**
- * CPU twin of recordStep, word for word: labels and distances in f32 (kmeansAssignCpu), and the
+ * CPU twin of recordStep, word for word: labels and distances in f32 (nearestF32), and the
  * step's words (stepLayout), each value truncated to an integer after scaling and summed exactly
  * (BigInt). `basis`: the scales' row count and column maxima (by default these rows alone).
  * Assumes no subnormal inputs (a GPU may flush them to zero).
  */
 export function kmeansStepCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number,
                               basis: { rows: number; maxBits: Uint32Array } = { rows, maxBits: maxBitsOfColumns(x, rows, d) }): { labels: Uint32Array; dist: Float32Array; words: Uint32Array } {
-  const { labels, dist } = kmeansAssignCpu(x, rows, d, centres, k);
+  const { labels, dist } = nearestF32(x, rows, d, centres, k);
   const layout = stepLayout(k, d), words = new Uint32Array(layout.words);
   const rowBits = 32 - Math.clz32(basis.rows);
   const scaleExp = (e: number) => Math.min(127, Math.max(-126, STEP_SUM_BITS - rowBits - e));
@@ -269,11 +269,9 @@ function distF32(x: Float32Array, rows: number, r: number, centres: Float32Array
   return s;
 }
 
-/** CPU twin of recordAssign: labels and distances in f32, counts, float64 sums and inertia. */
-export function kmeansAssignCpu(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number) {
+/** Each row's nearest centre (the lowest index on ties) and its f32 squared distance, as the step finds them. */
+function nearestF32(x: Float32Array, rows: number, d: number, centres: Float32Array, k: number): { labels: Uint32Array; dist: Float32Array } {
   const labels = new Uint32Array(rows), dist = new Float32Array(rows);
-  const counts = new Float64Array(k), sums = new Float64Array(k * d);
-  let inertia = 0;
   for (let r = 0; r < rows; r++) {
     let best = 0, bestD = 3.4028234663852886e38;
     for (let c = 0; c < k; c++) {
@@ -282,11 +280,8 @@ export function kmeansAssignCpu(x: Float32Array, rows: number, d: number, centre
     }
     labels[r] = best;
     dist[r] = bestD;
-    counts[best]++;
-    inertia += bestD;
-    for (let j = 0; j < d; j++) sums[best * d + j] += x[j * rows + r];
   }
-  return { labels, dist, counts, sums, inertia };
+  return { labels, dist };
 }
 
 /** CPU twin of recordPpUpdate. */
