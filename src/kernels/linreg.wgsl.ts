@@ -12,8 +12,12 @@ export const ONE_COLUMN = 0xffffffff;
 
 /** Rows of one block of the Gram sums (a fixed number: the sums do not depend on the device). */
 export const GRAM_BLOCK_ROWS = 1024;
-/** Centred double-float values of a sub-tile of rows staged in workgroup memory (16 KiB). */
-const GRAM_TILE = 2048;
+/**
+ * Centred double-float values of a sub-tile of rows staged in workgroup memory (8 KiB; at least
+ * 4 × 256 for the row groups' sums). Less workgroup memory lets more workgroups share an SM:
+ * 10^7 × 16 on an H200 with 2048 values 2.96–3.18 ms, 1536 2.84–3.48, 1024 2.53–2.74.
+ */
+const GRAM_TILE = 1024;
 /** Device columns the Gram kernel takes (one row of them and the constant 1 fit the tile); more run on the CPU. */
 export const MAX_GRAM_COLUMNS = GRAM_TILE - 1;
 
@@ -57,18 +61,35 @@ const GRAM_ROWS: u32 = ${GRAM_BLOCK_ROWS}u;
 const NO_ENTRY: u32 = ${NO_ENTRY}u;
 var<workgroup> tile: array<vec2f, ${GRAM_TILE}u>;
 
-/** dfMulAdd with the product's rounding error from a fused fma. */
-fn dfMulAddFused(acc: vec2f, a: vec2f, b: vec2f) -> vec2f {
+/**
+ * acc + a × b for double-floats, with acc's rounding errors summed apart: acc.x the running sum of
+ * the products' high parts (twoSum), acc.y the sum of its errors and of the products' low parts,
+ * renormalised once at the end (dfNorm). Per row that saves dfAdd's renormalisation; over a block's
+ * ≤ 1024 rows the low sum's own rounding stays near 2^-34 of the block's Σ|products|. The
+ * product's error comes from a fused fma, or from Dekker's split (e of dfMulAddSplit's halves).
+ */
+fn dfMulAccFused(acc: vec2f, a: vec2f, b: vec2f) -> vec2f {
   let p = opaque(a.x * b.x);
-  let e = fma(a.x, b.x, -p);
-  return dfAdd(acc, vec2f(p, e + (a.x * b.y + a.y * b.x)));
+  let e = fma(a.x, b.x, -p) + (a.x * b.y + a.y * b.x);
+  let s = twoSum(acc.x, p);
+  return vec2f(s.x, acc.y + (s.y + e));
+}
+fn dfMulAccSplit(acc: vec2f, a: vec2f, a1: f32, a2: f32, b: vec2f, b1: f32, b2: f32) -> vec2f {
+  let p = opaque(a.x * b.x);
+  let e = (opaque(opaque(opaque(a1 * b1 - p) + a1 * b2) + a2 * b1) + a2 * b2) + (a.x * b.y + a.y * b.x);
+  let s = twoSum(acc.x, p);
+  return vec2f(s.x, acc.y + (s.y + e));
+}
+fn dfNorm(a: vec2f) -> vec2f {
+  let r = opaque(a.x + a.y);
+  return vec2f(r, a.y - (r - a.x));
 }
 
 @compute @workgroup_size(256)
 fn gram(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);
   let stride = p.columns + 1u; // the constant-1 column last
-  let t = min(WG, ${GRAM_TILE}u / stride);
+  let t = ${GRAM_TILE}u / stride;
   let g = lid.x % p.groups;
   let slots = WG / p.groups;
   let passes = (p.tiles + slots - 1u) / slots;
@@ -100,13 +121,13 @@ ${prods.map((q) => `    var acc${q} = vec2f(0.0);`).join('\n')}
           let base = row * stride;
 ${idx.map((i) => `          let a${i} = tile[base + ${col('a', i)}];${fused ? '' : ` let a${i}h = split12(a${i}.x); let a${i}l = a${i}.x - a${i}h;`}`).join('\n')}
 ${idx.map((i) => `          let c${i} = tile[base + ${col('c', i)}];${fused ? '' : ` let c${i}h = split12(c${i}.x); let c${i}l = c${i}.x - c${i}h;`}`).join('\n')}
-${prods.map((q) => { const i = Math.floor(q / b), j = q % b; return fused ? `          acc${q} = dfMulAddFused(acc${q}, a${i}, c${j});` : `          acc${q} = dfMulAddSplit(acc${q}, a${i}, a${i}h, a${i}l, c${j}, c${j}h, c${j}l);`; }).join('\n')}
+${prods.map((q) => { const i = Math.floor(q / b), j = q % b; return fused ? `          acc${q} = dfMulAccFused(acc${q}, a${i}, c${j});` : `          acc${q} = dfMulAccSplit(acc${q}, a${i}, a${i}h, a${i}l, c${j}, c${j}h, c${j}l);`; }).join('\n')}
         }
       }
     }
     // The row groups' sums, added in group order, through the staging tile (each lane's ${n} products).
     workgroupBarrier();
-${prods.map((q) => `    tile[${q}u * WG + lid.x] = acc${q};`).join('\n')}
+${prods.map((q) => `    tile[${q}u * WG + lid.x] = dfNorm(acc${q});`).join('\n')}
     workgroupBarrier();
     if (live) {
       let first = lid.x - g; // this tile's group 0
