@@ -106,12 +106,20 @@ async function kernelTimings() {
   await warm(step());
   report('kmeans step (nearest centres, per-cluster counts and exact sums)', kmRows, await marginal(step()));
   report('kmeans step, sums in device memory (not the default here)', kmRows, await marginal(step({ local: false })));
-  const variants = (process.env.STEP_VARIANTS ?? '2,8,1;4,8,0;4,4,1').split(';').map((v) => v.split(',').map(Number));
+  const variants = (process.env.STEP_VARIANTS ?? '2,8,1;4,8,0;4,4,1').split(';').filter(Boolean).map((v) => v.split(',').map(Number));
   for (const [rowsPerThread, batch, registers] of variants) {
-    report(`kmeans step, ${rowsPerThread} rows per thread, carries ${batch} at a time, features ${registers ? 'from registers' : 'read again'} (defaults ${stepRowsPerThread(D)}, ${STEP_CARRY_BATCH}, ${D <= 32 ? 'registers' : 'read again'})`, kmRows, await marginal((work) => {
-      work.encoder.clearBuffer(stepOut);
-      work.dispatch(`kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, { rowsPerThread, batch, fromRegisters: registers === 1 }), 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, work.input(centres, 'centres'), maxBits, stepOut], stepWorkgroups(kmRows, D, true));
-    }));
+    const record = (work, out) => {
+      work.dispatch(`kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, { rowsPerThread, batch, fromRegisters: registers === 1 }), 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, work.input(centres, 'centres'), maxBits, out], stepWorkgroups(kmRows, D, true));
+    };
+    const name = `${rowsPerThread} rows per thread, carries ${batch} at a time, features ${registers ? 'from registers' : 'read again'}`;
+    report(`kmeans step, ${name} (defaults ${stepRowsPerThread(D)}, ${STEP_CARRY_BATCH}, ${D <= 32 ? 'registers' : 'read again'})`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
+    const work = new GpuWork(ctx), words = stepPairs(K, D) * 2;
+    const a = work.temp(words * 4, 'a'), b = work.temp(words * 4, 'b');
+    recordStep(work, m, maxBits, kmRows, work.input(centres, 'centres'), centreExp, K, a, 0);
+    record(work, b);
+    const [wa, wb] = await work.finish([{ buf: a, floats: words }, { buf: b, floats: words }]);
+    const ua = new Uint32Array(wa.buffer), ub = new Uint32Array(wb.buffer);
+    console.log(JSON.stringify({ kernel: `check: step ${name}: ${ua.every((v, i) => v === ub[i]) ? 'the default step\'s words' : 'WORDS DIFFER from the default step\'s'}`, rows: kmRows, ms: 0 }));
   }
   {
     // On this device, the words of a 2^17-row slice against the CPU twin (NVIDIA's driver contracts
