@@ -1,8 +1,9 @@
 // k-means kernels on lavapipe against their CPU twins: the f64 -> (xr, xl) decode; the Lloyd step
 // (nearest centres, per-cluster counts and exact fixed-point sums of features and distances) word
 // for word against kmeansStepCpu, the same words with workgroup or device-memory sums and any
-// number of workgroups, decoded sums against float64 ones; the k-means++ steps (nearest distance
-// kept on the device, totals, potentials); the first centre by row hash. Awkward shapes: k = 1,
+// number of workgroups, partitions' words added exactly (StepWords), decoded sums against float64
+// ones; the k-means++ steps (nearest distance kept on the device, totals, potentials); the first
+// centre by row hash. Awkward shapes: k = 1,
 // d = 1, ties, all rows equal, row counts that are not a multiple of the workgroup, k and d that
 // are not a multiple of anything, the largest k and d the kernels take, one cluster holding every
 // row while others stay empty, magnitudes over 60 binades in a column, non-finite data.
@@ -11,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
-import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, maxBitsOfColumns, parSampleCpu, ppUpdateCpu, recordMaxAbs, recordParSample, sampledRows, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal } from '../src/kernels/kmeans.js';
+import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, maxBitsOfColumns, parSampleCpu, ppUpdateCpu, recordMaxAbs, recordParSample, sampledRows, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal, StepWords } from '../src/kernels/kmeans.js';
 import { MAX_GPU_CLUSTERS, stepLayout } from '../src/kernels/kmeans.wgsl.js';
 import { decodeCpu, freeMatrix, GpuWork, memoryPiece, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { mkdtempSync } from 'node:fs';
@@ -265,6 +266,13 @@ describe.skipIf(skipGpuTests)('k-means step: nearest centres and exact per-clust
     for (let c = 0; c < k; c++) expect(parts[0][layout.counts + c] + parts[1][layout.counts + c]).toBe(all[layout.counts + c]);
     expect(Array.from(parts[0].subarray(layout.scales))).toEqual(Array.from(all.subarray(layout.scales)));
     expect(Array.from(all)).toEqual(Array.from(kmeansStepCpu(columns, rows, d, new Float32Array(centres), k).words));
+    // As the trainer adds them (StepWords), in either order: the whole's words.
+    const [a, b] = parts.map((w) => new StepWords(w, k, d));
+    expect(Array.from(a.plus(b).words)).toEqual(Array.from(all));
+    expect(Array.from(b.plus(a).words)).toEqual(Array.from(all));
+    const otherScale = parts[1].slice();
+    otherScale[layout.scales] ^= 1;
+    expect(() => a.plus(new StepWords(otherScale, k, d))).toThrow(/different scales/);
   });
 
   it(`k above ${MAX_GPU_CLUSTERS} is left to the CPU code`, () => {

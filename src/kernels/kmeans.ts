@@ -6,7 +6,7 @@
 
 import type { GpuContext } from '../engine/gpu/device.js';
 import { ddAddPair, ddZeros, type DDArray } from '../engine/ml/double-double.js';
-import type { AssignResult } from '../engine/ml/kmeans-tasks.js';
+import type { AssignResult, ExactAssignment } from '../engine/ml/kmeans-tasks.js';
 import { rowHash32 } from '../engine/ml/random.js';
 import { BLOCK_SUMS, blocksOf, recordBlockSums, recordReduceBlocks, REDUCE_BLOCKS, type DeviceMatrix, type GpuWork, type KernelSource } from './ml-matrix.js';
 import { CENTRE_TILE, KMEANS_MAX_ABS_WGSL, KMEANS_PAR_SAMPLE_WGSL, KMEANS_SMALLEST_HASH_WGSL, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansStepWgsl, MAX_GPU_CLUSTERS, STEP_NON_FINITE, STEP_SUM_BITS, stepLayout, stepRowsPerThread, stepWorkgroupBytes } from './kmeans.wgsl.js';
@@ -111,6 +111,40 @@ export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, s
   if (!(scaleRows >= m.rows && scaleRows < 2 ** 32)) throw new Error(`the step's scales cover ${scaleRows} rows, fewer than the partition's ${m.rows}`);
   const params = work.params([m.rows, 2 * outOffset, Math.min(centreExp, 255), scaleRows]);
   work.dispatch(...stepKernel(d, k, local, countsOnly), [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
+}
+
+/**
+ * A partition's step words (stepLayout) as the trainer takes them: added to other partitions'
+ * words exactly (64-bit sums with carries, counts), then decoded once. Every partition of a matrix
+ * sums on one scale, so their scale words are the same.
+ */
+export class StepWords implements ExactAssignment {
+  readonly words: Uint32Array;
+
+  /** `words`: from the step's first word (a partition's pairs may end in one word of padding). */
+  constructor(words: Uint32Array, readonly k: number, readonly d: number) {
+    const n = stepLayout(k, d).words;
+    if (words.length < n) throw new Error(`k-means step words: ${words.length}, not ${n}`);
+    this.words = words.subarray(0, n);
+  }
+
+  plus(other: ExactAssignment): StepWords {
+    const a = this.words, b = (other as StepWords).words, { hi, counts, scales, words } = stepLayout(this.k, this.d);
+    if (b.length !== words) throw new Error('k-means step words of different shapes');
+    for (let i = scales; i < words; i++) if (a[i] !== b[i]) throw new Error('k-means step words on different scales');
+    const out = a.slice();
+    for (let i = 0; i < hi; i++) {
+      const lo = a[i] + b[i];
+      out[i] = lo >>> 0;
+      out[hi + i] = (a[hi + i] + b[hi + i] + (lo > 0xffffffff ? 1 : 0)) >>> 0;
+    }
+    for (let i = counts; i < scales; i++) out[i] = (a[i] + b[i]) >>> 0;
+    return new StepWords(out, this.k, this.d);
+  }
+
+  result(): AssignResult {
+    return stepResultOf(this.words, this.k, this.d);
+  }
 }
 
 /** The trainer's AssignResult from a partition's step words (stepLayout): sums scaled back by 2^-F exactly, as double-doubles. */

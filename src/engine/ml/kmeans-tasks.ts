@@ -38,6 +38,13 @@ export interface FixedPointBasis { rows: number; maxAbs: Float64Array }
 /** `countsOnly`: only the counts are wanted (a GPU may leave the sums and inertia 0). */
 export interface AssignArgs { centers: Float64Array; k: number; basis: FixedPointBasis; countsOnly?: boolean }
 export interface AssignResult { counts: Float64Array; sums: DDArray; inertia: DDArray }
+/**
+ * A partition's assignment whose sums are exact integers of the basis's scale (a GPU step's
+ * words): such results add to each other exactly, in any order, and are decoded once.
+ */
+export interface ExactAssignment { plus(other: ExactAssignment): ExactAssignment; result(): AssignResult }
+/** What a partition's kmeans.assign gives: the CPU code's double-double sums, or a GPU's exact ones. */
+export type PartitionAssignment = AssignResult | ExactAssignment;
 
 /** Lloyd E-step: nearest centre per row, and per-cluster counts and coordinate sums. */
 function assign(part: MatrixPartition, { centers, k }: AssignArgs): AssignResult {

@@ -1,13 +1,13 @@
 // k-means (scikit-learn's meaning of the parameters): k-means++ seeding (greedy, or k-means|| on
 // larger inputs) or random seeding, Lloyd iterations where each partition returns per-cluster
-// sums and counts, combined in float64 in partition order; --tol is relative to the mean feature
-// variance; empty clusters take the rows farthest from their centres; the best of --n-init runs
-// (lowest inertia) wins.
+// sums and counts, combined exactly (GPU steps' fixed-point sums) or in double-double in partition
+// order (the CPU code's); --tol is relative to the mean feature variance; empty clusters take the
+// rows farthest from their centres; the best of --n-init runs (lowest inertia) wins.
 
 import { UsageError } from '../errors.js';
 import { ddCombine, type DDArray } from './double-double.js';
 import { concatFloat64 } from './design-matrix.js';
-import { distSq, nearestCenter, type AssignArgs, type AssignResult, type FixedPointBasis, type PickTarget, type SampleArgs, type ScoredRow } from './kmeans-tasks.js';
+import { distSq, nearestCenter, type AssignArgs, type AssignResult, type ExactAssignment, type FixedPointBasis, type PartitionAssignment, type PickTarget, type SampleArgs, type ScoredRow } from './kmeans-tasks.js';
 import { modelBase, type KMeansModel } from './model.js';
 import type { PartitionedMatrix } from './partitioned.js';
 import { Rng, rowKey } from './random.js';
@@ -86,13 +86,24 @@ export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: 
 interface Assignment { counts: Float64Array; sums: Float64Array; inertia: number }
 
 async function assignAll(data: PartitionedMatrix, centers: Float64Array, k: number, basis: FixedPointBasis): Promise<Assignment> {
-  const parts = await data.map<AssignResult>('kmeans.assign', { centers, k, basis } satisfies AssignArgs);
+  return combineAssignments(await data.map<PartitionAssignment>('kmeans.assign', { centers, k, basis } satisfies AssignArgs), k, data.cols);
+}
+
+/**
+ * The partitions' assignments combined: the exact ones (GPU steps) added together first, in any
+ * order (they are integers), and decoded once; then with the CPU code's double-double ones in
+ * partition order. Which GPU computed a partition never changes the result.
+ */
+function combineAssignments(parts: readonly PartitionAssignment[], k: number, d: number): Assignment {
+  const exact = parts.filter((p): p is ExactAssignment => 'plus' in p);
+  const decoded = parts.filter((p): p is AssignResult => !('plus' in p));
+  const all = exact.length > 0 ? [exact.reduce((a, b) => a.plus(b)).result(), ...decoded] : decoded;
   const counts = new Float64Array(k);
-  for (const p of parts) for (let c = 0; c < k; c++) counts[c] += p.counts[c];
+  for (const p of all) for (let c = 0; c < k; c++) counts[c] += p.counts[c];
   return {
     counts,
-    sums: ddCombine(parts.map((p) => p.sums), k * data.cols),
-    inertia: ddCombine(parts.map((p) => p.inertia), 1)[0],
+    sums: ddCombine(all.map((p) => p.sums), k * d),
+    inertia: ddCombine(all.map((p) => p.inertia), 1)[0],
   };
 }
 
@@ -220,9 +231,8 @@ async function scalableKMeansPP(data: PartitionedMatrix, k: number, seed: number
   const centres = new Float64Array(padded * d);
   centres.set(points);
   for (let c = m; c < padded; c++) centres.set(first, c * d);
-  const parts = await data.map<AssignResult>('kmeans.assign', { centers: centres, k: padded, basis, countsOnly: true } satisfies AssignArgs);
-  const weights = new Float64Array(m);
-  for (const part of parts) for (let c = 0; c < m; c++) weights[c] += part.counts[c];
+  const { counts } = combineAssignments(await data.map<PartitionAssignment>('kmeans.assign', { centers: centres, k: padded, basis, countsOnly: true } satisfies AssignArgs), padded, d);
+  const weights = counts.slice(0, m);
   const rng = new Rng(seed, 'kmeans||', run);
   return weightedLloyd(points, weights, weightedKMeansPP(points, weights, k, d, rng), k, d, 10);
 }
