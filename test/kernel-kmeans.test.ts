@@ -14,7 +14,7 @@ import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, maxBitsOfColumns, parSampleCpu, ppUpdateCpu, recordMaxAbs, recordParSample, sampledRows, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal, StepWords } from '../src/kernels/kmeans.js';
 import { MAX_GPU_CLUSTERS, stepLayout } from '../src/kernels/kmeans.wgsl.js';
-import { decodeCpu, freeMatrix, GpuWork, memoryPiece, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
+import { decodeCpu, freeMatrix, GpuWork, memoryPiece, uploadBlocks, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { mkdtempSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -122,14 +122,42 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
     await w.close();
     const file = new ArrowFileColumns(path, (await float64Extents((await planArrowChunks(path, 'file', 1 << 30)).chunks[0], ['a', 'b', 'y']))!);
     const handle = await open(path, 'r');
-    const fromFile = await uploadColumns(ctx, ring, [0, 1, 2].map((j) => file.pieces(handle, j)), rows, true).finally(() => handle.close());
+    const fromFile = await uploadColumns(ctx, ring, [0, 1, 2].map((j) => file.pieces(handle, j)), rows, true);
+    // And whole batches read at once, decoded from where each column lies in them.
+    const blocks = file.blocks(handle)!;
+    expect(blocks.map((b) => b.rows)).toEqual(cuts.slice(1).map((end, i) => end - cuts[i]));
+    const fromBlocks = await uploadBlocks(ctx, ring, blocks, rows, true);
+    // A source buffer of one block at a time (the largest), as when batches outgrow it.
+    const oneAtATime = await uploadBlocks(ctx, ring, blocks, rows, true, 8).finally(() => handle.close());
     const work = new GpuWork(ctx);
-    const got = await work.finish([whole.xr, whole.xl, split.xr, split.xl, fromFile.xr, fromFile.xl].map((buf) => ({ buf, floats: rows * (d + 1) })));
-    for (const m of [whole, split, fromFile]) freeMatrix(ctx, m);
-    expect(Array.from(got[2])).toEqual(Array.from(got[0]));
-    expect(Array.from(got[3])).toEqual(Array.from(got[1]));
-    expect(Array.from(got[4])).toEqual(Array.from(got[0]));
-    expect(Array.from(got[5])).toEqual(Array.from(got[1]));
+    const matrices = [whole, split, fromFile, fromBlocks, oneAtATime];
+    const got = await work.finish(matrices.flatMap((m) => [m.xr, m.xl]).map((buf) => ({ buf, floats: rows * (d + 1) })));
+    for (const m of matrices) freeMatrix(ctx, m);
+    for (let i = 2; i < got.length; i += 2) {
+      expect(Array.from(got[i]), `matrix ${i / 2} xr`).toEqual(Array.from(got[0]));
+      expect(Array.from(got[i + 1]), `matrix ${i / 2} xl`).toEqual(Array.from(got[1]));
+    }
+  });
+
+  it('whole batches are read only where the wanted columns lie close together in them', async () => {
+    const rows = 1000;
+    const schema = ['a', 'wide', 'b'].map((name) => ({ name, type: name === 'wide' ? 'string' as const : 'float64' as const }));
+    const path = join(mkdtempSync(join(tmpdir(), 'gpuframe-blocks-')), 'm.arrow');
+    const w = await openFileWriter(path, 'arrow', schema);
+    const text = 'x'.repeat(100);
+    const strings = { type: 'string' as const, offsets: Int32Array.from({ length: rows + 1 }, (_, i) => i * text.length), data: new TextEncoder().encode(text.repeat(rows)), valid: null };
+    await w.write({ schema, length: rows, columns: [{ type: 'float64' as const, values: new Float64Array(rows), valid: null }, strings, { type: 'float64' as const, values: new Float64Array(rows), valid: null }] });
+    await w.close();
+    const chunk = (await planArrowChunks(path, 'file', 1 << 30)).chunks[0];
+    const handle = await open(path, 'r');
+    try {
+      // a and b have 100 bytes of text a row between them: read column by column.
+      expect(new ArrowFileColumns(path, (await float64Extents(chunk, ['a', 'b']))!).blocks(handle)).toBeNull();
+      const one = new ArrowFileColumns(path, (await float64Extents(chunk, ['b']))!).blocks(handle)!;
+      expect(one.map((b) => [b.rows, b.byteLength, ...b.columnOffsets])).toEqual([[rows, rows * 8, 0]]);
+    } finally {
+      await handle.close();
+    }
   });
 });
 

@@ -8,7 +8,7 @@
 import type { GpuContext } from '../engine/gpu/device.js';
 import { freeBuffer, kernelFor, readStaging, releaseReadStaging, sharedUniform, storageBuffer, submit, throwIfGpuFailed, workgroupsFor, writeBuffer, type StagingRing } from '../engine/gpu/buffers.js';
 import type { DDArray } from '../engine/ml/double-double.js';
-import { BLOCK_ROWS, BLOCK_SUMS_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL, REDUCE_FAN } from './ml-matrix.wgsl.js';
+import { BLOCK_ROWS, BLOCK_SUMS_WGSL, DECODE_PIECE_ROWS, ML_DECODE_PIECES_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL, REDUCE_FAN } from './ml-matrix.wgsl.js';
 
 export { BLOCK_ROWS };
 
@@ -86,6 +86,71 @@ async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readon
     freeBuffer(ctx, src);
   }
   return { rows, cols, hasY, xr, xl };
+}
+
+/**
+ * Rows of every column at once, as a record batch lies in a file: column j's `rows` float64
+ * values at byte columnOffsets[j] (a multiple of 8) of the block's `byteLength` bytes; `copyTo` as
+ * BytePiece's.
+ */
+export interface ColumnBlock extends BytePiece {
+  rows: number;
+  columnOffsets: readonly number[];
+}
+
+/**
+ * Uploads float64 columns (the features, then the target when `hasY`) from blocks laid end to
+ * end in row order (a file's record batches: blocks(), arrow-file-columns.ts), each copied whole
+ * into staging memory, a few blocks at a time, and decoded on the device from where each column
+ * lies in it (decode_pieces): a read per block or staging slot rather than one per column and
+ * batch, whose per-call costs (a promise, its garbage) bound the worker's main thread.
+ */
+export async function uploadBlocks(ctx: GpuContext, ring: StagingRing, blocks: readonly ColumnBlock[], rows: number, hasY: boolean, groupBytes = 64 << 20): Promise<DeviceMatrix> {
+  const columns = blocks[0]?.columnOffsets.length ?? 0, cols = columns - (hasY ? 1 : 0);
+  const xr = storageBuffer(ctx, rows * columns * 4, 'matrix xr');
+  const xl = storageBuffer(ctx, rows * columns * 4, 'matrix xl');
+  const kernel = kernelFor(ctx, 'ml-decode-pieces', ML_DECODE_PIECES_WGSL);
+  const aligned = (bytes: number) => Math.ceil(bytes / 8) * 8;
+  const srcBytes = Math.min(ctx.device.limits.maxStorageBufferBindingSize, Math.max(groupBytes, ...blocks.map((b) => aligned(b.byteLength))));
+  const src = storageBuffer(ctx, srcBytes, 'matrix batches');
+  try {
+    let firstRow = 0;
+    for (let from = 0; from < blocks.length;) {
+      // The next blocks that fit the source buffer, each at an 8-byte aligned place in it.
+      const group: { block: ColumnBlock; at: number; firstRow: number }[] = [];
+      let bytes = 0;
+      for (; from < blocks.length && (group.length === 0 || bytes + blocks[from].byteLength <= srcBytes); from++) {
+        group.push({ block: blocks[from], at: bytes, firstRow });
+        bytes = aligned(bytes + blocks[from].byteLength);
+        firstRow += blocks[from].rows;
+      }
+      await ring.fill(src, 0, bytes, (view, at) => copyBlocks(group, at, view));
+      const table: number[] = [];
+      for (const { block, at, firstRow: r0 } of group) {
+        block.columnOffsets.forEach((offset, j) => {
+          for (let r = 0; r < block.rows; r += DECODE_PIECE_ROWS) table.push((at + offset) / 8 + r, Math.min(DECODE_PIECE_ROWS, block.rows - r), j * rows + r0 + r, 0);
+        });
+      }
+      const pieces = storageBuffer(ctx, table.length * 4, 'matrix decode pieces');
+      writeBuffer(ctx, pieces, 0, new Uint32Array(table));
+      kernel.dispatch('decode_pieces', [sharedUniform(ctx, [table.length / 4, 0, 0, 0]), src, xr, xl, pieces], Math.min(65535, table.length / 4));
+      freeBuffer(ctx, pieces);
+    }
+    if (firstRow !== rows) throw new Error(`blocks of ${firstRow} rows for a matrix of ${rows}`);
+  } finally {
+    freeBuffer(ctx, src);
+  }
+  return { rows, cols, hasY, xr, xl };
+}
+
+/** Copies bytes [from, from + view.length) of the group's layout (each block at its `at`; gaps left as they are) into `view`. */
+async function copyBlocks(group: readonly { block: ColumnBlock; at: number }[], from: number, view: Uint8Array): Promise<void> {
+  const copies: (void | Promise<void>)[] = [];
+  for (const { block, at } of group) {
+    const start = Math.max(from, at), end = Math.min(from + view.length, at + block.byteLength);
+    if (start < end) copies.push(block.copyTo(view.subarray(start - from, end - from), start - at));
+  }
+  await Promise.all(copies);
 }
 
 /** Copies bytes [from, from + view.length) of `pieces` laid end to end into `view` (the pieces' reads at once). */

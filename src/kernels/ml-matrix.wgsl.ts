@@ -76,17 +76,8 @@ fn laneSum(lane: u32, v: vec2f) -> vec2f {
 }
 `;
 
-export const ML_MATRIX_WGSL = /* wgsl */ `
-${WGSL_GRID}
-${WGSL_DOUBLE_FLOAT}
-
-// ---- decode: f64 words of a row-major slice -> columns of xr / xl ----
-struct DecodeParams { sliceRows: u32, srcCols: u32, rowStart: u32, totalRows: u32, colStart: u32, _a: u32, _b: u32, _c: u32 }
-@group(0) @binding(0) var<uniform> dp: DecodeParams;
-@group(0) @binding(1) var<storage, read> src: array<vec2u>;
-@group(0) @binding(2) var<storage, read_write> xr: array<f32>;
-@group(0) @binding(3) var<storage, read_write> xl: array<f32>;
-
+/** f64 words -> double-float (hi + lo f32), shared by the decode kernels. */
+const WGSL_F64_TO_DF = /* wgsl */ `
 /** An f64 (lo word, hi word) as hi + lo f32: the top 24 significant bits and the next 24 (truncated). */
 fn f64ToDF(w: vec2u) -> vec2f {
   let e = (w.y >> 20u) & 0x7ffu;
@@ -102,7 +93,54 @@ fn f64ToDF(w: vec2u) -> vec2f {
   let s = select(1.0, -1.0, sign != 0u);
   return vec2f(s * ldexp(f32(top), ex - 23), s * ldexp(f32(next), ex - 47));
 }
+`;
 
+/** Rows of one piece of decode_pieces' table: a workgroup's 256 threads take 16 each. */
+export const DECODE_PIECE_ROWS = 4096;
+
+/**
+ * decode_pieces: f64 words of whole record batches as they lie in a file (each column's values
+ * at its own offset) -> columns of xr / xl. Each piece of the table is up to DECODE_PIECE_ROWS
+ * values of one column: (first vec2u word in src, values, first index in xr / xl).
+ */
+export const ML_DECODE_PIECES_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${WGSL_DOUBLE_FLOAT}
+struct Piece { srcWord: u32, values: u32, dst: u32, _a: u32 }
+struct PieceParams { pieces: u32, _a: u32, _b: u32, _c: u32 }
+@group(0) @binding(0) var<uniform> pp: PieceParams;
+@group(0) @binding(1) var<storage, read> src: array<vec2u>;
+@group(0) @binding(2) var<storage, read_write> xr: array<f32>;
+@group(0) @binding(3) var<storage, read_write> xl: array<f32>;
+@group(0) @binding(4) var<storage, read> pieces: array<Piece>;
+${WGSL_F64_TO_DF}
+@compute @workgroup_size(256)
+fn decode_pieces(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  dfInit(nwg);
+  for (var w = wid.x; w < pp.pieces; w += nwg.x) {
+    let piece = pieces[w];
+    for (var i = lid.x; i < piece.values; i += WG) {
+      let v = f64ToDF(src[piece.srcWord + i]);
+      let r = opaque(v.x + v.y); // rounded to the nearest f32
+      xr[piece.dst + i] = r;
+      xl[piece.dst + i] = (v.x - r) + v.y;
+    }
+  }
+}
+`;
+
+export const ML_MATRIX_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${WGSL_DOUBLE_FLOAT}
+
+// ---- decode: f64 words of a row-major slice -> columns of xr / xl ----
+struct DecodeParams { sliceRows: u32, srcCols: u32, rowStart: u32, totalRows: u32, colStart: u32, _a: u32, _b: u32, _c: u32 }
+@group(0) @binding(0) var<uniform> dp: DecodeParams;
+@group(0) @binding(1) var<storage, read> src: array<vec2u>;
+@group(0) @binding(2) var<storage, read_write> xr: array<f32>;
+@group(0) @binding(3) var<storage, read_write> xl: array<f32>;
+
+${WGSL_F64_TO_DF}
 @compute @workgroup_size(256)
 fn decode(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   dfInit(nwg);

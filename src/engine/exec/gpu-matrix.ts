@@ -24,7 +24,7 @@ import type { MomentsArgs } from '../ml/stats-tasks.js';
 import { rowUniform } from '../ml/random.js';
 import { centreExponent, kmeansKernels, kmeansOnGpu, MAX_ABS, maxBitsOf, parSampleCpu, recordMaxAbs, recordParSample, recordPotential, recordStep, sampledRows, stepPairs, recordPpUpdate, recordSmallestHash, recordTotal, smallestHashRow, smallestHashWorkgroups } from '../../kernels/kmeans.js';
 import { gramKernels, gramOnGpu, gramPairs, gramResultOf, linregKernels, momentPairs, momentsResultOf, recordGram, recordResidual } from '../../kernels/linreg.js';
-import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, memoryPiece, pairsToDD, prepareKernels, recordBlockSums, uploadColumns, type DeviceMatrix, type KernelSource } from '../../kernels/ml-matrix.js';
+import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, memoryPiece, pairsToDD, prepareKernels, recordBlockSums, uploadBlocks, uploadColumns, type DeviceMatrix, type KernelSource } from '../../kernels/ml-matrix.js';
 import { sourceFile, type FragmentResult, type MatrixKernels, type Task } from './fragment.js';
 import { decodesOnParent, type MappedPairs } from './mapped-pairs.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
@@ -107,7 +107,11 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
     upload = async () => {
       const handle = await inFile.open();
       try {
-        return await uploadColumns(ctx, stagingRingOf(ctx), names.map((_, j) => inFile.pieces(handle, j)), inFile.rows, hasY);
+        // Whole batches where the columns lie together (a read per batch, not per column and batch).
+        const blocks = inFile.blocks(handle);
+        return blocks && blocks.every((b) => b.byteLength <= ctx.device.limits.maxStorageBufferBindingSize)
+          ? await uploadBlocks(ctx, stagingRingOf(ctx), blocks, inFile.rows, hasY)
+          : await uploadColumns(ctx, stagingRingOf(ctx), names.map((_, j) => inFile.pieces(handle, j)), inFile.rows, hasY);
       } finally {
         await handle.close();
       }

@@ -14,6 +14,15 @@ export interface FilePiece {
   copyTo(view: Uint8Array, offset: number): Promise<void>;
 }
 
+/** A record batch's columns as one range of the file: column j's values at byte columnOffsets[j] of it. */
+export interface FileBlock extends FilePiece {
+  rows: number;
+  columnOffsets: number[];
+}
+
+/** How much larger than the columns' own bytes a batch's range may be and still be read whole (the columns lie close together). */
+const MAX_BLOCK_SPREAD = 1.5;
+
 export class ArrowFileColumns {
   readonly rows: number;
   /** First row of each batch, and the row count at the end. */
@@ -44,15 +53,32 @@ export class ArrowFileColumns {
   pieces(handle: FileHandle, j: number): FilePiece[] {
     return this.extents.batchRows.map((rows, b) => ({
       byteLength: rows * 8,
-      copyTo: async (view, offset) => {
-        let done = 0;
-        while (done < view.length) {
-          const { bytesRead } = await handle.read(view, done, view.length - done, this.extents.offsets[b][j] + offset + done);
-          if (bytesRead === 0) throw this.truncated();
-          done += bytesRead;
-        }
-      },
+      copyTo: (view, offset) => this.readInto(handle, view, this.extents.offsets[b][j] + offset),
     }));
+  }
+
+  /**
+   * Each batch's columns as one range of the file, read with one call (the bytes between the
+   * columns too), or null when the columns lie too far apart in some batch (MAX_BLOCK_SPREAD) or
+   * off 8-byte boundaries; the caller closes `handle`.
+   */
+  blocks(handle: FileHandle): FileBlock[] | null {
+    const out: FileBlock[] = [];
+    for (let b = 0; b < this.extents.batchRows.length; b++) {
+      const rows = this.extents.batchRows[b], offsets = this.extents.offsets[b];
+      const start = Math.min(...offsets), end = Math.max(...offsets) + rows * 8;
+      if (offsets.some((o) => o % 8 !== 0) || (end - start) > MAX_BLOCK_SPREAD * offsets.length * rows * 8) return null;
+      out.push({ rows, byteLength: end - start, columnOffsets: offsets.map((o) => o - start), copyTo: (view, offset) => this.readInto(handle, view, start + offset) });
+    }
+    return out;
+  }
+
+  private async readInto(handle: FileHandle, view: Uint8Array, position: number): Promise<void> {
+    for (let done = 0; done < view.length;) {
+      const { bytesRead } = await handle.read(view, done, view.length - done, position + done);
+      if (bytesRead === 0) throw this.truncated();
+      done += bytesRead;
+    }
   }
 
   /** Column j, read whole. */
