@@ -1,6 +1,7 @@
 // The sum over blocks that ends every ML kernel (recordReduceBlocks) on lavapipe against its CPU
 // twin, bit for bit, and against a float64 sum: one block, a level's width exactly, one more than
-// that, and enough blocks for three levels; entry-major and block-major partials.
+// that, and enough blocks for three levels; entry-major and block-major partials. And a work's
+// temporaries recycled from one partition to the next (GpuWork.recycle).
 
 import { describe, expect, it } from 'vitest';
 import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
@@ -48,4 +49,32 @@ describe.skipIf(skipGpuTests)('sum over blocks (recordReduceBlocks)', () => {
       });
     }
   }
+});
+
+describe.skipIf(skipGpuTests)('a work\'s temporaries recycled partition by partition (GpuWork.recycle)', () => {
+  it('the next partition reuses the last one\'s temporaries, cleared; kept buffers and earlier results stay', async () => {
+    const ctx = await testGpu();
+    const rng = new Rng(7, 'recycle');
+    const parts = [randomPairs(rng, 3 * REDUCE_FAN), randomPairs(rng, 3 * REDUCE_FAN), randomPairs(rng, 2 * REDUCE_FAN + 5)];
+    const work = new GpuWork(ctx);
+    const out = work.temp(parts.length * 8, 'test out');
+    const shared = work.keep(work.input(new Uint32Array([1, 2, 3, 4]), 'shared'));
+    const seen: GPUBuffer[][] = [];
+    parts.forEach(({ pairs }, i) => {
+      const mark = work.mark();
+      // A partial sums buffer of the same size class each time, written after a clear of any reused one.
+      const partials = work.temp(pairs.byteLength, 'test partials');
+      work.encoder.clearBuffer(partials);
+      const staged = work.input(pairs, 'test pairs');
+      work.encoder.copyBufferToBuffer(staged, 0, partials, 0, pairs.byteLength);
+      recordReduceBlocks(work, partials, pairs.length / 2, 1, out, i);
+      seen.push([partials, staged]);
+      work.recycle(mark);
+    });
+    // Partition 1's buffers are partition 0's (the pool hands back the same size class).
+    expect(new Set([...seen[0], ...seen[1]]).size).toBe(2);
+    const [got, kept] = await work.finish([{ buf: out, floats: 2 * parts.length }, { buf: shared, floats: 4 }]);
+    parts.forEach(({ pairs }, i) => expect(Array.from(got.subarray(2 * i, 2 * i + 2)), `partition ${i}`).toEqual(Array.from(reduceBlocksCpu(pairs, pairs.length / 2, 1))));
+    expect(Array.from(new Uint32Array(kept.buffer))).toEqual([1, 2, 3, 4]);
+  });
 });

@@ -191,6 +191,8 @@ export function freeMatrix(ctx: GpuContext, m: DeviceMatrix): void {
 export class GpuWork {
   private current: GPUCommandEncoder;
   private readonly temps: GPUBuffer[] = [];
+  /** Temporaries that `recycle` leaves alone: shared by every partition of the work (centres, say). */
+  private readonly kept = new Set<GPUBuffer>();
 
   constructor(readonly ctx: GpuContext) {
     this.current = ctx.device.createCommandEncoder();
@@ -227,6 +229,31 @@ export class GpuWork {
     this.temps.push(b);
     if (data.byteLength > 0) writeBuffer(this.ctx, b, 0, data);
     return b;
+  }
+
+  /** Keeps temporary `buf` until `finish`, past any `recycle` (a buffer every partition's commands read). */
+  keep(buf: GPUBuffer): GPUBuffer {
+    this.kept.add(buf);
+    return buf;
+  }
+
+  /** Where the temporaries made from now on begin, for `recycle`. */
+  mark(): number {
+    return this.temps.length;
+  }
+
+  /**
+   * Submits what is recorded and gives the temporaries made since `mark` (but those kept) back
+   * for reuse: a partition's, so the next partition's come from the pool rather than from fresh
+   * device memory (milliseconds each on a real GPU). Commands recorded later that reuse them run
+   * after these (one queue), and a reused buffer is cleared first.
+   */
+  recycle(mark: number): void {
+    this.flush();
+    for (const b of this.temps.splice(mark)) {
+      if (this.kept.has(b)) this.temps.push(b);
+      else freeBuffer(this.ctx, b);
+    }
   }
 
   /** Records a dispatch of kernel `entry` of WGSL `code` (compiled once per `label`); a KernelSource spreads into the first three. */

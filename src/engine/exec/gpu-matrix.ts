@@ -240,8 +240,14 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     let results: Float32Array | null = null;
     if (total > 0) {
       const out = work.temp(total * 8, 'ml results');
-      // Submitted partition by partition, so the device starts while the host records the rest.
-      plans.forEach((plan, i) => { if (plan && 'pairs' in plan) { plan.record(work, out, offsets[i]); work.flush(); } });
+      // Submitted partition by partition, so the device starts while the host records the rest;
+      // each partition's temporaries are the next one's.
+      plans.forEach((plan, i) => {
+        if (!plan || !('pairs' in plan)) return;
+        const mark = work.mark();
+        plan.record(work, out, offsets[i]);
+        work.recycle(mark);
+      });
       phases.mark('record');
       [results] = await work.finish([{ buf: out, floats: total * 2 }]);
       phases.mark('submit and read back');
@@ -309,7 +315,7 @@ function centresOf(work: GpuWork, centers: Float64Array, maxAbs: Float64Array): 
   let copy = copies.get(centers);
   if (!copy) {
     const f32 = new Float32Array(centers);
-    copy = { buf: work.input(f32, 'kmeans centres'), exponent: centreExponent(f32), maxBits: work.input(maxBitsOf(maxAbs), 'kmeans column maxima') };
+    copy = { buf: work.keep(work.input(f32, 'kmeans centres')), exponent: centreExponent(f32), maxBits: work.keep(work.input(maxBitsOf(maxAbs), 'kmeans column maxima')) };
     copies.set(centers, copy);
   }
   return copy;
