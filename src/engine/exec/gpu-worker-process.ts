@@ -17,14 +17,21 @@ import { holdChild, workerEntry } from './worker-entry.js';
 export const GPU_WORKER_THREADPOOL = 12;
 
 /**
- * Node flags of GPU workers: none. The dawn.node crash of notes/webgpu.md (a process holding a
- * GPUDevice dying on a hot JS loop) is the GPU instance or adapter being garbage-collected while
- * their device lives: the reproducers c7, c9 and t5 all pass without flags once both are kept
+ * Node flags of GPU workers. A larger young generation (32 MB semi-spaces; Node's default is 16):
+ * every mapped staging range is a new ArrayBuffer over external memory, and V8 collects whenever
+ * that grows by tens of MB, so uploading 13.6 GB took ~90 full and ~600 young collections, 35–45%
+ * of the worker's main thread (--trace-gc, "external memory pressure"); with 32 MB, 10^8 × 16
+ * loaded in 1.15–1.17 s against 1.32–1.42 s on an H200 (128 MB: 1.26–1.42 s; 32 MB with
+ * --single-threaded-gc: 1.57–1.70 s).
+ *
+ * No crash workarounds: the dawn.node crash of notes/webgpu.md (a process holding a GPUDevice
+ * dying on a hot JS loop) is the GPU instance or adapter being garbage-collected while their
+ * device lives: the reproducers c7, c9 and t5 all pass without flags once both are kept
  * referenced, and all crash otherwise (lavapipe, 3-4 runs each). device.ts keeps both for the
  * life of the process (gpuInstance, GpuContext.adapter), so workers no longer need
  * --no-use-osr --single-threaded-gc, which made their JS loops ~3.7x slower.
  */
-export const GPU_WORKER_NODE_FLAGS: string[] = [];
+export const GPU_WORKER_NODE_FLAGS: string[] = ['--max-semi-space-size=32'];
 
 /** A started GPU worker; what it writes to stderr and sends before its owner listens is kept. */
 export class GpuWorkerProcess {
