@@ -298,6 +298,7 @@ describe.skipIf(skipGpuTests)('k-means step: nearest centres and exact per-clust
     const [a, b] = parts.map((w) => new StepWords(w, k, d));
     expect(Array.from(a.plus(b).words)).toEqual(Array.from(all));
     expect(Array.from(b.plus(a).words)).toEqual(Array.from(all));
+    expect(Array.from(a.plus(b.zero()).words)).toEqual(Array.from(parts[0]));
     const otherScale = parts[1].slice();
     otherScale[layout.scales] ^= 1;
     expect(() => a.plus(new StepWords(otherScale, k, d))).toThrow(/different scales/);

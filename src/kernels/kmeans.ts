@@ -145,6 +145,13 @@ export class StepWords implements ExactAssignment {
   result(): AssignResult {
     return stepResultOf(this.words, this.k, this.d);
   }
+
+  /** No rows on the same scale: what adding nothing gives (a partition whose rows another's words hold). */
+  zero(): StepWords {
+    const { scales } = stepLayout(this.k, this.d), out = new Uint32Array(this.words.length);
+    out.set(this.words.subarray(scales), scales);
+    return new StepWords(out, this.k, this.d);
+  }
 }
 
 /** The trainer's AssignResult from a partition's step words (stepLayout): sums scaled back by 2^-F exactly, as double-doubles. */

@@ -216,7 +216,7 @@ function freePartition(ctx: GpuContext, p: GpuPartition): void {
  */
 type Plan =
   | { value: unknown }
-  | { pairs: number; record(work: GpuWork, out: GPUBuffer, offset: number): void; decode?(pairs: Float32Array): unknown };
+  | { pairs: number; record(work: GpuWork, out: GPUBuffer, offset: number): void; decode?(pairs: Float32Array): unknown; summed?: boolean };
 
 type DevicePartition = GpuPartition & { device: DeviceMatrix };
 type GpuPartitionTask = (ctx: GpuContext, p: DevicePartition, args: any) => Plan | null;
@@ -231,11 +231,16 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
   const plans = parts.map((p) => (gpu && p.device ? gpu(ctx, p as DevicePartition, args) : null));
   const work = new GpuWork(ctx);
   try {
-    let total = 0;
+    // Each plan's place in the output; the plans whose results are exact sums share one.
+    let total = 0, summedAt = -1;
     const offsets = plans.map((plan) => {
-      const at = total;
-      if (plan && 'pairs' in plan) total += plan.pairs;
-      return at;
+      if (!plan || !('pairs' in plan)) return total;
+      if (plan.summed) {
+        if (summedAt < 0) { summedAt = total; total += plan.pairs; }
+        return summedAt;
+      }
+      total += plan.pairs;
+      return total - plan.pairs;
     });
     let results: Float32Array | null = null;
     if (total > 0) {
@@ -253,17 +258,22 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
       phases.mark('submit and read back');
     }
     const mapped: { index: number; value: unknown }[] = [];
-    const shipped: MappedPairs = { indices: [], offsets: [0], pairs: results ?? new Float32Array(0) };
+    const shipped: MappedPairs = { groups: [], ranges: [], pairs: results ?? new Float32Array(0) };
+    const summed: number[] = [];
     for (let i = 0; i < parts.length; i++) {
       const plan = plans[i], index = parts[i].host.index;
       if (!plan) mapped.push({ index, value: cpu(parts[i].host, args) });
       else if ('value' in plan) mapped.push({ index, value: plan.value });
-      else if (decodesOnParent(name)) { shipped.indices.push(index); shipped.offsets.push((offsets[i] + plan.pairs) * 2); }
-      else mapped.push({ index, value: await plan.decode!(results!.subarray(offsets[i] * 2, (offsets[i] + plan.pairs) * 2)) });
+      else if (decodesOnParent(name)) {
+        if (plan.summed && summed.length > 0) { summed.push(index); continue; }
+        shipped.groups.push(plan.summed ? summed : [index]);
+        if (plan.summed) summed.push(index);
+        shipped.ranges.push([offsets[i] * 2, (offsets[i] + plan.pairs) * 2]);
+      } else mapped.push({ index, value: await plan.decode!(results!.subarray(offsets[i] * 2, (offsets[i] + plan.pairs) * 2)) });
     }
     phases.mark('decode');
     phases.report(`${name} over ${parts.length} partitions`);
-    return { mapped, ...(shipped.indices.length > 0 ? { mappedPairs: shipped } : {}) };
+    return { mapped, ...(shipped.groups.length > 0 ? { mappedPairs: shipped } : {}) };
   } finally {
     work.release();
   }
@@ -328,6 +338,7 @@ const GPU_TASKS: Record<string, GpuPartitionTask> = {
     if (!kmeansOnGpu(d, k)) return null;
     return {
       pairs: stepPairs(k, d),
+      summed: true, // exact integer sums: every partition adds into one result, which the parent reads once
       record: (work, out, offset) => {
         const c = centresOf(work, centers, basis.maxAbs);
         recordStep(work, p.device, c.maxBits, basis.rows, c.buf, c.exponent, k, out, offset, { countsOnly });
