@@ -1,6 +1,7 @@
 // A worker pool gives a worker as many tasks of a kind at once as that kind's depth: GPU workers
-// take more ML partition loads at once than other tasks. Checked on a pool of stand-in children
-// that record what they are sent and answer when told to.
+// take more ML partition loads at once than other tasks; and it spreads a matrix's partitions
+// evenly over the workers. Checked on a pool of stand-in children that record what they are sent
+// and answer when told to.
 
 import { EventEmitter } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
@@ -11,8 +12,10 @@ import { WorkerProcessPool } from '../src/engine/exec/pool.js';
 class StandInChild extends EventEmitter {
   readonly pid = 1;
   readonly sent: { id: number; kind: string }[] = [];
+  /** Every task sent, answered or not. */
+  total = 0;
   send(msg: { type: string; id: number; task: Task }): boolean {
-    if (msg.type === 'task') this.sent.push({ id: msg.id, kind: msg.task.terminal.kind });
+    if (msg.type === 'task') { this.sent.push({ id: msg.id, kind: msg.task.terminal.kind }); this.total++; }
     return true;
   }
   kill(): boolean { return true; }
@@ -63,6 +66,26 @@ describe('worker pool depth by kind of task', () => {
     expect(pool.children.map((c) => c.sent.filter((s) => s.kind === 'drop-matrix').length)).toEqual([2, 2]);
     for (const c of pool.children) while (c.sent.length > 0) { c.answer(); await Promise.resolve(); }
     await Promise.all(others);
+    await pool.close();
+  });
+
+  it('spreads a matrix\'s partitions evenly, however fast a worker loads (each pass waits for the one holding most)', async () => {
+    const pool = new DepthPool(2);
+    const loads = Array.from({ length: 26 }, () => pool.run(task(load), 'load'));
+    await Promise.resolve();
+    // Worker 0 answers at once, again and again; worker 1 sits on its five: worker 0 gets one more, no further.
+    for (let step = 0; step < 40; step++) {
+      if (pool.children[0].sent.length > 0) pool.children[0].answer();
+      await Promise.resolve();
+      expect(pool.children[0].total).toBeLessThanOrEqual(pool.children[1].total + 1);
+    }
+    expect(pool.children.map((c) => c.total)).toEqual([6, 5]);
+    while (pool.children.some((c) => c.sent.length > 0)) {
+      for (const c of pool.children) if (c.sent.length > 0) c.answer();
+      await Promise.resolve();
+    }
+    await Promise.all(loads);
+    expect(pool.children.map((c) => c.total)).toEqual([13, 13]);
     await pool.close();
   });
 });

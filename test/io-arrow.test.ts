@@ -1,6 +1,6 @@
 import type * as Arrow from 'apache-arrow';
 import * as pw from 'parquet-wasm';
-import { readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { concatBatches } from '../src/engine/batch.js';
@@ -80,6 +80,14 @@ describe('Arrow IPC files and streams', () => {
     expect(small.chunks.map((c) => c.rows)).toEqual([400, 400, 400]);
     const big = await planArrowChunks(path, 'file', 1 << 30);
     expect(big.chunks.map((c) => c.batchIndices)).toEqual([[0, 1, 2]]);
+    // A blocksize of 1/n of the file gives n chunks (a chunk holds the batches that start in its
+    // share), not n and a remainder: 8 equal batches at a third of the file, three chunks.
+    const eight = join(dir, 'eight.arrow'), floats = [{ name: 'v', type: 'float64' as const }];
+    const w8 = await openFileWriter(eight, 'arrow', floats);
+    for (let i = 0; i < 8; i++) await w8.write({ schema: floats, length: 1000, columns: [{ type: 'float64', values: new Float64Array(1000).fill(i), valid: null }] });
+    await w8.close();
+    const thirds = await planArrowChunks(eight, 'file', Math.ceil(statSync(eight).size / 3));
+    expect(thirds.chunks.map((c) => c.batchIndices)).toEqual([[0, 1, 2], [3, 4, 5], [6, 7]]);
     const names = small.schema.map((f) => f.name);
     const back = concatBatches(parts[0].schema, (await Promise.all(small.chunks.map((c) => readArrowChunk(c, names)))).flat());
     expect(batchRows(back)).toEqual(expected);

@@ -160,17 +160,19 @@ export function autoBlocksize(plan: PlanNode | null, workers: number, memoryLimi
 }
 
 /**
- * Partitions of training data that GPU kernels read (k-means, linreg), without --blocksize: an
- * eighth of the input, 1 MB to 512 MB, never sized from the workers or GPUs. The GPU sums a
- * partition's rows in double-float per block, so differently partitioned rows round differently in
- * the last bits; sized this way, a model is the same whatever --gpus and --workers are. (CPU
- * training sums in double-double and does not depend on partitions at all.) Large partitions make
- * a round cheaper (k-means, 10^7 × 32 on one H200: 7.8-8.1 ms per iteration at 512 MB, 9.5-11.3 ms
- * at 256 MB, 11.6-13.2 ms at 163 MB); eight keep two GPUs evenly loaded.
+ * Partitions of training data that GPU kernels read (k-means, linreg), without --blocksize: the
+ * input in a multiple of eight equal parts of at most 512 MB (1 MB at least), never sized from the
+ * workers or GPUs. The GPU sums a partition's rows in double-float per block, so differently
+ * partitioned rows round differently in the last bits; sized this way, a model is the same
+ * whatever --gpus and --workers are. (CPU training sums in double-double and does not depend on
+ * partitions at all.) Large partitions make a round cheaper (k-means, 10^7 × 32 on one H200:
+ * 7.8-8.1 ms per iteration at 512 MB, 9.5-11.3 ms at 256 MB, 11.6-13.2 ms at 163 MB); a multiple of
+ * eight spreads evenly over 1, 2, 4 or 8 GPUs (every pass waits for the GPU holding the most).
  */
 export function gpuTrainingBlocksize(plan: PlanNode, memoryLimit: number): number {
   const bytes = inputBytes(plan);
-  return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(GPU_TRAINING_MAX_BLOCKSIZE, Math.floor(bytes / 8), Math.floor(memoryLimit / 64)));
+  const parts = 8 * Math.max(1, Math.ceil(bytes / (8 * GPU_TRAINING_MAX_BLOCKSIZE)));
+  return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(Math.ceil(bytes / parts), Math.floor(memoryLimit / 64)));
 }
 
 /** Bytes of every file the plan scans. */

@@ -17,20 +17,25 @@ function asDataError(err: unknown, path: string): Error {
   return inputError(err, path, 'Arrow IPC');
 }
 
-/** Groups consecutive batches into chunks of about `blocksize` bytes (a chunk holds at least one batch). */
+/**
+ * Groups consecutive batches into chunks of about `blocksize` bytes: chunk n holds the batches
+ * that start in bytes [n × blocksize, (n + 1) × blocksize) of the batches laid end to end (a
+ * chunk holds at least one batch), so a blocksize of total / n gives n chunks where batches are
+ * small, not n and a remainder.
+ */
 function groupIntoChunks(path: string, kind: 'file' | 'stream', infos: BatchInfo[], blocksize: number): ArrowChunk[] {
   const chunks: ArrowChunk[] = [];
-  let cur: ArrowChunk | null = null;
-  let bytes = 0;
+  let cur: ArrowChunk | null = null, slot = -1, start = 0;
   infos.forEach((info, i) => {
-    if (cur === null || (bytes + info.bytes > blocksize && cur.batchIndices.length > 0)) {
+    const at = Math.floor(start / blocksize);
+    if (cur === null || at !== slot) {
       cur = { path, kind, batchIndices: [], rows: 0 };
       chunks.push(cur);
-      bytes = 0;
+      slot = at;
     }
     cur.batchIndices.push(i);
     cur.rows += info.rows;
-    bytes += info.bytes;
+    start += info.bytes;
   });
   return chunks;
 }
