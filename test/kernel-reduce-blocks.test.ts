@@ -52,7 +52,7 @@ describe.skipIf(skipGpuTests)('sum over blocks (recordReduceBlocks)', () => {
 });
 
 describe.skipIf(skipGpuTests)('a work\'s temporaries recycled partition by partition (GpuWork.recycle)', () => {
-  it('the next partition reuses the last one\'s temporaries, cleared; kept buffers and earlier results stay', async () => {
+  it('the next partition reuses the last one\'s temporaries, cleared; kept and shared inputs and earlier results stay', async () => {
     const ctx = await testGpu();
     const rng = new Rng(7, 'recycle');
     const parts = [randomPairs(rng, 3 * REDUCE_FAN), randomPairs(rng, 3 * REDUCE_FAN), randomPairs(rng, 2 * REDUCE_FAN + 5)];
@@ -60,8 +60,10 @@ describe.skipIf(skipGpuTests)('a work\'s temporaries recycled partition by parti
     const out = work.temp(parts.length * 8, 'test out');
     const shared = work.keep(work.input(new Uint32Array([1, 2, 3, 4]), 'shared'));
     const seen: GPUBuffer[][] = [];
+    const sharedInputs: GPUBuffer[] = [];
     parts.forEach(({ pairs }, i) => {
       const mark = work.mark();
+      sharedInputs.push(work.sharedInput(new Uint32Array([9, 8, 7]), 'test shared'));
       // A partial sums buffer of the same size class each time, written after a clear of any reused one.
       const partials = work.temp(pairs.byteLength, 'test partials');
       work.encoder.clearBuffer(partials);
@@ -73,7 +75,11 @@ describe.skipIf(skipGpuTests)('a work\'s temporaries recycled partition by parti
     });
     // Partition 1's buffers are partition 0's (the pool hands back the same size class).
     expect(new Set([...seen[0], ...seen[1]]).size).toBe(2);
-    const [got, kept] = await work.finish([{ buf: out, floats: 2 * parts.length }, { buf: shared, floats: 4 }]);
+    // The same contents give the same buffer in every partition (written once); other contents another.
+    expect(new Set(sharedInputs).size).toBe(1);
+    expect(work.sharedInput(new Uint32Array([9, 8, 6]), 'test shared')).not.toBe(sharedInputs[0]);
+    const [got, kept, once] = await work.finish([{ buf: out, floats: 2 * parts.length }, { buf: shared, floats: 4 }, { buf: sharedInputs[0], floats: 3 }]);
+    expect(Array.from(new Uint32Array(once.buffer))).toEqual([9, 8, 7]);
     parts.forEach(({ pairs }, i) => expect(Array.from(got.subarray(2 * i, 2 * i + 2)), `partition ${i}`).toEqual(Array.from(reduceBlocksCpu(pairs, pairs.length / 2, 1))));
     expect(Array.from(new Uint32Array(kept.buffer))).toEqual([1, 2, 3, 4]);
   });

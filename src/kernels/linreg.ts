@@ -77,6 +77,15 @@ export function gramTiles(pairs: Uint32Array, columns: number): { words: Uint32A
   return { words, count: tiles.size };
 }
 
+/** gramTiles, built once per pair list and column count (every partition of a pass asks for the same). */
+const builtTiles = new Map<string, { words: Uint32Array; count: number }>();
+function gramTilesOf(pairs: Uint32Array, columns: number): { words: Uint32Array; count: number } {
+  const key = `${columns}:${pairs.join(',')}`;
+  let tiles = builtTiles.get(key);
+  if (!tiles) builtTiles.set(key, tiles = gramTiles(pairs, columns));
+  return tiles;
+}
+
 /**
  * Records Σ (x_i - shift_i)(x_j - shift_j) for each pair into out[outOffset …]; `shift` has one value
  * per device column. `fused` (default: whether the device's fma is) changes the instructions, not the bits.
@@ -85,10 +94,10 @@ export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<numb
   const entries = pairs.length / 2, blocks = Math.ceil(m.rows / GRAM_BLOCK_ROWS), columns = m.cols + (m.hasY ? 1 : 0);
   if (shift.length !== columns || !gramOnGpu(columns)) throw new Error(`gram: ${shift.length} shifts for ${columns} device columns (at most ${MAX_GRAM_COLUMNS})`);
   const partials = work.temp(Math.max(1, blocks) * entries * 8, 'gram partials');
-  const tiles = gramTiles(pairs, columns);
+  const tiles = gramTilesOf(pairs, columns);
   // Row groups per tile: as many as fill the workgroup's 256 threads (one when tiles outnumber them; then several passes).
   const groups = Math.max(1, Math.floor(256 / tiles.count)), passes = Math.ceil(tiles.count / Math.floor(256 / groups));
-  const buffers = [work.params([m.rows, tiles.count, blocks, columns, groups, entries, 0, 0]), m.xr, m.xl, work.input(doubleFloats(shift), 'gram shift'), work.input(tiles.words, 'gram tiles'), partials];
+  const buffers = [work.params([m.rows, tiles.count, blocks, columns, groups, entries, 0, 0]), m.xr, m.xl, work.sharedInput(doubleFloats(shift), 'gram shift'), work.sharedInput(tiles.words, 'gram tiles'), partials];
   work.dispatch(...gramKernel(fused), buffers, blocks * passes);
   recordReduceBlocks(work, partials, blocks, entries, out, outOffset, 'block-major');
 }
@@ -96,7 +105,7 @@ export function recordGram(work: GpuWork, m: DeviceMatrix, shift: ArrayLike<numb
 /** Records Σ (y - intercept - x·coefficients)² into out[outOffset]. */
 export function recordResidual(work: GpuWork, m: DeviceMatrix, coefficients: Float64Array, intercept: number, out: GPUBuffer, outOffset: number): void {
   const squares = work.temp(m.rows * 4, 'residual squares');
-  const model = work.input(doubleFloats([...coefficients, intercept]), 'linreg model');
+  const model = work.sharedInput(doubleFloats([...coefficients, intercept]), 'linreg model');
   work.dispatch(...RESIDUAL, [work.params([m.rows, m.cols]), m.xr, m.xl, model, squares], Math.ceil(m.rows / 256));
   const partials = recordBlockSums(work, squares, m.rows, 1);
   recordReduceBlocks(work, partials, blocksOf(m.rows), 1, out, outOffset);

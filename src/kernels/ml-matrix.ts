@@ -193,6 +193,8 @@ export class GpuWork {
   private readonly temps: GPUBuffer[] = [];
   /** Temporaries that `recycle` leaves alone: shared by every partition of the work (centres, say). */
   private readonly kept = new Set<GPUBuffer>();
+  /** sharedInput's buffers, by label and contents. */
+  private readonly shared = new Map<string, GPUBuffer>();
 
   constructor(readonly ctx: GpuContext) {
     this.current = ctx.device.createCommandEncoder();
@@ -229,6 +231,18 @@ export class GpuWork {
     this.temps.push(b);
     if (data.byteLength > 0) writeBuffer(this.ctx, b, 0, data);
     return b;
+  }
+
+  /**
+   * An input holding `data`, made once per work for each label and contents and kept until
+   * `finish`: what every partition's commands read alike (shifts, a model), written once rather
+   * than once per partition (a write submits the pending commands).
+   */
+  sharedInput(data: Float32Array | Uint32Array, label: string): GPUBuffer {
+    const key = `${label}:${data instanceof Float32Array ? 'f' : 'u'}:${data.join(',')}`;
+    let buf = this.shared.get(key);
+    if (!buf) this.shared.set(key, buf = this.keep(this.input(data, label)));
+    return buf;
   }
 
   /** Keeps temporary `buf` until `finish`, past any `recycle` (a buffer every partition's commands read). */
