@@ -75,10 +75,12 @@ async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readon
   const src = storageBuffer(ctx, Math.min(rows, sliceRows) * widest * 8, 'matrix f64 slice');
   try {
     for (const { pieces, srcCols, colStart } of sources) {
+      let end = 0;
+      const placed = pieces.map((piece) => ({ piece, at: (end += piece.byteLength) - piece.byteLength }));
       const sourceSliceRows = Math.max(1, Math.floor(sliceRows * widest / srcCols));
       for (let start = 0; start < rows; start += sourceSliceRows) {
         const n = Math.min(sourceSliceRows, rows - start);
-        await ring.fill(src, 0, n * srcCols * 8, (view, at) => copyBytes(pieces, start * srcCols * 8 + at, view));
+        await ring.fill(src, 0, n * srcCols * 8, (view, at) => copyPlaced(placed, start * srcCols * 8 + at, view));
         kernel.dispatch('decode', [sharedUniform(ctx, [n, srcCols, start, rows, colStart]), src, xr, xl], workgroupsFor(n * srcCols));
       }
     }
@@ -117,16 +119,16 @@ export async function uploadBlocks(ctx: GpuContext, ring: StagingRing, blocks: r
     let firstRow = 0;
     for (let from = 0; from < blocks.length;) {
       // The next blocks that fit the source buffer, each at an 8-byte aligned place in it.
-      const group: { block: ColumnBlock; at: number; firstRow: number }[] = [];
+      const group: { piece: ColumnBlock; at: number; firstRow: number }[] = [];
       let bytes = 0;
       for (; from < blocks.length && (group.length === 0 || bytes + blocks[from].byteLength <= srcBytes); from++) {
-        group.push({ block: blocks[from], at: bytes, firstRow });
+        group.push({ piece: blocks[from], at: bytes, firstRow });
         bytes = aligned(bytes + blocks[from].byteLength);
         firstRow += blocks[from].rows;
       }
-      await ring.fill(src, 0, bytes, (view, at) => copyBlocks(group, at, view));
+      await ring.fill(src, 0, bytes, (view, at) => copyPlaced(group, at, view));
       const table: number[] = [];
-      for (const { block, at, firstRow: r0 } of group) {
+      for (const { piece: block, at, firstRow: r0 } of group) {
         block.columnOffsets.forEach((offset, j) => {
           for (let r = 0; r < block.rows; r += DECODE_PIECE_ROWS) table.push((at + offset) / 8 + r, Math.min(DECODE_PIECE_ROWS, block.rows - r), j * rows + r0 + r, 0);
         });
@@ -143,27 +145,15 @@ export async function uploadBlocks(ctx: GpuContext, ring: StagingRing, blocks: r
   return { rows, cols, hasY, xr, xl };
 }
 
-/** Copies bytes [from, from + view.length) of the group's layout (each block at its `at`; gaps left as they are) into `view`. */
-async function copyBlocks(group: readonly { block: ColumnBlock; at: number }[], from: number, view: Uint8Array): Promise<void> {
+/**
+ * Copies bytes [from, from + view.length) of a layout of pieces, each at its byte `at` (gaps left
+ * as they are), into `view`: the pieces' copies (file reads) at once.
+ */
+async function copyPlaced(placed: readonly { piece: BytePiece; at: number }[], from: number, view: Uint8Array): Promise<void> {
   const copies: (void | Promise<void>)[] = [];
-  for (const { block, at } of group) {
-    const start = Math.max(from, at), end = Math.min(from + view.length, at + block.byteLength);
-    if (start < end) copies.push(block.copyTo(view.subarray(start - from, end - from), start - at));
-  }
-  await Promise.all(copies);
-}
-
-/** Copies bytes [from, from + view.length) of `pieces` laid end to end into `view` (the pieces' reads at once). */
-async function copyBytes(pieces: readonly BytePiece[], from: number, view: Uint8Array): Promise<void> {
-  let skip = from, written = 0;
-  const copies: (void | Promise<void>)[] = [];
-  for (const piece of pieces) {
-    if (written === view.length) break;
-    if (skip >= piece.byteLength) { skip -= piece.byteLength; continue; }
-    const length = Math.min(piece.byteLength - skip, view.length - written);
-    copies.push(piece.copyTo(view.subarray(written, written + length), skip));
-    written += length;
-    skip = 0;
+  for (const { piece, at } of placed) {
+    const start = Math.max(from, at), end = Math.min(from + view.length, at + piece.byteLength);
+    if (start < end) copies.push(piece.copyTo(view.subarray(start - from, end - from), start - at));
   }
   await Promise.all(copies);
 }

@@ -286,6 +286,8 @@ export abstract class WorkerProcessPool implements TaskRunner {
         const given = this.loadsGiven.get(terminal.matrixId) ?? [];
         given[i] = (given[i] ?? 0) + 1;
         this.loadsGiven.set(terminal.matrixId, given);
+      } else if (terminal.kind === 'drop-matrix') {
+        this.loadsGiven.delete(terminal.matrixId);
       }
       slot.running.push(job);
       job.startedAt = performance.now();
