@@ -93,6 +93,12 @@ fn f64ToDF(w: vec2u) -> vec2f {
   let s = select(1.0, -1.0, sign != 0u);
   return vec2f(s * ldexp(f32(top), ex - 23), s * ldexp(f32(next), ex - 47));
 }
+/** An f64 as the matrix keeps it: (xr, xl), xr rounded to the nearest f32 and xl the rest. */
+fn f64ToMatrix(w: vec2u) -> vec2f {
+  let v = f64ToDF(w);
+  let r = opaque(v.x + v.y);
+  return vec2f(r, (v.x - r) + v.y);
+}
 `;
 
 /** Rows of one piece of decode_pieces' table: a workgroup's 256 threads take 16 each. */
@@ -120,10 +126,9 @@ fn decode_pieces(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id
   for (var w = wid.x; w < pp.pieces; w += nwg.x) {
     let piece = pieces[w];
     for (var i = lid.x; i < piece.values; i += WG) {
-      let v = f64ToDF(src[piece.srcWord + i]);
-      let r = opaque(v.x + v.y); // rounded to the nearest f32
-      xr[piece.dst + i] = r;
-      xl[piece.dst + i] = (v.x - r) + v.y;
+      let v = f64ToMatrix(src[piece.srcWord + i]);
+      xr[piece.dst + i] = v.x;
+      xl[piece.dst + i] = v.y;
     }
   }
 }
@@ -148,11 +153,10 @@ fn decode(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw
   for (var i = gid.x; i < n; i += gridStride(nwg)) {
     let row = i / dp.srcCols;
     let col = i % dp.srcCols;
-    let v = f64ToDF(src[i]);
-    let r = opaque(v.x + v.y); // rounded to the nearest f32
+    let v = f64ToMatrix(src[i]);
     let at = (dp.colStart + col) * dp.totalRows + dp.rowStart + row;
-    xr[at] = r;
-    xl[at] = (v.x - r) + v.y;
+    xr[at] = v.x;
+    xl[at] = v.y;
   }
 }
 `;
