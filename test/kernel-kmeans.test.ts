@@ -14,13 +14,14 @@ import { StagingRing } from '../src/engine/gpu/buffers.js';
 import type { GpuContext } from '../src/engine/gpu/device.js';
 import { centreExponent, kmeansOnGpu, kmeansStepCpu, MAX_GPU_FEATURES, maxBitsOfColumns, parSampleCpu, ppUpdateCpu, recordMaxAbs, recordParSample, sampledRows, recordPotential, recordPpUpdate, recordSmallestHash, recordStep, recordTotal, smallestHashRow, smallestHashWorkgroups, STEP_ROWS_PER_WORKGROUP, stepPairs, stepResultOf, stepSumsLocal, StepWords } from '../src/kernels/kmeans.js';
 import { MAX_GPU_CLUSTERS, stepLayout } from '../src/kernels/kmeans.wgsl.js';
-import { decodeCpu, freeMatrix, GpuWork, memoryPiece, uploadBlocks, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
+import { decodeCpu, freeMatrix, GpuWork, uploadBlocks, uploadColumns, uploadMatrix, type DeviceMatrix } from '../src/kernels/ml-matrix.js';
 import { mkdtempSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { float64Extents, planArrowChunks } from '../src/engine/io/arrow.js';
 import { ArrowFileColumns } from '../src/engine/io/arrow-file-columns.js';
+import { memoryPiece } from '../src/engine/io/byte-pieces.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
 import { Rng, rowKey, rowUniform } from '../src/engine/ml/random.js';
 

@@ -8,6 +8,7 @@
 import type { GpuContext } from '../engine/gpu/device.js';
 import { freeBuffer, kernelFor, readStaging, releaseReadStaging, sharedUniform, storageBuffer, submit, throwIfGpuFailed, workgroupsFor, writeBuffer, type StagingRing } from '../engine/gpu/buffers.js';
 import type { DDArray } from '../engine/ml/double-double.js';
+import { memoryPiece, type BytePiece, type ColumnBlock } from '../engine/io/byte-pieces.js';
 import { BLOCK_ROWS, BLOCK_SUMS_WGSL, DECODE_PIECE_ROWS, ML_DECODE_PIECES_WGSL, ML_MATRIX_WGSL, REDUCE_BLOCKS_WGSL, REDUCE_FAN } from './ml-matrix.wgsl.js';
 
 export { BLOCK_ROWS };
@@ -30,21 +31,6 @@ export function blocksOf(rows: number): number {
 /** Whether a partition of this shape fits the device's binding limit (else its tasks run on the CPU copy). */
 export function deviceMatrixFits(ctx: GpuContext, rows: number, columns: number): boolean {
   return rows > 0 && rows * columns * 4 <= ctx.device.limits.maxStorageBufferBindingSize && blocksOf(rows) * 64 <= 2 ** 31;
-}
-
-/**
- * Float64 words of a column piece, written into staging memory from wherever they are: `copyTo`
- * puts bytes [offset, offset + view.length) of the piece into `view` (from memory, or read from
- * a file straight into it).
- */
-export interface BytePiece {
-  byteLength: number;
-  copyTo(view: Uint8Array, offset: number): void | Promise<void>;
-}
-
-/** A piece held in memory. */
-export function memoryPiece(values: Float64Array): BytePiece {
-  return { byteLength: values.byteLength, copyTo: (view, offset) => { view.set(new Uint8Array(values.buffer, values.byteOffset + offset, view.length)); } };
 }
 
 /** Uploads row-major float64 `x` (rows × cols) and `y` through `ring` and splits them on the device. */
@@ -88,16 +74,6 @@ async function uploadSources(ctx: GpuContext, ring: StagingRing, sources: readon
     freeBuffer(ctx, src);
   }
   return { rows, cols, hasY, xr, xl };
-}
-
-/**
- * Rows of every column at once, as a record batch lies in a file: column j's `rows` float64
- * values at byte columnOffsets[j] (a multiple of 8) of the block's `byteLength` bytes; `copyTo` as
- * BytePiece's.
- */
-export interface ColumnBlock extends BytePiece {
-  rows: number;
-  columnOffsets: readonly number[];
 }
 
 /**

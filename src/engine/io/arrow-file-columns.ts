@@ -7,18 +7,7 @@ import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { DataError } from '../errors.js';
 import type { Float64Extents } from './arrow-ipc.js';
-
-/** A piece of a column (one batch's values), copied into `view` from byte `offset` of the piece. */
-export interface FilePiece {
-  byteLength: number;
-  copyTo(view: Uint8Array, offset: number): Promise<void>;
-}
-
-/** A record batch's columns as one range of the file: column j's values at byte columnOffsets[j] of it. */
-export interface FileBlock extends FilePiece {
-  rows: number;
-  columnOffsets: number[];
-}
+import type { BytePiece, ColumnBlock } from './byte-pieces.js';
 
 /** How much larger than the columns' own bytes a batch's range may be and still be read whole (the columns lie close together). */
 const MAX_BLOCK_SPREAD = 1.5;
@@ -50,7 +39,7 @@ export class ArrowFileColumns {
   }
 
   /** Column j's pieces, batch by batch, read through `handle` (from `open`) when copied. */
-  pieces(handle: FileHandle, j: number): FilePiece[] {
+  pieces(handle: FileHandle, j: number): BytePiece[] {
     return this.extents.batchRows.map((rows, b) => ({
       byteLength: rows * 8,
       copyTo: (view, offset) => this.readInto(handle, view, this.extents.offsets[b][j] + offset),
@@ -62,8 +51,8 @@ export class ArrowFileColumns {
    * columns too), or null when the columns lie too far apart in some batch (MAX_BLOCK_SPREAD) or
    * off 8-byte boundaries; the caller closes `handle`.
    */
-  blocks(handle: FileHandle): FileBlock[] | null {
-    const out: FileBlock[] = [];
+  blocks(handle: FileHandle): ColumnBlock[] | null {
+    const out: ColumnBlock[] = [];
     for (let b = 0; b < this.extents.batchRows.length; b++) {
       const rows = this.extents.batchRows[b], offsets = this.extents.offsets[b];
       const start = Math.min(...offsets), end = Math.max(...offsets) + rows * 8;

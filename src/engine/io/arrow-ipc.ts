@@ -48,10 +48,11 @@ interface BatchHeader {
   compression: unknown;
 }
 
-type FileBlock = { offset: number | bigint; metaDataLength: number; bodyLength: number | bigint };
+/** A record batch's entry in the file footer: where its message lies. */
+type FooterBlock = { offset: number | bigint; metaDataLength: number; bodyLength: number | bigint };
 
 /** The header of the record batch in `block` (its metadata message only, not its body). */
-async function readBatchHeader(handle: FileHandle, block: FileBlock): Promise<BatchHeader> {
+async function readBatchHeader(handle: FileHandle, block: FooterBlock): Promise<BatchHeader> {
   const meta = new Uint8Array(block.metaDataLength);
   await handle.read(meta, 0, meta.length, Number(block.offset));
   // The metadata block is: continuation marker (0xFFFFFFFF), int32 length, flatbuffer message.
