@@ -266,10 +266,10 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
       if (!plan) mapped.push({ index, value: cpu(parts[i].host, args) });
       else if ('value' in plan) mapped.push({ index, value: plan.value });
       else if (decodesOnParent(name)) {
-        if (plan.summed && summed.length > 0) { summed.push(index); continue; }
-        shipped.groups.push(plan.summed ? summed : [index]);
-        if (plan.summed) summed.push(index);
-        shipped.ranges.push([offsets[i] * 2, (offsets[i] + plan.pairs) * 2]);
+        // The summed plans' partitions share one group (their one result); any other is its own.
+        const group = plan.summed ? summed : [];
+        if (group.length === 0) { shipped.groups.push(group); shipped.ranges.push([offsets[i] * 2, (offsets[i] + plan.pairs) * 2]); }
+        group.push(index);
       } else mapped.push({ index, value: await plan.decode!(results!.subarray(offsets[i] * 2, (offsets[i] + plan.pairs) * 2)) });
     }
     phases.mark('decode');
