@@ -4,9 +4,7 @@
 // Knobs: ROWS (group-by rows and join probe rows, default 4e6), GROUPS (300; bash drops a
 // `GROUPS=…` prefix, its own variable: write `env GROUPS=5000 node …`), CSV_BYTES (1e8),
 // BUILD_ROWS (join build rows, default ROWS/10), REPEAT (timed repetitions per kernel, 5),
-// TIMING=wall (wall clock instead of timestamps, for comparison), PARTS (the sections to run, of
-// groupby,csv,join,scan; all by default), CSV_PAD (a fifth CSV field of that many bytes, which
-// split_rows walks past: records of ~30 + CSV_PAD bytes).
+// TIMING=wall (wall clock instead of timestamps, for comparison).
 //
 // 1. Roofline: a grid-stride vec4<f32> copy over min(1 GiB, binding limit), read + write, timed
 //    by timestamp queries; the best of a few grid sizes is "the measured HBM rate". The device's
@@ -30,8 +28,6 @@ const GROUPS = Number(process.env.GROUPS ?? 300);
 const CSV_BYTES = Number(process.env.CSV_BYTES ?? 1e8);
 const BUILD_ROWS = Number(process.env.BUILD_ROWS ?? Math.max(1, Math.floor(ROWS / 10)));
 const REPEAT = Math.max(1, Number(process.env.REPEAT ?? 5));
-const PARTS = new Set((process.env.PARTS ?? 'groupby,csv,join,scan').split(','));
-const CSV_PAD = Math.max(0, Number(process.env.CSV_PAD ?? 0));
 const CHUNK = 4096;
 
 // ---- inputs, before the device -------------------------------------------------------------
@@ -54,13 +50,12 @@ function buildChunk(build, from, to) {
   for (let i = from; i < to; i++) { build[2 * i] = i; build[2 * i + 1] = 0; }
 }
 
-// CSV lines `id,float,int,key[,pad]`; returns the bytes written at `at`, or 0 when the chunk does not fit.
-const CSV_WIDTH = CSV_PAD > 0 ? 5 : 4;
+// CSV lines `id,float,int,key`; returns the bytes written at `at`, or 0 when the chunk does not fit.
+const CSV_WIDTH = 4;
 const encoder = new TextEncoder();
-const padField = CSV_PAD > 0 ? `,${'p'.repeat(CSV_PAD)}` : '';
 function csvChunk(out, at, from) {
   let text = '';
-  for (let i = from; i < from + CHUNK; i++) text += `${i},${(i % 977) * 1.5 - 300},${i * 3},K${i % GROUPS}${padField}\n`;
+  for (let i = from; i < from + CHUNK; i++) text += `${i},${(i % 977) * 1.5 - 300},${i * 3},K${i % GROUPS}\n`;
   if (at + text.length > out.length) return 0;
   return encoder.encodeInto(text, out.subarray(at)).written;
 }
@@ -328,7 +323,7 @@ async function csv() {
   };
   const split = uniformWords(ctx, splitParams(records));
   const splitBytes = nbytes + 4 * r + r * ncols * 9 + 16 * r + r / 8;
-  await timeKernel('split_rows (3 of ${CSV_WIDTH} columns)', splitBytes, (enc, tw) => kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
+  await timeKernel('split_rows (3 of 4 columns)', splitBytes, (enc, tw) => kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
     .dispatch('split_rows', [data, recEnd, out.values, out.validBytes, out.keyWords, out.keyMask, out.keySpans, out.counters, split], workgroupsFor(records), enc, tw));
   const [problems] = await readU32(ctx, out.counters, 1);
   if (problems) console.log(`warning: split_rows reported problem bits ${problems}`);
@@ -406,10 +401,10 @@ async function scan() {
 
 const started = performance.now();
 await roofline();
-if (PARTS.has('groupby')) await groupby();
-if (PARTS.has('csv')) await csv();
-if (PARTS.has('join')) await join();
-if (PARTS.has('scan')) await scan();
+await groupby();
+await csv();
+await join();
+await scan();
 ring.destroy();
 timer?.destroy();
 

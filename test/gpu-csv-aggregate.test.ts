@@ -88,18 +88,14 @@ describe.skipIf(skipGpuTests)('GPU CSV partial aggregates equal the CPU ones', (
     randomCsv(crlf, 6000, 4, '\r\n');
   });
 
-  // split_rows walks a tile's records in windows of its bytes held in workgroup memory (a tile of
-  // these ~50-byte records takes two); 64 words hold a few records, 8 words none of most, which are
-  // then walked in device memory.
-  const variants = [['lf', 'ks', false], ['crlf', 'ks', true], ['lf', 'ki', false], ['crlf', 'ki', true], ['lf', 'ks,ki', true], ['crlf', 'ki,s,ks', false],
-    ['lf', 'ks', false, 64], ['crlf', 'ki,s,ks', false, 8]] as const;
-  for (const [file, key, dropna, stageWords] of variants) {
-    it(`${file} file, keys ${key}${dropna ? ', dropna' : ''}${stageWords ? `, windows of ${stageWords} words` : ''}: every chunk`, async () => {
+  const variants = [['lf', 'ks', false], ['crlf', 'ks', true], ['lf', 'ki', false], ['crlf', 'ki', true], ['lf', 'ks,ki', true], ['crlf', 'ki,s,ks', false]] as const;
+  for (const [file, key, dropna] of variants) {
+    it(`${file} file, keys ${key}${dropna ? ', dropna' : ''}: every chunk`, async () => {
       const spec: AggregateSpec = { keys: key.split(','), aggs: parseAggList(AGGS), dropna };
       const sources = await sourcesOf(file === 'lf' ? lf : crlf, 40_000);
       expect(sources.length).toBeGreaterThan(3);
       for (const source of sources) {
-        const out = await gpuOutcome(source, spec, { stageWords });
+        const out = await gpuOutcome(source, spec);
         if (!('partial' in out)) throw new Error(`chunk at ${source.chunk.start} fell back: ${out.fallback}`);
         const want = cpuPartial(source, spec).partial;
         expect(out.rows).toBe(readCsvChunk(source.chunk, source.layout, source.options, source.columns).length);

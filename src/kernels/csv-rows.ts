@@ -6,7 +6,7 @@ import type { Column } from '../engine/batch.js';
 import type { GpuContext } from '../engine/gpu/device.js';
 import { freeBuffer, kernelFor, readBack, readU32, sharedUniform, storageBuffer, submit, workgroupsFor } from '../engine/gpu/buffers.js';
 import { findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
-import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL, csvRowsWgsl, SPLIT_STAGE_WORDS } from './csv-rows.wgsl.js';
+import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from './csv-rows.wgsl.js';
 import type { DeviceAggColumn } from './groupby-aggregate.js';
 import type { HashedKeys } from './key-hash.js';
 
@@ -32,8 +32,6 @@ export interface CsvRowsRequest {
   nullValues: readonly string[];
   /** Test hook: ANDed into both words of hashed keys, so that tests can force collisions. */
   hashMask?: number;
-  /** Test hook: words of the window of bytes split_rows holds in workgroup memory (SPLIT_STAGE_WORDS). */
-  stageWords?: number;
 }
 
 export interface CsvRows {
@@ -78,7 +76,7 @@ export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: num
   };
   const counters = storageBuffer(ctx, (1 + MAX_CSV_COLUMNS) * 4, 'csv row counters');
   const params = sharedUniform(ctx, paramWords(records, req));
-  splitRowsKernel(ctx, req.stageWords)
+  kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
     .dispatch('split_rows', [data, recEnd, values, validBytes, key.words, key.validMask, key.spans, counters, params], workgroupsFor(records));
   const found = await readU32(ctx, counters, 1 + req.columns.length);
   for (const b of [recEnd, counters]) freeBuffer(ctx, b);
@@ -91,10 +89,6 @@ export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: num
     key,
     free: () => { for (const b of [values, validBytes, key.words, key.validMask, key.spans]) freeBuffer(ctx, b); },
   };
-}
-
-function splitRowsKernel(ctx: GpuContext, stageWords = SPLIT_STAGE_WORDS) {
-  return stageWords === SPLIT_STAGE_WORDS ? kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL) : kernelFor(ctx, `csv-rows-${stageWords}`, csvRowsWgsl(stageWords));
 }
 
 /** Words per column in the validity bytes: whole groups of 32 rows, so valid_bits reads only its own column. */

@@ -6,27 +6,16 @@
 // can use as they are. The group-by key (writeKey), its validity bit and each key field's byte
 // span go to arrays of their own, for the group-by table and the exact key check.
 //
-// A workgroup takes a tile of 256 consecutive records. Threads walking records of different
-// lengths read device memory at scattered addresses, one byte at a time; so the workgroup first
-// copies a window of the tile's bytes into workgroup memory with coalesced word reads, and each
-// thread whose record lies inside it walks it there. Records past the window's end wait for the
-// next window, which starts at the first of them; a record longer than a whole window is walked
-// in device memory. Validity bits and counts are gathered in workgroup memory and written once
-// per tile, without device atomics.
-//
 // Whatever the CPU reader would reject or the GPU does not parse is not reported row by row: it
 // sets a bit in counters[0], and the host reads that chunk with the CPU reader instead.
 //   1 blank record      2 wrong number of fields      4 quote misuse (CPU: syntax error)
 //   8 a value the GPU does not parse (spaces, inf/nan, > 18 digits, |exponent| > 22, doubled quotes, bad text)
-import { memoWgsl, WGSL_GRID } from './wgsl-common.js';
-import { WGSL_CSV_NUMBERS, WGSL_RECORDS } from './csv-scan.wgsl.js';
+import { WGSL_GRID } from './wgsl-common.js';
+import { WGSL_BYTES, WGSL_CSV_NUMBERS, WGSL_RECORDS } from './csv-scan.wgsl.js';
 import { WGSL_FIELD_HASH } from './key-hash.wgsl.js';
 import { WGSL_DECIMAL_TO_F64 } from './csv-float.wgsl.js';
 
-/** Words of a tile's bytes held in workgroup memory at once (12 KiB: with the rest, within WebGPU's default 16 KiB). */
-export const SPLIT_STAGE_WORDS = 3072;
-
-const SPLIT = (stageWords: number) => /* wgsl */ `
+const SPLIT = /* wgsl */ `
 struct Params {
   records: u32, ncols: u32, width: u32, keyCount: u32,
   hashMask: u32, nullTexts: u32, validStride: u32, flags: u32, // flags: 1 exact int key, 2 dropna, bits 8-15 delimiter
@@ -43,35 +32,15 @@ struct Params {
 // 2 words per (column j, record r) at 2 * (j * records + r).
 @group(0) @binding(2) var<storage, read_write> vals: array<u32>;
 // 1 byte per (column j, record r): 1 = present; column j starts at word j * validStride.
-@group(0) @binding(3) var<storage, read_write> validBytes: array<u32>;
+@group(0) @binding(3) var<storage, read_write> validBytes: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> keyWords: array<u32>;
-// 1 bit per record: the record has a group key.
-@group(0) @binding(5) var<storage, read_write> keyMask: array<u32>;
+@group(0) @binding(5) var<storage, read_write> keyMask: array<atomic<u32>>;
 // 2 words per (key k, record r) at 2 * (k * records + r): see key-hash.wgsl.ts.
 @group(0) @binding(6) var<storage, read_write> keySpans: array<u32>;
 // [0] problem bits, [1 + j] nulls in column j.
 @group(0) @binding(7) var<storage, read_write> counters: array<atomic<u32>>;
 @group(0) @binding(8) var<uniform> p: Params;
-
-const TILE: u32 = 256u;
-const STAGE_WORDS: u32 = ${stageWords}u;
-const KEY_BIT: u32 = 0x10000u;
-// The window of the tile's bytes: words [stageFrom, stageFrom + STAGE_WORDS) of bytes.
-var<workgroup> stage: array<u32, STAGE_WORDS>;
-// Each record's outcome: bit j = column j present, KEY_BIT = has a group key.
-var<workgroup> rowBits: array<u32, TILE>;
-var<workgroup> tileNulls: array<atomic<u32>, 16>;
-var<workgroup> tileProblems: atomic<u32>;
-// The tile's first record not yet walked, after the current window.
-var<workgroup> nextFirst: u32;
-
-var<private> staged: bool;
-var<private> stageFrom: u32;
-fn byteAt(i: u32) -> u32 {
-  var w: u32;
-  if (staged) { w = stage[(i >> 2u) - stageFrom]; } else { w = bytes[i >> 2u]; }
-  return (w >> ((i & 3u) * 8u)) & 0xffu;
-}
+${WGSL_BYTES}
 ${WGSL_RECORDS}
 ${WGSL_CSV_NUMBERS}
 ${WGSL_FIELD_HASH}
@@ -82,8 +51,6 @@ var<private> parsed: vec4u;
 // The record's key fields: their words (hash or int64) and whether they are null.
 var<private> keyVal: array<vec2u, 4>;
 var<private> keyNull: array<bool, 4>;
-// The record's outcome bits (see rowBits).
-var<private> recordBits: u32;
 
 fn keyOrdinal(j: u32) -> u32 {
   for (var k = 0u; k < p.keyCount; k++) { if (p.keyCols[k] == j) { return k; } }
@@ -91,7 +58,7 @@ fn keyOrdinal(j: u32) -> u32 {
 }
 fn emit(slot: u32, a: u32, b: u32, c: u32, status: u32) { parsed = vec4u(a, b, c, status); }
 
-fn problem(bit: u32) { atomicOr(&tileProblems, bit); }
+fn problem(bit: u32) { atomicOr(&counters[0], bit); }
 
 fn isNullText(s: u32, e: u32) -> bool {
   let len = e - s;
@@ -121,7 +88,7 @@ fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
     keySpans[2u * (k * p.records + r) + 1u] = e;
     keyNull[k] = isNull;
   }
-  if (isNull) { atomicAdd(&tileNulls[j], 1u); return; }
+  if (isNull) { atomicAdd(&counters[1u + j], 1u); return; }
   var v = vec2u(0u, 0u);
   if (kind == 2u) {
     if (isKey) { v = fieldHash(s, e); }
@@ -140,7 +107,7 @@ fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
   }
   vals[2u * slot] = v.x;
   vals[2u * slot + 1u] = v.y;
-  recordBits |= 1u << j;
+  atomicOr(&validBytes[j * p.validStride + (r >> 2u)], 1u << ((r & 3u) * 8u));
   if (isKey) { keyVal[k] = v; }
 }
 
@@ -164,125 +131,65 @@ fn writeKey(r: u32) {
   }
   keyWords[2u * r] = select(0u, w.x, present);
   keyWords[2u * r + 1u] = select(0u, w.y, present);
-  if (present) { recordBits |= KEY_BIT; }
-}
-
-// Walks record r, bytes [start, end) (end: its '\\n'); returns its outcome bits.
-fn splitRecord(r: u32, start: u32, end: u32) -> u32 {
-  recordBits = 0u;
-  if (isBlankRecord(start, end)) { problem(1u); return 0u; }
-  for (var k = 0u; k < 4u; k++) { keyVal[k] = vec2u(0u, 0u); keyNull[k] = false; }
-  let delim = (p.flags >> 8u) & 0xffu;
-  var field = 0u;
-  var i = start;
-  loop {
-    var s = i;
-    var e = i;
-    var escaped = false;
-    var next = i;
-    if (i < end && byteAt(i) == 34u) {
-      // Quoted: the content runs to the first quote not doubled; the record's '\\n' lies outside.
-      s = i + 1u;
-      var q = s;
-      loop {
-        if (q >= end) { problem(4u); break; }
-        if (byteAt(q) == 34u) {
-          if (q + 1u < end && byteAt(q + 1u) == 34u) { escaped = true; q += 2u; continue; }
-          break;
-        }
-        q += 1u;
-      }
-      e = q;
-      next = q + 1u;
-      if (next < end) {
-        let b = byteAt(next);
-        if (b == 13u && next + 1u == end) { next = end; } else if (b != delim) { problem(4u); }
-      }
-    } else {
-      var q = i;
-      loop {
-        if (q >= end) { break; }
-        let b = byteAt(q);
-        if (b == delim) { break; }
-        if (b == 34u) { problem(4u); }
-        q += 1u;
-      }
-      e = q;
-      // A '\\r' ending the record's last field belongs to its CRLF.
-      if (q == end && e > s && byteAt(e - 1u) == 13u) { e -= 1u; }
-      next = q;
-    }
-    for (var j = 0u; j < p.ncols; j++) {
-      if (p.cols[j].x == field) { handleField(j, r, s, e, escaped); }
-    }
-    field += 1u;
-    if (next >= end) { break; }
-    i = next + 1u;
-  }
-  if (field != p.width) { problem(2u); }
-  if (p.keyCount > 0u) { writeKey(r); }
-  return recordBits;
+  if (present) { atomicOr(&keyMask[r >> 5u], 1u << (r & 31u)); }
 }
 
 @compute @workgroup_size(256)
-fn split_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  let tiles = (p.records + TILE - 1u) / TILE;
-  let byteWords = arrayLength(&bytes);
-  for (var t = wid.x; t < tiles; t += nwg.x) {
-    let first = t * TILE;
-    let count = min(TILE, p.records - first);
-    let r = first + lid;
-    var start = 0u;
-    var end = 0u;
-    if (lid < count) { start = recordStart(r); end = recEnd[r]; }
-    if (lid < 16u) { atomicStore(&tileNulls[lid], 0u); }
-    if (lid == 0u) { atomicStore(&tileProblems, 0u); }
-    rowBits[lid] = 0u;
-    // Windows over the tile's bytes; each starts at the first record not yet walked.
-    var pending = 0u;
+fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var r = gid.x; r < p.records; r += gridStride(nwg)) {
+    let start = recordStart(r);
+    let end = recEnd[r];
+    if (isBlankRecord(start, end)) { problem(1u); continue; }
+    for (var k = 0u; k < 4u; k++) { keyVal[k] = vec2u(0u, 0u); keyNull[k] = false; }
+    let delim = (p.flags >> 8u) & 0xffu;
+    var field = 0u;
+    var i = start;
     loop {
-      if (pending >= count) { break; }
-      let windowFrom = recordStart(first + pending) >> 2u;
-      let words = min(STAGE_WORDS, byteWords - windowFrom);
-      for (var w = lid; w < words; w += TILE) { stage[w] = bytes[windowFrom + w]; }
-      workgroupBarrier();
-      let limit = 4u * (windowFrom + STAGE_WORDS);
-      // The records walked in this window are those ending inside it, and at least the first.
-      let walks = lid >= pending && lid < count && (end < limit || lid == pending);
-      if (walks) {
-        staged = end < limit;
-        stageFrom = windowFrom;
-        rowBits[lid] = splitRecord(r, start, end);
-        let nextEnds = lid + 1u < count && recEnd[r + 1u] < limit;
-        if (!nextEnds) { nextFirst = lid + 1u; }
+      var s = i;
+      var e = i;
+      var escaped = false;
+      var next = i;
+      if (i < end && byteAt(i) == 34u) {
+        // Quoted: the content runs to the first quote not doubled; the record's '\\n' lies outside.
+        s = i + 1u;
+        var q = s;
+        loop {
+          if (q >= end) { problem(4u); break; }
+          if (byteAt(q) == 34u) {
+            if (q + 1u < end && byteAt(q + 1u) == 34u) { escaped = true; q += 2u; continue; }
+            break;
+          }
+          q += 1u;
+        }
+        e = q;
+        next = q + 1u;
+        if (next < end) {
+          let b = byteAt(next);
+          if (b == 13u && next + 1u == end) { next = end; } else if (b != delim) { problem(4u); }
+        }
+      } else {
+        var q = i;
+        loop {
+          if (q >= end) { break; }
+          let b = byteAt(q);
+          if (b == delim) { break; }
+          if (b == 34u) { problem(4u); }
+          q += 1u;
+        }
+        e = q;
+        // A '\\r' ending the record's last field belongs to its CRLF.
+        if (q == end && e > s && byteAt(e - 1u) == 13u) { e -= 1u; }
+        next = q;
       }
-      pending = workgroupUniformLoad(&nextFirst);
-    }
-    // Validity bytes: 64 words per column for the tile's 256 records (4 records a word).
-    for (var q = lid; q < p.ncols * 64u; q += TILE) {
-      let j = q / 64u;
-      let w = q % 64u;
-      if (t * 64u + w < p.validStride) {
-        var word = 0u;
-        for (var b = 0u; b < 4u; b++) { word |= ((rowBits[4u * w + b] >> j) & 1u) << (8u * b); }
-        validBytes[j * p.validStride + t * 64u + w] = word;
+      for (var j = 0u; j < p.ncols; j++) {
+        if (p.cols[j].x == field) { handleField(j, r, s, e, escaped); }
       }
+      field += 1u;
+      if (next >= end) { break; }
+      i = next + 1u;
     }
-    if (p.keyCount > 0u && lid < 8u && t * 8u + lid < (p.records + 31u) / 32u) {
-      var mask = 0u;
-      for (var b = 0u; b < 32u; b++) { mask |= select(0u, 1u << b, (rowBits[32u * lid + b] & KEY_BIT) != 0u); }
-      keyMask[t * 8u + lid] = mask;
-    }
-    if (lid < p.ncols) {
-      let nulls = atomicLoad(&tileNulls[lid]);
-      if (nulls != 0u) { atomicAdd(&counters[1u + lid], nulls); }
-    }
-    if (lid == 0u) {
-      let bits = atomicLoad(&tileProblems);
-      if (bits != 0u) { atomicOr(&counters[0], bits); }
-    }
-    // The next tile reuses rowBits and the counts.
-    workgroupBarrier();
+    if (field != p.width) { problem(2u); }
+    if (p.keyCount > 0u) { writeKey(r); }
   }
 }
 `;
@@ -307,8 +214,6 @@ fn valid_bits(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups
 }
 `;
 
-/** split_rows with a window of `stageWords` words (smaller ones are a test hook: more records walked in device memory). */
-export const csvRowsWgsl = memoWgsl((stageWords: number) => WGSL_GRID + SPLIT(stageWords));
-export const CSV_ROWS_WGSL = csvRowsWgsl(SPLIT_STAGE_WORDS);
+export const CSV_ROWS_WGSL = WGSL_GRID + SPLIT;
 export const CSV_VALID_BITS_WGSL = WGSL_GRID + VALID_BITS;
 export const CSV_ROW_PROBLEMS = { blank: 1, ragged: 2, quotes: 4, value: 8 } as const;

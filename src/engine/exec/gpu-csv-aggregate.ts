@@ -38,8 +38,6 @@ export type GpuCsvOutcome = { partial: PartialAggregate; rows: number } | { fall
 export interface GpuCsvOptions {
   /** Test hook: ANDed into the string-key hash words to force collisions. */
   hashMask?: number;
-  /** Test hook: split_rows's window of bytes in workgroup memory, in words (csv-rows.ts). */
-  stageWords?: number;
 }
 
 /** Test hook GPUFRAME_GPU_KEY_HASH_MASK (a number): forces hash collisions in worker processes. */
@@ -114,7 +112,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     const length = uploaded.length;
     phases.mark('upload');
     rows = await splitCsvRows(gpu, data, length, {
-      width: plan.width, delimiter: plan.delimiter, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask, stageWords: options.stageWords,
+      width: plan.width, delimiter: plan.delimiter, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask,
     });
     phases.mark('split');
     if (rows.problems !== 0) return { fallback: `records the GPU does not parse (problems ${rows.problems})` };
