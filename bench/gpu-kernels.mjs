@@ -4,7 +4,10 @@
 // Knobs: ROWS (group-by rows and join probe rows, default 4e6), GROUPS (300; bash drops a
 // `GROUPS=…` prefix, its own variable: write `env GROUPS=5000 node …`), CSV_BYTES (1e8),
 // BUILD_ROWS (join build rows, default ROWS/10), REPEAT (timed repetitions per kernel, 5),
-// TIMING=wall (wall clock instead of timestamps, for comparison).
+// TIMING=wall (wall clock instead of timestamps, for comparison), PARTS (the sections to run, of
+// groupby,csv,join,scan; all by default), CSV_PAD (a fifth CSV field of that many bytes, which
+// split_rows walks past: records of ~30 + CSV_PAD bytes), SPLIT_BREAKDOWN=1 (split_rows again
+// with less to do: numbers as text, the key only, no key, no columns).
 //
 // 1. Roofline: a grid-stride vec4<f32> copy over min(1 GiB, binding limit), read + write, timed
 //    by timestamp queries; the best of a few grid sizes is "the measured HBM rate". The device's
@@ -28,6 +31,9 @@ const GROUPS = Number(process.env.GROUPS ?? 300);
 const CSV_BYTES = Number(process.env.CSV_BYTES ?? 1e8);
 const BUILD_ROWS = Number(process.env.BUILD_ROWS ?? Math.max(1, Math.floor(ROWS / 10)));
 const REPEAT = Math.max(1, Number(process.env.REPEAT ?? 5));
+const PARTS = new Set((process.env.PARTS ?? 'groupby,csv,join,scan').split(','));
+const CSV_PAD = Math.max(0, Number(process.env.CSV_PAD ?? 0));
+const SPLIT_BREAKDOWN = process.env.SPLIT_BREAKDOWN === '1';
 const CHUNK = 4096;
 
 // ---- inputs, before the device -------------------------------------------------------------
@@ -50,12 +56,13 @@ function buildChunk(build, from, to) {
   for (let i = from; i < to; i++) { build[2 * i] = i; build[2 * i + 1] = 0; }
 }
 
-// CSV lines `id,float,int,key`; returns the bytes written at `at`, or 0 when the chunk does not fit.
-const CSV_WIDTH = 4;
+// CSV lines `id,float,int,key[,pad]`; returns the bytes written at `at`, or 0 when the chunk does not fit.
+const CSV_WIDTH = CSV_PAD > 0 ? 5 : 4;
 const encoder = new TextEncoder();
+const padField = CSV_PAD > 0 ? `,${'p'.repeat(CSV_PAD)}` : '';
 function csvChunk(out, at, from) {
   let text = '';
-  for (let i = from; i < from + CHUNK; i++) text += `${i},${(i % 977) * 1.5 - 300},${i * 3},K${i % GROUPS}\n`;
+  for (let i = from; i < from + CHUNK; i++) text += `${i},${(i % 977) * 1.5 - 300},${i * 3},K${i % GROUPS}${padField}\n`;
   if (at + text.length > out.length) return 0;
   return encoder.encodeInto(text, out.subarray(at)).written;
 }
@@ -281,15 +288,15 @@ async function groupby() {
 // Columns split_rows extracts: the text key (hashed), the float and the int; kinds 0 int64, 1 float64, 2 text.
 const SPLIT_COLUMNS = [{ index: 3, kind: 2 }, { index: 1, kind: 1 }, { index: 2, kind: 0 }];
 
-/** csv-rows.wgsl.ts Params: one text key, null text '' (empty fields), ',' delimiter. */
-function splitParams(records) {
+/** csv-rows.wgsl.ts Params: `columns` (the first one the key, when `keyed`), null text '' (empty fields), ',' delimiter. */
+function splitParams(records, columns = SPLIT_COLUMNS, keyed = true) {
   const cols = new Array(16 * 4).fill(0);
-  SPLIT_COLUMNS.forEach((c, j) => { cols[4 * j] = c.index; cols[4 * j + 1] = c.kind; });
+  columns.forEach((c, j) => { cols[4 * j] = c.index; cols[4 * j + 1] = c.kind; });
   const nullLen = new Array(8).fill(0), nullText = new Array(8 * 4).fill(0);
-  const keyCols = [0, 0xffffffff, 0xffffffff, 0xffffffff];
+  const keyCols = [keyed ? 0 : 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff];
   const flags = 44 << 8; // hashed (not exact int) key, no dropna, delimiter ','
   const validStride = Math.ceil(Math.max(1, records) / 32) * 8; // as csv-rows.ts: whole groups of 32 rows
-  return [records, SPLIT_COLUMNS.length, CSV_WIDTH, 1, 0xffffffff, 1, validStride, flags, ...keyCols, ...cols, ...nullLen, ...nullText];
+  return [records, columns.length, CSV_WIDTH, keyed ? 1 : 0, 0xffffffff, 1, validStride, flags, ...keyCols, ...cols, ...nullLen, ...nullText];
 }
 
 async function csv() {
@@ -323,10 +330,22 @@ async function csv() {
   };
   const split = uniformWords(ctx, splitParams(records));
   const splitBytes = nbytes + 4 * r + r * ncols * 9 + 16 * r + r / 8;
-  await timeKernel('split_rows (3 of 4 columns)', splitBytes, (enc, tw) => kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
+  await timeKernel(`split_rows (3 of ${CSV_WIDTH} columns)`, splitBytes, (enc, tw) => kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
     .dispatch('split_rows', [data, recEnd, out.values, out.validBytes, out.keyWords, out.keyMask, out.keySpans, out.counters, split], workgroupsFor(records), enc, tw));
   const [problems] = await readU32(ctx, out.counters, 1);
   if (problems) console.log(`warning: split_rows reported problem bits ${problems}`);
+  if (SPLIT_BREAKDOWN) {
+    // The same kernel asked for less: where a record's time goes (bytes as counted above).
+    const asText = SPLIT_COLUMNS.map((c) => ({ ...c, kind: 2 }));
+    const less = [['numbers as text', asText, true], ['the key only', SPLIT_COLUMNS.slice(0, 1), true],
+      ['no key, numbers as text', asText, false], ['no columns', [], false]];
+    for (const [what, columns, keyed] of less) {
+      const u = uniformWords(ctx, splitParams(records, columns, keyed));
+      await timeKernel(`split_rows, ${what}`, splitBytes, (enc, tw) => kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
+        .dispatch('split_rows', [data, recEnd, out.values, out.validBytes, out.keyWords, out.keyMask, out.keySpans, out.counters, u], workgroupsFor(records), enc, tw));
+      u.destroy();
+    }
+  }
 
   // The GPU CSV group-by's next steps: the key table over the hashed keys, then the byte-exact
   // check of each row's key text against its slot owner's (key-hash.wgsl.ts).
@@ -401,10 +420,10 @@ async function scan() {
 
 const started = performance.now();
 await roofline();
-await groupby();
-await csv();
-await join();
-await scan();
+if (PARTS.has('groupby')) await groupby();
+if (PARTS.has('csv')) await csv();
+if (PARTS.has('join')) await join();
+if (PARTS.has('scan')) await scan();
 ring.destroy();
 timer?.destroy();
 
