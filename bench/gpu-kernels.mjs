@@ -98,6 +98,8 @@ const G = await import('../dist/kernels/groupby-aggregate.wgsl.js');
 const J = await import('../dist/kernels/hash-join.wgsl.js');
 const { CSV_BOUNDARIES_WGSL } = await import('../dist/kernels/csv-scan.wgsl.js');
 const { CSV_ROWS_WGSL } = await import('../dist/kernels/csv-rows.wgsl.js');
+// The reciprocal table of split_rows's decimal conversion (from the eleventh session's build on).
+const decimalTable = (await import('../dist/kernels/csv-float.wgsl.js')).decimalTableWords?.() ?? [];
 const { KEY_VERIFY_WGSL } = await import('../dist/kernels/key-hash.wgsl.js');
 
 /**
@@ -296,7 +298,7 @@ function splitParams(records, columns = SPLIT_COLUMNS, keyed = true) {
   const keyCols = [keyed ? 0 : 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff];
   const flags = 44 << 8; // hashed (not exact int) key, no dropna, delimiter ','
   const validStride = Math.ceil(Math.max(1, records) / 32) * 8; // as csv-rows.ts: whole groups of 32 rows
-  return [records, columns.length, CSV_WIDTH, keyed ? 1 : 0, 0xffffffff, 1, validStride, flags, ...keyCols, ...cols, ...nullLen, ...nullText];
+  return [records, columns.length, CSV_WIDTH, keyed ? 1 : 0, 0xffffffff, 1, validStride, flags, ...keyCols, ...cols, ...nullLen, ...nullText, ...decimalTable];
 }
 
 async function csv() {

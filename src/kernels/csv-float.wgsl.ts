@@ -1,10 +1,37 @@
 // Decimal to float64 on the GPU, correctly rounded (so equal to the CPU reader's doubles), with
 // u32 arithmetic only (WGSL has no f64 and no u64): value = m · 10^e10 for a 64-bit mantissa m.
 //   e10 >= 0: m · 5^e10 exactly (128 bits), then rounded to 53 bits, times 2^e10;
-//   e10 < 0:  m · 2^s / 5^k by long division (at least 55 quotient bits and a sticky remainder),
-//             rounded to 53 bits, times 2^(-s-k).
-// Only |e10| <= 22 (5^22 < 2^52 keeps the divisor in two words): decimalToF64 clears `f64ok`
+//   e10 < 0:  m / 5^k · 2^-k (k = -e10), from the product of m (normalised to 64 bits) and a
+//             128-bit reciprocal of 5^k (the Eisel-Lemire approach): the product's top 128 bits
+//             are within one of the exact quotient's, which decides the rounding unless every bit
+//             below the rounding bit is one, and then the value is exactly top + 1 (as 0.5, or a
+//             halfway point such as 9007199254740993.0).
+// Only |e10| <= 22 (5^22 < 2^52 keeps 5^k in two words): decimalToF64 clears `f64ok`
 // otherwise, and the caller sends the chunk to the CPU reader.
+
+/** The largest |e10| the GPU converts. */
+export const MAX_DECIMAL_EXPONENT = 22;
+
+/**
+ * The reciprocal table decimalToF64 reads from its module's uniform `p` (appended to the words of
+ * its Params): recip[k] = floor(2^e_k / 5^k) in four little-endian words, with e_k such that it has
+ * 128 bits, then e_k in recipExp (four to a vec4), for k = 0..22.
+ */
+export function decimalTableWords(): number[] {
+  const recip: number[] = [], exps: number[] = [];
+  for (let k = 0; k <= MAX_DECIMAL_EXPONENT; k++) {
+    const five = 5n ** BigInt(k);
+    const e = 127 + five.toString(2).length;
+    const r = k === 0 ? (1n << 128n) - 1n : (1n << BigInt(e)) / five;
+    for (let w = 0; w < 4; w++) recip.push(Number((r >> BigInt(32 * w)) & 0xffffffffn));
+    exps.push(e);
+  }
+  while (exps.length % 4 !== 0) exps.push(0);
+  return [...recip, ...exps];
+}
+
+/** The Params fields that hold decimalTableWords(), for the including kernel's struct. */
+export const WGSL_DECIMAL_TABLE_FIELDS = `recip: array<vec4u, ${MAX_DECIMAL_EXPONENT + 1}>, recipExp: array<vec4u, ${Math.ceil((MAX_DECIMAL_EXPONENT + 1) / 4)}>,`;
 
 export const WGSL_DECIMAL_TO_F64 = /* wgsl */ `
 var<private> f64ok: bool = true;
@@ -105,29 +132,47 @@ fn roundToDouble(n: vec4u, e2: i32, stickyIn: bool, neg: bool) -> vec2u {
   return vec2u(q.x, (q.y & 0xfffffu) | (u32(biased) << 20u) | sign);
 }
 
+/** Whether bits [0, count) of n are all ones. */
+fn lowBitsAllOnes(n: vec4u, count: u32) -> bool {
+  for (var i = 0u; i < 4u; i++) {
+    if (32u * (i + 1u) <= count) {
+      if (n[i] != 0xffffffffu) { return false; }
+    } else if (32u * i < count) {
+      let mask = (1u << (count - 32u * i)) - 1u;
+      if ((n[i] & mask) != mask) { return false; }
+    }
+  }
+  return true;
+}
+
 fn decimalToF64(m: vec2u, e10: i32, neg: bool) -> vec2u {
   if (m.x == 0u && m.y == 0u) { return vec2u(0u, select(0u, 0x80000000u, neg)); }
   if (e10 > 22 || e10 < -22) { f64ok = false; return vec2u(0u, 0u); }
   if (e10 >= 0) { return roundToDouble(mul64(m, pow5(u32(e10))), e10, false, neg); }
   let k = u32(-e10);
-  let d = pow5(k);
-  let len = bitLen64(m);
-  let dlen = bitLen64(d);
-  var s = 0u;
-  if (55u + dlen > len) { s = 55u + dlen - len; }
-  var r = vec2u(0u, 0u);
-  var q = vec2u(0u, 0u);
-  for (var i = 0u; i < len + s; i++) {
-    var bit = 0u;
-    if (i < len) {
-      let b = len - 1u - i;
-      bit = select((m.x >> b) & 1u, (m.y >> (b - 32u)) & 1u, b >= 32u);
-    }
-    r = shl64(r, 1u);
-    r.x = r.x | bit;
-    q = shl64(q, 1u);
-    if (ge64(r, d)) { r = sub64(r, d); q.x = q.x | 1u; }
-  }
-  return roundToDouble(vec4u(q, 0u, 0u), -i32(s) - i32(k), r.x != 0u || r.y != 0u, neg);
+  let lz = 64u - bitLen64(m);
+  let mn = shl64(m, lz);
+  let r = p.recip[k];
+  let e = p.recipExp[k / 4u][k % 4u];
+  // The product mn · r in six words; top = its words 2..5. The exact mn · 2^e / 5^k lies in
+  // (mn · r, mn · r + 2^64): its top 128 bits are top or top + 1.
+  let lo = mul64(mn, r.xy);
+  let hi = mul64(mn, r.zw);
+  let w2 = add64(vec2u(lo.z, 0u), vec2u(hi.x, 0u));
+  let w3 = add64(add64(vec2u(lo.w, 0u), vec2u(hi.y, 0u)), vec2u(w2.y, 0u));
+  let w4 = add64(vec2u(hi.z, 0u), vec2u(w3.y, 0u));
+  let top = vec4u(w2.x, w3.x, w4.x, hi.w + w4.y);
+  // value = exact · 2^-(lz + e + k) = (top + fraction) · 2^e2.
+  let e2 = 64 - i32(lz) - i32(e) - i32(k);
+  let below = bitLen128(top) - 54u; // bits below the rounding bit
+  if (!lowBitsAllOnes(top, below)) { return roundToDouble(top, e2, true, neg); }
+  // Those bits all ones: the value lies within 2^-73 of a step of the 54-bit grid (doubles and
+  // the halfway points between them) from a grid point, and so is that point, top + 1, exactly.
+  // A decimal off the grid is at least 2 · 10^-22 of a step away: with G the step, x - N·G =
+  // (m · 2^j - N · 10^k) / (10^k · 2^j) for j = 53 - log2(x) >= 1, an even nonzero numerator (for
+  // j <= 0, x >= 2^53 leaves k <= 3, and the distance is larger still).
+  let c1 = add64(top.xy, vec2u(1u, 0u));
+  let c2 = add64(top.zw, vec2u(select(0u, 1u, c1.x == 0u && c1.y == 0u), 0u));
+  return roundToDouble(vec4u(c1, c2), e2, false, neg);
 }
 `;

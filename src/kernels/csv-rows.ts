@@ -7,6 +7,9 @@ import type { GpuContext } from '../engine/gpu/device.js';
 import { freeBuffer, kernelFor, readBack, readU32, sharedUniform, storageBuffer, submit, workgroupsFor } from '../engine/gpu/buffers.js';
 import { findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
 import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from './csv-rows.wgsl.js';
+import { decimalTableWords } from './csv-float.wgsl.js';
+
+const DECIMAL_TABLE = decimalTableWords();
 import type { DeviceAggColumn } from './groupby-aggregate.js';
 import type { HashedKeys } from './key-hash.js';
 
@@ -112,7 +115,7 @@ function paramWords(records: number, req: CsvRowsRequest): number[] {
   const flags = (exactInt ? 1 : 0) | (req.dropna ? 2 : 0) | (req.delimiter << 8);
   const head = [records, req.columns.length, req.width, req.keyColumns.length, req.hashMask ?? 0xffffffff, req.nullValues.length,
     validStride(Math.max(1, records)), flags, ...keyCols];
-  return [...head, ...cols, ...lengths, ...texts];
+  return [...head, ...cols, ...lengths, ...texts, ...DECIMAL_TABLE];
 }
 
 /**

@@ -6,6 +6,10 @@
 // can use as they are. The group-by key (writeKey), its validity bit and each key field's byte
 // span go to arrays of their own, for the group-by table and the exact key check.
 //
+// A workgroup takes tiles of 256 consecutive records. Validity bits and null counts are gathered
+// in workgroup memory and written once per tile with plain stores: as device atomics (one per
+// field and record, four records sharing a word) they bounded the kernel.
+//
 // Whatever the CPU reader would reject or the GPU does not parse is not reported row by row: it
 // sets a bit in counters[0], and the host reads that chunk with the CPU reader instead.
 //   1 blank record      2 wrong number of fields      4 quote misuse (CPU: syntax error)
@@ -13,7 +17,7 @@
 import { WGSL_GRID } from './wgsl-common.js';
 import { WGSL_BYTES, WGSL_CSV_NUMBERS, WGSL_RECORDS } from './csv-scan.wgsl.js';
 import { WGSL_FIELD_HASH } from './key-hash.wgsl.js';
-import { WGSL_DECIMAL_TO_F64 } from './csv-float.wgsl.js';
+import { WGSL_DECIMAL_TABLE_FIELDS, WGSL_DECIMAL_TO_F64 } from './csv-float.wgsl.js';
 
 const SPLIT = /* wgsl */ `
 struct Params {
@@ -26,15 +30,17 @@ struct Params {
   // Up to 8 null texts of up to 16 bytes: lengths, then bytes (4 per word, little-endian).
   nullLen: array<vec4u, 2>,
   nullText: array<vec4u, 8>,
+  ${WGSL_DECIMAL_TABLE_FIELDS}
 }
 @group(0) @binding(0) var<storage, read> bytes: array<u32>;
 @group(0) @binding(1) var<storage, read> recEnd: array<u32>;
 // 2 words per (column j, record r) at 2 * (j * records + r).
 @group(0) @binding(2) var<storage, read_write> vals: array<u32>;
 // 1 byte per (column j, record r): 1 = present; column j starts at word j * validStride.
-@group(0) @binding(3) var<storage, read_write> validBytes: array<atomic<u32>>;
+@group(0) @binding(3) var<storage, read_write> validBytes: array<u32>;
 @group(0) @binding(4) var<storage, read_write> keyWords: array<u32>;
-@group(0) @binding(5) var<storage, read_write> keyMask: array<atomic<u32>>;
+// 1 bit per record: the record has a group key.
+@group(0) @binding(5) var<storage, read_write> keyMask: array<u32>;
 // 2 words per (key k, record r) at 2 * (k * records + r): see key-hash.wgsl.ts.
 @group(0) @binding(6) var<storage, read_write> keySpans: array<u32>;
 // [0] problem bits, [1 + j] nulls in column j.
@@ -45,6 +51,15 @@ ${WGSL_RECORDS}
 ${WGSL_CSV_NUMBERS}
 ${WGSL_FIELD_HASH}
 ${WGSL_DECIMAL_TO_F64}
+
+const TILE: u32 = 256u;
+const KEY_BIT: u32 = 0x10000u;
+// Each record of the tile's outcome: bit j = column j present, KEY_BIT = has a group key.
+var<workgroup> rowBits: array<u32, TILE>;
+var<workgroup> tileNulls: array<atomic<u32>, 16>;
+var<workgroup> tileProblems: atomic<u32>;
+// The record at hand's outcome bits.
+var<private> recordBits: u32;
 
 // What csv-scan's number parsers produce for the field at hand: [a, b, c, status].
 var<private> parsed: vec4u;
@@ -58,7 +73,7 @@ fn keyOrdinal(j: u32) -> u32 {
 }
 fn emit(slot: u32, a: u32, b: u32, c: u32, status: u32) { parsed = vec4u(a, b, c, status); }
 
-fn problem(bit: u32) { atomicOr(&counters[0], bit); }
+fn problem(bit: u32) { atomicOr(&tileProblems, bit); }
 
 fn isNullText(s: u32, e: u32) -> bool {
   let len = e - s;
@@ -88,7 +103,7 @@ fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
     keySpans[2u * (k * p.records + r) + 1u] = e;
     keyNull[k] = isNull;
   }
-  if (isNull) { atomicAdd(&counters[1u + j], 1u); return; }
+  if (isNull) { atomicAdd(&tileNulls[j], 1u); return; }
   var v = vec2u(0u, 0u);
   if (kind == 2u) {
     if (isKey) { v = fieldHash(s, e); }
@@ -107,7 +122,7 @@ fn handleField(j: u32, r: u32, s: u32, e: u32, escaped: bool) {
   }
   vals[2u * slot] = v.x;
   vals[2u * slot + 1u] = v.y;
-  atomicOr(&validBytes[j * p.validStride + (r >> 2u)], 1u << ((r & 3u) * 8u));
+  recordBits |= 1u << j;
   if (isKey) { keyVal[k] = v; }
 }
 
@@ -131,65 +146,106 @@ fn writeKey(r: u32) {
   }
   keyWords[2u * r] = select(0u, w.x, present);
   keyWords[2u * r + 1u] = select(0u, w.y, present);
-  if (present) { atomicOr(&keyMask[r >> 5u], 1u << (r & 31u)); }
+  if (present) { recordBits |= KEY_BIT; }
+}
+
+// Walks record r, bytes [start, end) (end: its '\\n'); returns its outcome bits.
+fn splitRecord(r: u32) -> u32 {
+  recordBits = 0u;
+  let start = recordStart(r);
+  let end = recEnd[r];
+  if (isBlankRecord(start, end)) { problem(1u); return 0u; }
+  for (var k = 0u; k < 4u; k++) { keyVal[k] = vec2u(0u, 0u); keyNull[k] = false; }
+  let delim = (p.flags >> 8u) & 0xffu;
+  var field = 0u;
+  var i = start;
+  loop {
+    var s = i;
+    var e = i;
+    var escaped = false;
+    var next = i;
+    if (i < end && byteAt(i) == 34u) {
+      // Quoted: the content runs to the first quote not doubled; the record's '\\n' lies outside.
+      s = i + 1u;
+      var q = s;
+      loop {
+        if (q >= end) { problem(4u); break; }
+        if (byteAt(q) == 34u) {
+          if (q + 1u < end && byteAt(q + 1u) == 34u) { escaped = true; q += 2u; continue; }
+          break;
+        }
+        q += 1u;
+      }
+      e = q;
+      next = q + 1u;
+      if (next < end) {
+        let b = byteAt(next);
+        if (b == 13u && next + 1u == end) { next = end; } else if (b != delim) { problem(4u); }
+      }
+    } else {
+      var q = i;
+      loop {
+        if (q >= end) { break; }
+        let b = byteAt(q);
+        if (b == delim) { break; }
+        if (b == 34u) { problem(4u); }
+        q += 1u;
+      }
+      e = q;
+      // A '\\r' ending the record's last field belongs to its CRLF.
+      if (q == end && e > s && byteAt(e - 1u) == 13u) { e -= 1u; }
+      next = q;
+    }
+    for (var j = 0u; j < p.ncols; j++) {
+      if (p.cols[j].x == field) { handleField(j, r, s, e, escaped); }
+    }
+    field += 1u;
+    if (next >= end) { break; }
+    i = next + 1u;
+  }
+  if (field != p.width) { problem(2u); }
+  if (p.keyCount > 0u) { writeKey(r); }
+  return recordBits;
 }
 
 @compute @workgroup_size(256)
-fn split_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  for (var r = gid.x; r < p.records; r += gridStride(nwg)) {
-    let start = recordStart(r);
-    let end = recEnd[r];
-    if (isBlankRecord(start, end)) { problem(1u); continue; }
-    for (var k = 0u; k < 4u; k++) { keyVal[k] = vec2u(0u, 0u); keyNull[k] = false; }
-    let delim = (p.flags >> 8u) & 0xffu;
-    var field = 0u;
-    var i = start;
-    loop {
-      var s = i;
-      var e = i;
-      var escaped = false;
-      var next = i;
-      if (i < end && byteAt(i) == 34u) {
-        // Quoted: the content runs to the first quote not doubled; the record's '\\n' lies outside.
-        s = i + 1u;
-        var q = s;
-        loop {
-          if (q >= end) { problem(4u); break; }
-          if (byteAt(q) == 34u) {
-            if (q + 1u < end && byteAt(q + 1u) == 34u) { escaped = true; q += 2u; continue; }
-            break;
-          }
-          q += 1u;
-        }
-        e = q;
-        next = q + 1u;
-        if (next < end) {
-          let b = byteAt(next);
-          if (b == 13u && next + 1u == end) { next = end; } else if (b != delim) { problem(4u); }
-        }
-      } else {
-        var q = i;
-        loop {
-          if (q >= end) { break; }
-          let b = byteAt(q);
-          if (b == delim) { break; }
-          if (b == 34u) { problem(4u); }
-          q += 1u;
-        }
-        e = q;
-        // A '\\r' ending the record's last field belongs to its CRLF.
-        if (q == end && e > s && byteAt(e - 1u) == 13u) { e -= 1u; }
-        next = q;
+fn split_rows(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let tiles = (p.records + TILE - 1u) / TILE;
+  if (lid < 16u) { atomicStore(&tileNulls[lid], 0u); }
+  if (lid == 0u) { atomicStore(&tileProblems, 0u); }
+  workgroupBarrier();
+  for (var t = wid.x; t < tiles; t += nwg.x) {
+    let r = t * TILE + lid;
+    var bits = 0u;
+    if (r < p.records) { bits = splitRecord(r); }
+    rowBits[lid] = bits;
+    workgroupBarrier();
+    // Validity bytes: 64 words per column for the tile's 256 records (4 records a word).
+    for (var q = lid; q < p.ncols * 64u; q += TILE) {
+      let j = q / 64u;
+      let w = q % 64u;
+      if (t * 64u + w < p.validStride) {
+        var word = 0u;
+        for (var b = 0u; b < 4u; b++) { word |= ((rowBits[4u * w + b] >> j) & 1u) << (8u * b); }
+        validBytes[j * p.validStride + t * 64u + w] = word;
       }
-      for (var j = 0u; j < p.ncols; j++) {
-        if (p.cols[j].x == field) { handleField(j, r, s, e, escaped); }
-      }
-      field += 1u;
-      if (next >= end) { break; }
-      i = next + 1u;
     }
-    if (field != p.width) { problem(2u); }
-    if (p.keyCount > 0u) { writeKey(r); }
+    if (p.keyCount > 0u && lid < 8u && t * 8u + lid < (p.records + 31u) / 32u) {
+      var mask = 0u;
+      for (var b = 0u; b < 32u; b++) { mask |= select(0u, 1u << b, (rowBits[32u * lid + b] & KEY_BIT) != 0u); }
+      keyMask[t * 8u + lid] = mask;
+    }
+    // Counts go out and start again at zero (each by the thread that adds it out).
+    if (lid < p.ncols) {
+      let nulls = atomicExchange(&tileNulls[lid], 0u);
+      if (nulls != 0u) { atomicAdd(&counters[1u + lid], nulls); }
+    }
+    if (lid == 0u) {
+      let bits = atomicExchange(&tileProblems, 0u);
+      if (bits != 0u) { atomicOr(&counters[0], bits); }
+    }
+    // The next tile reuses rowBits and the counts.
+    workgroupBarrier();
   }
 }
 `;
