@@ -79,7 +79,18 @@ fn pow5(k: u32) -> vec2u {
   return v;
 }
 
-fn word128(n: vec4u, i: u32) -> u32 { return select(0u, n[min(i, 3u)], i < 4u); }
+// Words of a 128-bit n picked by selects, not by a dynamic index (which may go through memory).
+fn word128(n: vec4u, i: u32) -> u32 {
+  return select(0u, n.x, i == 0u) | select(0u, n.y, i == 1u) | select(0u, n.z, i == 2u) | select(0u, n.w, i == 3u);
+}
+
+/** The bits of each of n's words that lie below bit count, as a mask per word. */
+fn lowMasks(count: u32) -> vec4u {
+  let c = vec4u(count, count, count, count);
+  let first = vec4u(0u, 32u, 64u, 96u);
+  let partial = (vec4u(1u, 1u, 1u, 1u) << ((c - min(c, first)) & vec4u(31u, 31u, 31u, 31u))) - vec4u(1u, 1u, 1u, 1u);
+  return select(select(partial, vec4u(0u, 0u, 0u, 0u), c <= first), vec4u(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu), c >= first + vec4u(32u, 32u, 32u, 32u));
+}
 
 fn bitLen128(n: vec4u) -> u32 {
   if (n.w != 0u) { return 96u + bitLen32(n.w); }
@@ -97,16 +108,7 @@ fn shr128(n: vec4u, s: u32) -> vec2u {
 }
 
 /** Whether any of the bits [0, count) of n is set. */
-fn lowBitsSet(n: vec4u, count: u32) -> bool {
-  for (var i = 0u; i < 4u; i++) {
-    if (32u * (i + 1u) <= count) {
-      if (n[i] != 0u) { return true; }
-    } else if (32u * i < count) {
-      if ((n[i] & ((1u << (count - 32u * i)) - 1u)) != 0u) { return true; }
-    }
-  }
-  return false;
-}
+fn lowBitsSet(n: vec4u, count: u32) -> bool { return any((n & lowMasks(count)) != vec4u(0u, 0u, 0u, 0u)); }
 
 /** The double nearest to (n + a sticky fraction) · 2^e2, as (lo, hi) words. */
 fn roundToDouble(n: vec4u, e2: i32, stickyIn: bool, neg: bool) -> vec2u {
@@ -133,46 +135,48 @@ fn roundToDouble(n: vec4u, e2: i32, stickyIn: bool, neg: bool) -> vec2u {
 }
 
 /** Whether bits [0, count) of n are all ones. */
-fn lowBitsAllOnes(n: vec4u, count: u32) -> bool {
-  for (var i = 0u; i < 4u; i++) {
-    if (32u * (i + 1u) <= count) {
-      if (n[i] != 0xffffffffu) { return false; }
-    } else if (32u * i < count) {
-      let mask = (1u << (count - 32u * i)) - 1u;
-      if ((n[i] & mask) != mask) { return false; }
-    }
-  }
-  return true;
-}
+fn lowBitsAllOnes(n: vec4u, count: u32) -> bool { let mask = lowMasks(count); return all((n & mask) == mask); }
 
 fn decimalToF64(m: vec2u, e10: i32, neg: bool) -> vec2u {
   if (m.x == 0u && m.y == 0u) { return vec2u(0u, select(0u, 0x80000000u, neg)); }
   if (e10 > 22 || e10 < -22) { f64ok = false; return vec2u(0u, 0u); }
-  if (e10 >= 0) { return roundToDouble(mul64(m, pow5(u32(e10))), e10, false, neg); }
-  let k = u32(-e10);
-  let lz = 64u - bitLen64(m);
-  let mn = shl64(m, lz);
-  let r = p.recip[k];
-  let e = p.recipExp[k / 4u][k % 4u];
-  // The product mn · r in six words; top = its words 2..5. The exact mn · 2^e / 5^k lies in
-  // (mn · r, mn · r + 2^64): its top 128 bits are top or top + 1.
-  let lo = mul64(mn, r.xy);
-  let hi = mul64(mn, r.zw);
-  let w2 = add64(vec2u(lo.z, 0u), vec2u(hi.x, 0u));
-  let w3 = add64(add64(vec2u(lo.w, 0u), vec2u(hi.y, 0u)), vec2u(w2.y, 0u));
-  let w4 = add64(vec2u(hi.z, 0u), vec2u(w3.y, 0u));
-  let top = vec4u(w2.x, w3.x, w4.x, hi.w + w4.y);
-  // value = exact · 2^-(lz + e + k) = (top + fraction) · 2^e2.
-  let e2 = 64 - i32(lz) - i32(e) - i32(k);
-  let below = bitLen128(top) - 54u; // bits below the rounding bit
-  if (!lowBitsAllOnes(top, below)) { return roundToDouble(top, e2, true, neg); }
-  // Those bits all ones: the value lies within 2^-73 of a step of the 54-bit grid (doubles and
-  // the halfway points between them) from a grid point, and so is that point, top + 1, exactly.
-  // A decimal off the grid is at least 2 · 10^-22 of a step away: with G the step, x - N·G =
-  // (m · 2^j - N · 10^k) / (10^k · 2^j) for j = 53 - log2(x) >= 1, an even nonzero numerator (for
-  // j <= 0, x >= 2^53 leaves k <= 3, and the distance is larger still).
-  let c1 = add64(top.xy, vec2u(1u, 0u));
-  let c2 = add64(top.zw, vec2u(select(0u, 1u, c1.x == 0u && c1.y == 0u), 0u));
-  return roundToDouble(vec4u(c1, c2), e2, false, neg);
+  // Both exponent signs end in one roundToDouble (of n + a sticky fraction, times 2^e2), so that a
+  // subgroup holding both rounds once.
+  var n: vec4u;
+  var e2: i32;
+  var sticky = false;
+  if (e10 >= 0) {
+    n = mul64(m, pow5(u32(e10)));
+    e2 = e10;
+  } else {
+    let k = u32(-e10);
+    let lz = 64u - bitLen64(m);
+    let mn = shl64(m, lz);
+    let r = p.recip[k];
+    let e = p.recipExp[k / 4u][k % 4u];
+    // The product mn · r in six words; top = its words 2..5. The exact mn · 2^e / 5^k lies in
+    // (mn · r, mn · r + 2^64): its top 128 bits are top or top + 1.
+    let lo = mul64(mn, r.xy);
+    let hi = mul64(mn, r.zw);
+    let w2 = add64(vec2u(lo.z, 0u), vec2u(hi.x, 0u));
+    let w3 = add64(add64(vec2u(lo.w, 0u), vec2u(hi.y, 0u)), vec2u(w2.y, 0u));
+    let w4 = add64(vec2u(hi.z, 0u), vec2u(w3.y, 0u));
+    let top = vec4u(w2.x, w3.x, w4.x, hi.w + w4.y);
+    // value = exact · 2^-(lz + e + k) = (top + fraction) · 2^e2.
+    e2 = 64 - i32(lz) - i32(e) - i32(k);
+    n = top;
+    sticky = true;
+    if (lowBitsAllOnes(top, bitLen128(top) - 54u)) {
+      // Every bit below the rounding bit one: the value lies within 2^-73 of a step of the 54-bit
+      // grid (doubles and the halfway points between them) from a grid point, and so is that
+      // point, top + 1, exactly. A decimal off the grid is at least 2 · 10^-22 of a step away:
+      // with G the step, x - N·G = (m · 2^j - N · 10^k) / (10^k · 2^j) for j = 53 - log2(x) >= 1,
+      // an even nonzero numerator (for j <= 0, x >= 2^53 leaves k <= 3, and the distance is larger).
+      let c1 = add64(top.xy, vec2u(1u, 0u));
+      n = vec4u(c1, add64(top.zw, vec2u(select(0u, 1u, c1.x == 0u && c1.y == 0u), 0u)));
+      sticky = false;
+    }
+  }
+  return roundToDouble(n, e2, sticky, neg);
 }
 `;
