@@ -168,6 +168,19 @@ async function kernelTimings() {
   };
   await warm(partitionSteps); // the uploads above left the GPU idle
   report(`kmeans step over ${parts} partitions, a submission per partition (mapPartitions)`, kmRows, await marginal(partitionSteps));
+  // Each partition adding to an output buffer of its own (all cleared first): no dispatch then
+  // writes a buffer an earlier one wrote, so none has to wait for another to finish.
+  const ownOuts = held.map(() => storageBuffer(ctx, stepPairs(K, D) * 8, 'step out'));
+  const ownSteps = (flush) => (work) => {
+    const c = work.input(centres, 'centres');
+    for (const o of ownOuts) work.encoder.clearBuffer(o);
+    held.forEach((h, i) => { recordStep(work, h.m, maxBits, kmRows, c, centreExp, K, ownOuts[i], 0); if (flush) work.flush(); });
+    return ownOuts[0];
+  };
+  await warm(ownSteps(true));
+  report(`kmeans step over ${parts} partitions, each to its own output buffer, a submission per partition`, kmRows, await marginal(ownSteps(true)));
+  report(`kmeans step over ${parts} partitions, each to its own output buffer, one submission`, kmRows, await marginal(ownSteps(false)));
+  for (const o of ownOuts) o.destroy();
   for (const h of held) freeMatrix(ctx, h.m);
   maxBits.destroy();
 
@@ -184,6 +197,26 @@ async function kernelTimings() {
     const outs = [true, false].map((fused) => { const out = work.temp(n * 8, 'gram'); recordGram(work, lr, shift, pairs, out, 0, { fused }); return { buf: out, floats: 2 * n }; });
     const [fused, split] = await work.finish(outs);
     console.log(JSON.stringify({ kernel: `check: Gram words with fma and with Dekker's split ${fused.every((v, i) => Object.is(v, split[i])) ? 'identical' : 'DIFFER'}`, rows: lrRows, ms: 0 }));
+  }
+  // The Gram pass over the same rows in PARTS partitions: as mapPartitions records it (each
+  // partition's temporaries recycled for the next, results at offsets of one buffer), and with
+  // temporaries and an output buffer of each partition's own (no dispatch waits for another's writes).
+  {
+    const x = uniform(lrRows * D_LINREG), y = uniform(lrRows), partRows = Math.ceil(lrRows / parts), n = pairs.length / 2;
+    const lrHeld = [];
+    for (let i = 0; i < parts; i++) {
+      const rows = Math.min(partRows, lrRows - i * partRows);
+      lrHeld.push(await uploadMatrix(ctx, ring, x.subarray(i * partRows * D_LINREG, (i * partRows + rows) * D_LINREG), y.subarray(i * partRows, i * partRows + rows), rows, D_LINREG));
+    }
+    const recycled = (work, out) => { lrHeld.forEach((pm, i) => { const mark = work.mark(); recordGram(work, pm, shift, pairs, out, i * n); work.recycle(mark); }); };
+    const ownOuts = lrHeld.map(() => storageBuffer(ctx, n * 8, 'gram out'));
+    const own = (work) => { for (const o of ownOuts) work.encoder.clearBuffer(o); lrHeld.forEach((pm, i) => { recordGram(work, pm, shift, pairs, ownOuts[i], 0); work.flush(); }); return ownOuts[0]; };
+    await warm(recycled);
+    report(`linreg Gram pass over ${parts} partitions, as mapPartitions records it`, lrRows, await marginal(recycled));
+    await warm(own);
+    report(`linreg Gram pass over ${parts} partitions, each with temporaries and output of its own`, lrRows, await marginal(own));
+    for (const o of ownOuts) o.destroy();
+    for (const pm of lrHeld) freeMatrix(ctx, pm);
   }
   const gramBlocks = Math.ceil(lrRows / GRAM_BLOCK_ROWS), partials = storageBuffer(ctx, gramBlocks * pairs.length * 4, 'gram partials');
   report(`linreg sum over ${gramBlocks} blocks of ${pairs.length / 2} entries`, lrRows, await marginal((work, out) => { recordReduceBlocks(work, partials, gramBlocks, pairs.length / 2, out, 0, 'block-major'); }));
