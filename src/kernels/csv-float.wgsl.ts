@@ -6,8 +6,9 @@
 //             are within one of the exact quotient's, which decides the rounding unless every bit
 //             below the rounding bit is one, and then the value is exactly top + 1 (as 0.5, or a
 //             halfway point such as 9007199254740993.0).
-// Only |e10| <= 22 (5^22 < 2^52 keeps 5^k in two words): decimalToF64 clears `f64ok`
-// otherwise, and the caller sends the chunk to the CPU reader.
+// Only |e10| <= 22 (the table's reach; 5^22 < 2^52 keeps 5^k in two words, and the all-ones case
+// needs 2 · 10^-k above 2^-73): decimalToF64 clears `f64ok` otherwise, and the caller sends the
+// chunk to the CPU reader.
 
 /** The largest |e10| the GPU converts. */
 export const MAX_DECIMAL_EXPONENT = 22;
@@ -40,12 +41,6 @@ fn add64(a: vec2u, b: vec2u) -> vec2u {
   let lo = a.x + b.x;
   return vec2u(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
-
-fn sub64(a: vec2u, b: vec2u) -> vec2u {
-  return vec2u(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));
-}
-
-fn ge64(a: vec2u, b: vec2u) -> bool { return a.y > b.y || (a.y == b.y && a.x >= b.x); }
 
 fn shl64(v: vec2u, s: u32) -> vec2u {
   if (s == 0u) { return v; }
@@ -139,7 +134,7 @@ fn lowBitsAllOnes(n: vec4u, count: u32) -> bool { let mask = lowMasks(count); re
 
 fn decimalToF64(m: vec2u, e10: i32, neg: bool) -> vec2u {
   if (m.x == 0u && m.y == 0u) { return vec2u(0u, select(0u, 0x80000000u, neg)); }
-  if (e10 > 22 || e10 < -22) { f64ok = false; return vec2u(0u, 0u); }
+  if (e10 > ${MAX_DECIMAL_EXPONENT} || e10 < -${MAX_DECIMAL_EXPONENT}) { f64ok = false; return vec2u(0u, 0u); }
   // Both exponent signs end in one roundToDouble (of n + a sticky fraction, times 2^e2), so that a
   // subgroup holding both rounds once.
   var n: vec4u;

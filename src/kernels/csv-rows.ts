@@ -8,10 +8,11 @@ import { freeBuffer, kernelFor, readBack, readU32, sharedUniform, storageBuffer,
 import { findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
 import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from './csv-rows.wgsl.js';
 import { decimalTableWords } from './csv-float.wgsl.js';
-
-const DECIMAL_TABLE = decimalTableWords();
 import type { DeviceAggColumn } from './groupby-aggregate.js';
 import type { HashedKeys } from './key-hash.js';
+
+/** The reciprocals split_rows converts decimals with, appended to its parameters. */
+const DECIMAL_TABLE = decimalTableWords();
 
 export type CsvFieldKind = 'int64' | 'float64' | 'text';
 const KIND_CODE: Record<CsvFieldKind, number> = { int64: 0, float64: 1, text: 2 };
