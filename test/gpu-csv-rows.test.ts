@@ -54,6 +54,28 @@ describe.skipIf(skipGpuTests)('csv-rows number parsing', () => {
     expect(at, at >= 0 ? `${texts[at]}: ${(got.column!.values as Float64Array)[at]} vs ${want[at]}` : '').toBe(-1);
   });
 
+  it('rounds decimals within a unit of their 17th-19th digit of a halfway point between doubles as Number(text)', async () => {
+    // The exact midpoint (2m + 1) · 2^(e - 1) of double m · 2^e and the next, cut to 17-19
+    // significant digits and nudged a unit either way: the rounding decision right at its edge.
+    const f64 = new Float64Array(1), u64 = new BigUint64Array(f64.buffer);
+    const texts: string[] = [];
+    while (texts.length < 20_000) {
+      f64[0] = r() * 10 ** (Math.floor(r() * 24) - 6);
+      if (!(f64[0] > 0)) continue;
+      const e = Number((u64[0] >> 52n) & 0x7ffn) - 1075, m = (u64[0] & ((1n << 52n) - 1n)) | (1n << 52n);
+      const digits = e - 1 >= 0 ? (2n * m + 1n) << BigInt(e - 1) : (2n * m + 1n) * 5n ** BigInt(1 - e);
+      const text = digits.toString(), keep = 17 + Math.floor(r() * 3);
+      const cut = BigInt(text.slice(0, keep)) + BigInt(Math.floor(r() * 3) - 1);
+      const e10 = Math.min(0, e - 1) + text.length - keep;
+      if (Math.abs(e10) <= 22) texts.push(`${cut}e${e10}`);
+    }
+    const got = await parseColumn(texts, 'float64');
+    expect(got.problems).toBe(0);
+    const want = Float64Array.from(texts, Number);
+    const at = firstDifference(got.column!.values as Float64Array, want);
+    expect(at, at >= 0 ? `${texts[at]}: ${(got.column!.values as Float64Array)[at]} vs ${want[at]}` : '').toBe(-1);
+  });
+
   it('parses int64 exactly, up to 18 digits', async () => {
     const texts = Array.from({ length: 5000 }, () => `${r() < 0.5 ? '-' : ''}${digits(1 + Math.floor(r() * 18))}`);
     const got = await parseColumn([...texts, '', '-0'], 'int64');
