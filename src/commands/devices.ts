@@ -3,13 +3,14 @@ import { GpuframeCommand } from '../cli/base-command.js';
 import { RuntimeFailure } from '../engine/errors.js';
 import { listGpus, type GpuInfo } from '../engine/gpu/device.js';
 import { chooseGpus, type DeviceMode } from '../engine/exec/gpu-select.js';
-import { parseGpuList } from '../engine/gpu/pci.js';
+import { driPrimeOf, gpuMemoryByBus, parseGpuList } from '../engine/gpu/pci.js';
+import { budgetBytes } from '../engine/gpu/buffers.js';
 
 /** The limits that decide chunk sizes and kernel shapes. */
 const KEY_LIMITS = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxComputeWorkgroupsPerDimension'];
 
 export default class Devices extends GpuframeCommand {
-  static summary = 'List the GPUs WebGPU sees (name, backend, PCI bus, limits) and which the executor would use.';
+  static summary = 'List the GPUs WebGPU sees (name, backend, PCI bus, limits, memory) and which the executor would use.';
   static examples = ['<%= config.bin %> devices', '<%= config.bin %> devices --json --device gpu --gpus 0'];
   static flags = {
     json: Flags.boolean({ description: 'print JSON instead of a table' }),
@@ -20,7 +21,7 @@ export default class Devices extends GpuframeCommand {
   async run(): Promise<void> {
     const { flags } = await this.parse(Devices);
     const indices = flags.gpus === undefined ? undefined : parseGpuList(flags.gpus);
-    const found = await listGpus();
+    const [found, memoryByBus] = await Promise.all([listGpus(), gpuMemoryByBus()]);
     let used: GpuInfo[] = [];
     let reason: string;
     try {
@@ -31,18 +32,24 @@ export default class Devices extends GpuframeCommand {
       if (!(err instanceof RuntimeFailure)) throw err;
       reason = `a run would fail: ${err.message}`;
     }
-    const gpus = found.map((g, index) => ({
-      index,
-      name: g.adapter?.name ?? null,
-      vendor: g.adapter?.vendor ?? null,
-      backend: g.adapter?.backend ?? null,
-      busId: g.busId,
-      isSoftware: g.adapter?.isSoftware ?? null,
-      limits: Object.fromEntries(KEY_LIMITS.map((k) => [k, g.adapter?.limits[k] ?? null])),
-      features: g.adapter?.features ?? [],
-      used: used.includes(g),
-      error: g.error ?? null,
-    }));
+    const gpus = found.map((g, index) => {
+      const memory = g.busId ? memoryByBus.get(driPrimeOf(g.busId)) ?? null : null;
+      return {
+        index,
+        name: g.adapter?.name ?? null,
+        vendor: g.adapter?.vendor ?? null,
+        backend: g.adapter?.backend ?? null,
+        busId: g.busId,
+        isSoftware: g.adapter?.isSoftware ?? null,
+        limits: Object.fromEntries(KEY_LIMITS.map((k) => [k, g.adapter?.limits[k] ?? null])),
+        features: g.adapter?.features ?? [],
+        // Device memory as the driver reports it (nvidia-smi), and what a GPU worker's buffers may hold.
+        memory,
+        budgetBytes: g.adapter ? budgetBytes({ maxBufferSize: g.adapter.limits.maxBufferSize, maxStorageBufferBindingSize: g.adapter.limits.maxStorageBufferBindingSize }, memory?.freeBytes ?? null) : null,
+        used: used.includes(g),
+        error: g.error ?? null,
+      };
+    });
     const executor = { device: flags.device, gpus: gpus.filter((g) => g.used).map((g) => g.index), reason };
     if (flags.json) {
       process.stdout.write(`${JSON.stringify({ gpus, executor }, null, 2)}\n`);
@@ -54,6 +61,7 @@ export default class Devices extends GpuframeCommand {
       process.stdout.write(`${g.used ? '*' : ' '} ${g.index}: ${g.name ?? `no adapter (${g.error ?? 'unknown'})`}${g.isSoftware ? ' [software]' : ''}\n`);
       process.stdout.write(`     backend ${g.backend ?? '?'}, PCI bus ${g.busId ?? 'none'}, storage binding ${mib(g.limits.maxStorageBufferBindingSize)}, `
         + `workgroup storage ${g.limits.maxComputeWorkgroupStorageSize ?? '?'} B, ${g.limits.maxComputeInvocationsPerWorkgroup ?? '?'} invocations/workgroup\n`);
+      process.stdout.write(`     memory ${g.memory ? `${mib(g.memory.totalBytes)} (${mib(g.memory.freeBytes)} free)` : 'unknown'}, budget ${mib(g.budgetBytes)}\n`);
     }
     process.stdout.write(`executor (--device ${flags.device}${flags.gpus ? ` --gpus ${flags.gpus}` : ''}): ${executor.gpus.length > 0 ? `GPU ${executor.gpus.join(', ')}` : 'CPU workers'} (${reason})\n`);
   }

@@ -7,7 +7,8 @@
 
 import { serializeError } from '../errors.js';
 import { describeAdapter, openGpu, type GpuContext } from '../gpu/device.js';
-import { memoryBudget } from '../gpu/buffers.js';
+import { budgetBytes, memoryBudget } from '../gpu/buffers.js';
+import { driPrimeOf, gpuMemoryByBus } from '../gpu/pci.js';
 import { GPU_PHASES } from '../gpu/timing.js';
 import { maybeInjectFault } from './fault-hook.js';
 import type { Broadcast, Task } from './fragment.js';
@@ -31,9 +32,16 @@ let worker: GpuWorkerState | null = null;
 const startup: WallSlice[] = [wallSlice('start GPU worker (Node, modules)', 0)];
 const openStart = performance.now();
 
-const opened: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.GPUFRAME_GPU_SOFTWARE === '1' }).catch((err) => {
+const opening: Promise<GpuContext | null> = openGpu({ allowSoftware: process.env.GPUFRAME_GPU_SOFTWARE === '1' }).catch((err) => {
   process.stderr.write(`gpuframe: GPU worker could not open its device: ${err instanceof Error ? err.message : String(err)}\n`);
   return null;
+});
+// The GPU's free memory, asked while the device opens: it sets the budget before any task runs.
+const busId = process.env.GPUFRAME_GPU_BUS_ID;
+const memory = busId ? gpuMemoryByBus().then((byBus) => byBus.get(driPrimeOf(busId)) ?? null) : Promise.resolve(null);
+const opened: Promise<GpuContext | null> = Promise.all([opening, memory]).then(([gpu, mem]) => {
+  if (gpu) memoryBudget(gpu, budgetBytes(gpu.device.limits, mem?.freeBytes ?? null));
+  return gpu;
 });
 
 // Tasks that may use the kernels it compiles wait for the warm-up, which runs once the parent knows

@@ -44,7 +44,8 @@ export class GpuWorkerProcess {
   /** `warmUp`: compile the CSV and group-by kernels when it starts (gpu-warmup.ts); a trainer's workers compile their own instead. */
   constructor(readonly gpu: GpuInfo, readonly allowSoftware: boolean, warmUp = true) {
     const base = gpu.driPrime ? pinnedEnv(gpu.driPrime) : process.env;
-    const env = { ...base, UV_THREADPOOL_SIZE: base.UV_THREADPOOL_SIZE ?? String(GPU_WORKER_THREADPOOL), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0', GPUFRAME_GPU_WARM_UP: warmUp ? '1' : '0' };
+    const env = { ...base, UV_THREADPOOL_SIZE: base.UV_THREADPOOL_SIZE ?? String(GPU_WORKER_THREADPOOL), MESA_VK_DEVICE_SELECT_DEBUG: '1', GPUFRAME_GPU_SOFTWARE: allowSoftware ? '1' : '0', GPUFRAME_GPU_WARM_UP: warmUp ? '1' : '0',
+      ...(gpu.busId ? { GPUFRAME_GPU_BUS_ID: gpu.busId } : {}) };
     this.child = fork(workerEntry('gpu-worker-main.js'), [], {
       env,
       execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...GPU_WORKER_NODE_FLAGS],

@@ -24,14 +24,30 @@ export class MemoryBudget {
 
 const budgets = new WeakMap<GPUDevice, MemoryBudget>();
 
-/** The device's budget; by default its maxBufferSize capped at 3/4 of the largest binding × 8. */
+/**
+ * The device's budget: `limitBytes` when given (see budgetBytes), else its maxBufferSize capped at
+ * 8 largest bindings (WebGPU tells no memory size).
+ */
 export function memoryBudget(ctx: GpuContext, limitBytes?: number): MemoryBudget {
   let b = budgets.get(ctx.device);
   if (!b || limitBytes !== undefined) {
-    b = new MemoryBudget(limitBytes ?? Math.min(ctx.device.limits.maxBufferSize, ctx.device.limits.maxStorageBufferBindingSize * 8));
+    b = new MemoryBudget(limitBytes ?? budgetBytes(ctx.device.limits, null));
     budgets.set(ctx.device, b);
   }
   return b;
+}
+
+/** Share of a GPU's free memory (when its driver tells it) that a worker's buffers may hold; the rest is the driver's and Dawn's. */
+export const BUDGET_SHARE_OF_FREE = 0.85;
+
+/**
+ * A GPU worker's device memory budget: BUDGET_SHARE_OF_FREE of the memory free when it starts,
+ * where the driver tells it (nvidia-smi: a 141 GiB H200 then holds ~120 GiB of partitions, not
+ * 16), else maxBufferSize capped at 8 largest bindings.
+ */
+export function budgetBytes(limits: Pick<GPUSupportedLimits, 'maxBufferSize' | 'maxStorageBufferBindingSize'>, freeBytes: number | null): number {
+  if (freeBytes !== null && freeBytes > 0) return Math.floor(BUDGET_SHARE_OF_FREE * freeBytes);
+  return Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize * 8);
 }
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;

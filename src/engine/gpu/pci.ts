@@ -2,7 +2,7 @@
 // device.ts so that choosing GPUs and starting their workers does not load WebGPU (dawn.node) in
 // the parent process: only GPU workers open devices.
 
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import type { DeviceMode } from '../exec/gpu-select.js';
@@ -57,6 +57,35 @@ function findGpuBusIds(): string[] {
   } catch {
     return [];
   }
+}
+
+/** A GPU's device memory in bytes, as its driver reports it. */
+export interface GpuMemory { totalBytes: number; freeBytes: number }
+
+/**
+ * Device memory of the GPUs by bus (keyed by driPrimeOf), from one nvidia-smi call; empty where
+ * there is none (another vendor's GPUs, or no GPU). WebGPU tells no memory size: its maxBufferSize
+ * is the largest single buffer (1 TiB on the H200s).
+ */
+export function gpuMemoryByBus(): Promise<Map<string, GpuMemory>> {
+  return new Promise((resolve) => {
+    execFile('nvidia-smi', ['--query-gpu=pci.bus_id,memory.total,memory.free', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: 10_000 }, (err, stdout) => {
+      resolve(err ? new Map() : parseGpuMemory(stdout));
+    });
+  });
+}
+
+/** nvidia-smi's `bus id, total MiB, free MiB` lines by bus (lines it cannot read are left out). */
+export function parseGpuMemory(text: string): Map<string, GpuMemory> {
+  const out = new Map<string, GpuMemory>();
+  for (const line of text.split('\n')) {
+    const [busId, total, free] = line.split(',').map((s) => s.trim());
+    if (!busId || !/^\d+$/.test(total ?? '') || !/^\d+$/.test(free ?? '')) continue;
+    try {
+      out.set(driPrimeOf(busId), { totalBytes: Number(total) * 2 ** 20, freeBytes: Number(free) * 2 ** 20 });
+    } catch { /* not a bus id */ }
+  }
+  return out;
 }
 
 /** Parses --gpus '0,1' into distinct non-negative indices. */
