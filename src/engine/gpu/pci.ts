@@ -64,12 +64,12 @@ export interface GpuMemory { totalBytes: number; freeBytes: number }
 
 /**
  * Device memory of the GPUs by bus (keyed by driPrimeOf), from one nvidia-smi call; empty where
- * there is none (another vendor's GPUs, or no GPU). WebGPU tells no memory size: its maxBufferSize
- * is the largest single buffer (1 TiB on the H200s).
+ * there is none (another vendor's GPUs, or no GPU) or it takes longer than `timeoutMs`. WebGPU
+ * tells no memory size: its maxBufferSize is the largest single buffer (1 TiB on the H200s).
  */
-export function gpuMemoryByBus(): Promise<Map<string, GpuMemory>> {
+export function gpuMemoryByBus(timeoutMs = 10_000): Promise<Map<string, GpuMemory>> {
   return new Promise((resolve) => {
-    execFile('nvidia-smi', ['--query-gpu=pci.bus_id,memory.total,memory.free', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: 10_000 }, (err, stdout) => {
+    execFile('nvidia-smi', ['--query-gpu=pci.bus_id,memory.total,memory.free', '--format=csv,noheader,nounits'], { encoding: 'utf8', timeout: timeoutMs }, (err, stdout) => {
       resolve(err ? new Map() : parseGpuMemory(stdout));
     });
   });
