@@ -199,17 +199,10 @@ export function uniformWords(ctx: GpuContext, words: readonly number[]): GPUBuff
 /**
  * Several reused MAP_WRITE buffers: `upload` fills one while earlier ones are still being copied;
  * each is re-mapped (mapAsync) after its copy is submitted and awaited before its next use.
- *
- * One slot at a time has its mapped range open to JS, written by several reads at once (WRITE_PIECE
- * bytes each). V8 counts every open mapped range as external memory, and with several open at once
- * it collected garbage for "external memory pressure" every ~20 MB uploaded (on an H200: ~600
- * collections and 0.3 s of a GPU worker's main thread for 13.6 GB); with one open, none.
  */
 export class StagingRing {
   private readonly slots: { buf: GPUBuffer; ready: Promise<void> }[] = [];
   private next = 0;
-  /** Resolves when the slot whose mapped range is open has closed it. */
-  private opened: Promise<void> = Promise.resolve();
 
   constructor(private readonly ctx: GpuContext, readonly slotBytes = 16 << 20, slotCount = 4) {
     for (let i = 0; i < slotCount; i++) {
@@ -228,8 +221,8 @@ export class StagingRing {
    * Fills `length` bytes of `dst` from `dstOffset` (a multiple of 4) slot by slot: `write(view,
    * at)` puts bytes [at, at + view.length) straight into a mapped staging slot (from a file read,
    * say: no copy in between); the tail of the last slot is padded with zeros to a multiple of 4.
-   * A slot is written in pieces at once (an asynchronous `write`, such as a file read on libuv's
-   * threads, then overlaps its pieces with each other and with the main thread's work).
+   * The slots of one fill are written at once (an asynchronous `write`, such as a file read on
+   * libuv's threads, then overlaps its slots with each other and with the main thread's work).
    */
   async fill(dst: GPUBuffer, dstOffset: number, length: number, write: (view: Uint8Array, at: number) => void | Promise<void>): Promise<void> {
     const parts: Promise<void>[] = [];
@@ -246,26 +239,17 @@ export class StagingRing {
     let mapped!: () => void;
     slot.ready = new Promise<void>((resolve) => { mapped = resolve; });
     await previous;
-    // This slot's turn to open its mapped range, after the one before closes its own.
-    const before = this.opened;
-    let closed!: () => void;
-    this.opened = new Promise<void>((resolve) => { closed = resolve; });
-    await before;
     try {
       const view = new Uint8Array(slot.buf.getMappedRange(0, padded));
       try {
-        const writes: (void | Promise<void>)[] = [];
-        for (let from = 0; from < part; from += WRITE_PIECE) writes.push(write(view.subarray(from, Math.min(part, from + WRITE_PIECE)), at + from));
-        await Promise.all(writes);
+        await write(view.subarray(0, part), at);
         view.fill(0, part);
       } finally {
         slot.buf.unmap();
-        closed();
       }
       pendingEncoder(this.ctx).copyBufferToBuffer(slot.buf, 0, dst, dstOffset + at, padded);
       submit(this.ctx);
     } finally {
-      closed(); // also when getMappedRange threw
       // Mapped again for its next use, also after a failed write (else the slot would wait forever).
       // A failed map shows up at the slot's next getMappedRange, in that upload.
       slot.buf.mapAsync(GPUMapMode.WRITE).then(mapped, mapped);
@@ -276,9 +260,6 @@ export class StagingRing {
     for (const s of this.slots) s.buf.destroy();
   }
 }
-
-/** Bytes each of a slot's concurrent writes fills (a file read on one of libuv's threads, say). */
-const WRITE_PIECE = 4 << 20;
 
 const rings = new WeakMap<GPUDevice, StagingRing>();
 
