@@ -3,11 +3,12 @@
 // straight into staging memory (no host copy, no fresh memory to fault in), and reads single
 // rows or whole columns again only when CPU code asks for them.
 
-import { closeSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, statSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { DataError } from '../errors.js';
 import type { Float64Extents } from './arrow-ipc.js';
 import type { BytePiece, ColumnBlock } from './byte-pieces.js';
+import { readInto, readIntoAsync } from './csv/input-file.js';
 
 /** How much larger than the columns' own bytes a batch's range may be and still be read whole (the columns lie close together). */
 const MAX_BLOCK_SPREAD = 1.5;
@@ -63,11 +64,7 @@ export class ArrowFileColumns {
   }
 
   private async readInto(handle: FileHandle, view: Uint8Array, position: number): Promise<void> {
-    for (let done = 0; done < view.length;) {
-      const { bytesRead } = await handle.read(view, done, view.length - done, position + done);
-      if (bytesRead === 0) throw this.truncated();
-      done += bytesRead;
-    }
+    if (await readIntoAsync(handle.fd, view, position) !== view.length) throw this.truncated();
   }
 
   /** Column j, read whole. */
@@ -103,11 +100,7 @@ export class ArrowFileColumns {
   }
 
   private readAt(fd: number, view: Uint8Array, position: number): void {
-    for (let done = 0; done < view.length;) {
-      const n = readSync(fd, view, done, view.length - done, position + done);
-      if (n === 0) throw this.truncated();
-      done += n;
-    }
+    if (readInto(fd, view, position) !== view.length) throw this.truncated();
   }
 
   private truncated(): DataError {
