@@ -290,6 +290,7 @@ describe.skipIf(skipGpuTests)('k-means step: nearest centres and exact per-clust
       freeMatrix(ctx, m);
     }
     const layout = stepLayout(k, d);
+    const otherScaleOf = (w: Uint32Array) => { const o = w.slice(); o[layout.scales] ^= 1; return o; };
     const sum64 = (w: Uint32Array, i: number) => BigInt.asIntN(64, (BigInt(w[layout.hi + i]) << 32n) | BigInt(w[i]));
     for (let i = 0; i < layout.hi; i++) expect(sum64(parts[0], i) + sum64(parts[1], i), `sum ${i}`).toBe(sum64(all, i));
     for (let c = 0; c < k; c++) expect(parts[0][layout.counts + c] + parts[1][layout.counts + c]).toBe(all[layout.counts + c]);
@@ -300,9 +301,10 @@ describe.skipIf(skipGpuTests)('k-means step: nearest centres and exact per-clust
     expect(Array.from(a.plus(b).words)).toEqual(Array.from(all));
     expect(Array.from(b.plus(a).words)).toEqual(Array.from(all));
     expect(Array.from(a.plus(b.zero()).words)).toEqual(Array.from(parts[0]));
-    const otherScale = parts[1].slice();
-    otherScale[layout.scales] ^= 1;
-    expect(() => a.plus(new StepWords(otherScale, k, d))).toThrow(/different scales/);
+    expect(Array.from(b.zero().plus(a).words)).toEqual(Array.from(parts[0]));
+    expect(Array.from(a.zero().plus(b.zero()).plus(b).plus(a.zero()).words)).toEqual(Array.from(parts[1]));
+    expect(() => a.plus(new StepWords(otherScaleOf(parts[1]), k, d).zero())).toThrow(/different scales/);
+    expect(() => a.plus(new StepWords(otherScaleOf(parts[1]), k, d))).toThrow(/different scales/);
   });
 
   it(`k above ${MAX_GPU_CLUSTERS} is left to the CPU code`, () => {

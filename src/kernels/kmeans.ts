@@ -121,8 +121,11 @@ export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, s
 export class StepWords implements ExactAssignment {
   readonly words: Uint32Array;
 
-  /** `words`: from the step's first word (a partition's pairs may end in one word of padding). */
-  constructor(words: Uint32Array, readonly k: number, readonly d: number) {
+  /**
+   * `words`: from the step's first word (a partition's pairs may end in one word of padding).
+   * `isZero`: the words of no rows (zero()), which plus() skips rather than adds.
+   */
+  constructor(words: Uint32Array, readonly k: number, readonly d: number, readonly isZero = false) {
     const n = stepLayout(k, d).words;
     if (words.length < n) throw new Error(`k-means step words: ${words.length}, not ${n}`);
     this.words = words.subarray(0, n);
@@ -132,6 +135,10 @@ export class StepWords implements ExactAssignment {
     const a = this.words, b = (other as StepWords).words, { hi, counts, scales, words } = stepLayout(this.k, this.d);
     if (b.length !== words) throw new Error('k-means step words of different shapes');
     for (let i = scales; i < words; i++) if (a[i] !== b[i]) throw new Error('k-means step words on different scales');
+    // A GPU worker answers for all its partitions with one sum and a zero for each of the others:
+    // adding those zeros word by word was most of the parent's time in a Lloyd round.
+    if ((other as StepWords).isZero) return this;
+    if (this.isZero) return other as StepWords;
     const out = a.slice();
     for (let i = 0; i < hi; i++) {
       const lo = a[i] + b[i];
@@ -150,7 +157,7 @@ export class StepWords implements ExactAssignment {
   zero(): StepWords {
     const { scales } = stepLayout(this.k, this.d), out = new Uint32Array(this.words.length);
     out.set(this.words.subarray(scales), scales);
-    return new StepWords(out, this.k, this.d);
+    return new StepWords(out, this.k, this.d, true);
   }
 }
 
