@@ -105,11 +105,21 @@ export function maxBitsOf(maxAbs: Float64Array): Uint32Array {
  * rows) change the speed, not the result; `countsOnly` leaves the sums 0.
  */
 export function recordStep(work: GpuWork, m: DeviceMatrix, maxBits: GPUBuffer, scaleRows: number, centres: GPUBuffer, centreExp: number, k: number, out: GPUBuffer, outOffset: number,
-                           { local = stepSumsLocal(work.ctx, k, m.cols), workgroups, countsOnly = false }: { local?: boolean; workgroups?: number; countsOnly?: boolean } = {}): void {
+                           options: { local?: boolean; workgroups?: number; countsOnly?: boolean } = {}): void {
+  recordStepWith(work, m, work.params(stepParams(m, scaleRows, centreExp, outOffset)), maxBits, centres, k, out, options);
+}
+
+/** The step's parameters (StepParams) for partition `m`, as recordStep passes them. */
+export function stepParams(m: DeviceMatrix, scaleRows: number, centreExp: number, outOffset: number): number[] {
+  if (!(scaleRows >= m.rows && scaleRows < 2 ** 32)) throw new Error(`the step's scales cover ${scaleRows} rows, fewer than the partition's ${m.rows}`);
+  return [m.rows, 2 * outOffset, Math.min(centreExp, 255), scaleRows];
+}
+
+/** recordStep with its parameters (stepParams' words) in a uniform buffer of the caller's, which it may write again before the commands run. */
+export function recordStepWith(work: GpuWork, m: DeviceMatrix, params: GPUBuffer, maxBits: GPUBuffer, centres: GPUBuffer, k: number, out: GPUBuffer,
+                               { local = stepSumsLocal(work.ctx, k, m.cols), workgroups, countsOnly = false }: { local?: boolean; workgroups?: number; countsOnly?: boolean } = {}): void {
   const d = m.cols;
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_GPU_CLUSTERS} clusters, not ${d} and ${k}`);
-  if (!(scaleRows >= m.rows && scaleRows < 2 ** 32)) throw new Error(`the step's scales cover ${scaleRows} rows, fewer than the partition's ${m.rows}`);
-  const params = work.params([m.rows, 2 * outOffset, Math.min(centreExp, 255), scaleRows]);
   work.dispatch(...stepKernel(d, k, local, countsOnly), [params, m.xr, centres, maxBits, out], workgroups ?? stepWorkgroups(m.rows, d, local));
 }
 

@@ -29,6 +29,7 @@ import { BLOCK_ROWS, blocksOf, deviceMatrixFits, freeMatrix, GpuWork, pairsToDD,
 import { sourceFile, type FragmentResult, type MatrixKernels, type Task } from './fragment.js';
 import { decodesOnParent, type MappedPairs } from './mapped-pairs.js';
 import { runTask, type BroadcastCache } from './run-fragment.js';
+import { LloydStep } from './gpu-lloyd-step.js';
 
 /** Seeding state of one k-means++ run: each row's nearest squared distance among the first `count` centres. */
 interface Seeding { minD2: GPUBuffer; count: number }
@@ -59,13 +60,16 @@ export async function runGpuMatrixTask(task: Task, cache: BroadcastCache, ctx: G
     case 'drop-matrix':
       for (const p of matrices.get(terminal.matrixId)?.values() ?? []) freePartition(ctx, p);
       matrices.delete(terminal.matrixId);
+      lloydSteps.get(terminal.matrixId)?.destroy();
+      lloydSteps.delete(terminal.matrixId);
       preparing.delete(terminal.matrixId);
       return { rows: 0, warnings: [] };
     case 'map-matrix': {
       const parts = [...(matrices.get(terminal.matrixId)?.values() ?? [])].sort((a, b) => a.host.index - b.host.index);
       for (const p of parts) p.host.firstRow = terminal.firstRows[p.host.index];
       try {
-        return { ...await mapPartitions(ctx, parts, terminal.task, terminal.args), rows: 0, warnings: [] };
+        const round = terminal.task === 'kmeans.assign' ? await lloydRound(ctx, terminal.matrixId, parts, terminal.args as AssignArgs) : null;
+        return { ...(round ?? await mapPartitions(ctx, parts, terminal.task, terminal.args)), rows: 0, warnings: [] };
       } catch (err) {
         if (ctx.lostReason) throw err;
         // Seeding state may be half-updated: drop it, so the next call rebuilds it from the centres.
@@ -277,6 +281,38 @@ async function mapPartitions(ctx: GpuContext, parts: GpuPartition[], name: strin
     return { mapped, ...(shipped.groups.length > 0 ? { mappedPairs: shipped } : {}) };
   } finally {
     work.release();
+  }
+}
+
+/** Each matrix's k-means step, recorded a round ahead (gpu-lloyd-step.ts). */
+const lloydSteps = new Map<string, LloydStep>();
+
+/**
+ * A k-means round through the matrix's LloydStep (made, or made again, when the round's shape
+ * differs from its last): every partition on the device, the same result as mapPartitions gives.
+ * Null where mapPartitions must run it (a partition on the host, a shape the kernels do not take).
+ */
+async function lloydRound(ctx: GpuContext, matrixId: string, parts: GpuPartition[], { centers, k, basis, countsOnly = false }: AssignArgs): Promise<Pick<FragmentResult, 'mapped' | 'mappedPairs'> | null> {
+  if (parts.length === 0 || !parts.every((p) => p.device !== null) || !kmeansOnGpu(parts[0].device!.cols, k)) return null;
+  const shape = { parts: parts.map((p) => p.device!), k, countsOnly, scaleRows: basis.rows, maxAbs: basis.maxAbs };
+  let step = lloydSteps.get(matrixId);
+  if (step?.busy) return null; // another round of this matrix at once (not what a trainer asks): the generic path
+  if (!step || !step.serves(shape)) {
+    step?.destroy();
+    await kernelsPrepared(ctx); // what the loads started compiling, rather than compiling it again here
+    step = new LloydStep(ctx, shape);
+    lloydSteps.set(matrixId, step);
+  }
+  const phases = new PhaseTimes();
+  try {
+    const pairs = await step.run(centers, () => phases.mark('record'));
+    phases.mark('submit and read back');
+    phases.report(`kmeans.assign over ${parts.length} partitions`);
+    return { mapped: [], mappedPairs: { groups: [parts.map((p) => p.host.index)], ranges: [[0, pairs.length]], pairs } };
+  } catch (err) {
+    step.destroy();
+    lloydSteps.delete(matrixId);
+    throw err;
   }
 }
 
