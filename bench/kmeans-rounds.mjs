@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 const [trace, err] = process.argv.slice(2);
 const t = JSON.parse(readFileSync(trace, 'utf8'));
 const ev = (t.traceEvents ?? t).filter((e) => e.name === 'ml kmeans.assign' && e.dur);
-const med = (a) => { const s = [...a].sort((x, y) => x - y); return s[Math.floor(s.length / 2)]; };
+const med = (a) => { const s = [...a].sort((x, y) => x - y); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
 const spans = ev.map((e) => e.dur / 1000).slice(1);
 const starts = ev.map((e) => e.ts / 1000);
 const gaps = starts.slice(2).map((s, i) => s - starts[i + 1]);

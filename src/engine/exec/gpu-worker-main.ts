@@ -19,12 +19,15 @@ import { useForestLeafFinder } from '../ml/predict-columns.js';
 import { gpuForestLeafFinder } from './gpu-forest-predict.js';
 import { BroadcastCache } from './run-fragment.js';
 import { wallSlice, type WallSlice } from './trace.js';
+import { pollFor } from './hot-wait.js';
 
 type ParentMessage =
   | { type: 'broadcast'; broadcast: Broadcast }
   | { type: 'task'; id: number; task: Task };
 
 const cache = new BroadcastCache();
+/** How long a GPU worker polls for a trainer's next round after answering one. */
+const NEXT_ROUND_POLL_MS = 5;
 let tasksRun = 0;
 let worker: GpuWorkerState | null = null;
 
@@ -95,6 +98,8 @@ process.on('message', (msg: ParentMessage) => {
       const result = await runGpuTask(msg.task, cache, worker);
       // With GPUFRAME_GPU_PHASES=1, when the task arrived and left (the parent reports the messages' latency).
       process.send!({ type: 'result', id: msg.id, result, ...(GPU_PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) });
+      // A trainer's next round follows within a fraction of a millisecond (hot-wait.ts).
+      if (msg.task.terminal.kind === 'map-matrix') pollFor(NEXT_ROUND_POLL_MS);
     } catch (err) {
       if (err instanceof DeviceLost) reportLost(err.message);
       else process.send!({ type: 'error', id: msg.id, error: serializeError(err) });

@@ -11,10 +11,13 @@ import type { PartitionedMatrix } from '../ml/partitioned.js';
 import type { RunContext } from './context.js';
 import { NO_SOURCE, type MatrixKernels, type Task } from './fragment.js';
 import { decodeMappedPairs } from './mapped-pairs.js';
+import { pollFor } from './hot-wait.js';
 import { WorkerLost } from './pool.js';
 import { runStream, type Stream } from './stream.js';
 
 const MAX_RELOADS = 3;
+/** How long the parent polls for a map's answers before it sleeps until they come (hot-wait.ts). */
+const MAP_POLL_MS = 50;
 
 export interface ResidentMatrix extends PartitionedMatrix {
   /** Frees the partitions in every worker. */
@@ -45,12 +48,16 @@ export async function loadResidentMatrix(stream: Stream, features: string[], tar
       const request: Task = { fragment: NO_SOURCE, terminal: { kind: 'map-matrix', matrixId, task, args, firstRows } };
       for (let attempt = 0; ; attempt++) {
         let results;
+        // Most maps of a trainer's loop answer within milliseconds (a k-means round: 3–6 ms on H200s).
+        const stopPolling = pollFor(MAP_POLL_MS);
         try {
           results = await ctx.runner.runOnEach(request, `ml ${task}`);
         } catch (err) {
           // Ask again: the survivors answer, and what the lost worker held shows up as missing.
           if (err instanceof WorkerLost && attempt < MAX_RELOADS) continue;
           throw err;
+        } finally {
+          stopPolling();
         }
         const byIndex = new Map<number, unknown>();
         for (const r of results) {
