@@ -267,7 +267,7 @@ const rings = new WeakMap<GPUDevice, StagingRing>();
 export function stagingRingOf(ctx: GpuContext): StagingRing {
   let ring = rings.get(ctx.device);
   // Eight 16 MiB slots: two 64 MB chunks can fill slots at once while earlier copies run.
-  if (!ring) { ring = new StagingRing(ctx, 16 << 20, Number(process.env.GPUFRAME_STAGING_SLOTS) || 8); rings.set(ctx.device, ring); }
+  if (!ring) { ring = new StagingRing(ctx, 16 << 20, 8); rings.set(ctx.device, ring); }
   return ring;
 }
 
