@@ -28,6 +28,8 @@ export class LloydStep {
   /** The next round's commands, recorded while the device ran this one. */
   private next: GPUCommandBuffer | null = null;
   private running = false;
+  /** The centres' exponent the parameters hold (it seldom changes between rounds). */
+  private exponent: number | null = null;
 
   constructor(private readonly ctx: GpuContext, readonly shape: LloydStepShape) {
     const { parts, k } = shape, d = parts[0].cols, device = ctx.device;
@@ -63,7 +65,10 @@ export class LloydStep {
       const commands = this.next ?? this.record();
       this.next = null;
       writeBuffer(this.ctx, this.centres, 0, f32);
-      this.shape.parts.forEach((m, i) => writeBuffer(this.ctx, this.params[i], 0, Uint32Array.from(stepParams(m, this.shape.scaleRows, exponent, 0))));
+      if (exponent !== this.exponent) {
+        this.shape.parts.forEach((m, i) => writeBuffer(this.ctx, this.params[i], 0, Uint32Array.from(stepParams(m, this.shape.scaleRows, exponent, 0))));
+        this.exponent = exponent;
+      }
       submit(this.ctx, commands);
       const read = this.readback.mapAsync(GPUMapMode.READ);
       submitted();
@@ -77,6 +82,7 @@ export class LloydStep {
       return words;
     } catch (err) {
       this.next = null;
+      this.exponent = null;
       throw err;
     } finally {
       this.running = false;
