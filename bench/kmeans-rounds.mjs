@@ -7,11 +7,14 @@ const t = JSON.parse(readFileSync(trace, 'utf8'));
 const ev = (t.traceEvents ?? t).filter((e) => e.name === 'ml kmeans.assign' && e.dur);
 const med = (a) => { const s = [...a].sort((x, y) => x - y); return s.length ? s[Math.floor(s.length / 2)] : NaN; };
 const spans = ev.map((e) => e.dur / 1000).slice(1);
-const starts = ev.map((e) => e.ts / 1000);
+// Each GPU worker has its own span of a round: a round starts at the first of its workers' spans.
+const workers = new Set(ev.map((e) => e.tid)).size;
+const all = ev.map((e) => e.ts / 1000).sort((a, b) => a - b);
+const starts = all.filter((_, i) => i % workers === 0);
 const gaps = starts.slice(2).map((s, i) => s - starts[i + 1]);
 const phases = readFileSync(err, 'utf8').split('\n').filter((l) => l.startsWith('kmeans.assign over')).slice(1);
 const field = (name) => phases.map((l) => Number((l.match(new RegExp(`${name} ([0-9.]+)`)) ?? [])[1]));
 const ipc = readFileSync(err, 'utf8').split('\n').filter((l) => l.startsWith('ml kmeans.assign: to the worker')).slice(1);
 const num = (re) => ipc.map((l) => Number((l.match(re) ?? [])[1]));
 const msgs = ipc.length ? `; messages: to the worker ${med(num(/to the worker ([0-9.]+)/)).toFixed(2)}, in the worker ${med(num(/in the worker ([0-9.]+)/)).toFixed(2)}, back ${med(num(/back ([0-9.]+)/)).toFixed(2)} ms` : '';
-console.log(`rounds ${spans.length}: parent span median ${med(spans).toFixed(2)} ms, start-to-start median ${med(gaps).toFixed(2)} ms; worker record ${med(field('record')).toFixed(2)}, submit+readback ${med(field('submit and read back')).toFixed(2)}, decode ${med(field('decode')).toFixed(2)} ms (medians; ${phases.length} worker lines)${msgs}`);
+console.log(`rounds ${starts.length - 1} on ${workers} worker(s): parent span median ${med(spans).toFixed(2)} ms, start-to-start median ${med(gaps).toFixed(2)} ms; worker record ${med(field('record')).toFixed(2)}, submit+readback ${med(field('submit and read back')).toFixed(2)}, decode ${med(field('decode')).toFixed(2)} ms (medians; ${phases.length} worker lines)${msgs}`);
