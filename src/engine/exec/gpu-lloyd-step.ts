@@ -6,16 +6,12 @@
 // writes them and submits. On two H200s, recording took 0.7–0.8 ms of every 3.4–5.6 ms round
 // (thirteenth session), all of it between the message's arrival and the device's start.
 //
-// Each partition writes an output of its own, all read back at once and added here (exact integer
-// words, StepWords): partitions writing one output wait for each other (the device orders writes
-// to a buffer between dispatches), and the step over 8 partitions of 10^7 × 32 took 4.33 ms on an
-// H200 so, 3.42 ms with outputs of their own in one submission (bench/gpu-ml.mjs --kernels).
-// The words are those of mapPartitions' generic path (the same kernels and parameters, sums
-// exact in any order), so which path ran a round never changes the model.
+// The words are those of mapPartitions' generic path (the same kernels, parameters and one summed
+// output), so which path ran a round never changes the model.
 
 import type { GpuContext } from '../gpu/device.js';
 import { submit, throwIfGpuFailed, uniformWords, writeBuffer } from '../gpu/buffers.js';
-import { centreExponent, maxBitsOf, recordStepWith, stepPairs, stepParams, StepWords } from '../../kernels/kmeans.js';
+import { centreExponent, maxBitsOf, recordStepWith, stepPairs, stepParams } from '../../kernels/kmeans.js';
 import { GpuWork, type DeviceMatrix } from '../../kernels/ml-matrix.js';
 
 /** What a round is asked for; a step serves every round with the same. */
@@ -27,8 +23,7 @@ export class LloydStep {
   private readonly centres: GPUBuffer;
   private readonly maxBits: GPUBuffer;
   private readonly params: GPUBuffer[];
-  /** Each partition's output, and all of them read back into one buffer. */
-  private readonly outs: GPUBuffer[];
+  private readonly out: GPUBuffer;
   private readonly readback: GPUBuffer;
   /** The next round's commands, recorded while the device ran this one. */
   private next: GPUCommandBuffer | null = null;
@@ -44,8 +39,8 @@ export class LloydStep {
     writeBuffer(ctx, this.maxBits, 0, maxBitsOf(shape.maxAbs));
     // The exponent in each partition's parameters is written every round (stepParams' words).
     this.params = parts.map((m) => uniformWords(ctx, stepParams(m, shape.scaleRows, 0, 0)));
-    this.outs = parts.map(() => device.createBuffer({ size: this.pairs * 8, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label: 'kmeans step' }));
-    this.readback = device.createBuffer({ size: parts.length * this.pairs * 8, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'kmeans step readback' });
+    this.out = device.createBuffer({ size: this.pairs * 8, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label: 'kmeans step' });
+    this.readback = device.createBuffer({ size: this.pairs * 8, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'kmeans step readback' });
   }
 
   /** Whether a round is running (its buffers are in use). */
@@ -82,9 +77,9 @@ export class LloydStep {
       this.next = this.record();
       await read;
       throwIfGpuFailed(this.ctx);
-      const words = new Uint32Array(this.readback.getMappedRange().slice(0));
+      const words = new Float32Array(this.readback.getMappedRange().slice(0));
       this.readback.unmap();
-      return this.summed(words);
+      return words;
     } catch (err) {
       this.next = null;
       this.exponent = null;
@@ -94,27 +89,17 @@ export class LloydStep {
     }
   }
 
-  /** The partitions' words (each `pairs` long, back to back) added exactly, as f32 pairs. */
-  private summed(words: Uint32Array): Float32Array {
-    const { parts, k } = this.shape, d = parts[0].cols, n = 2 * this.pairs;
-    let sum = new StepWords(words.subarray(0, n), k, d);
-    for (let i = 1; i < parts.length; i++) sum = sum.plus(new StepWords(words.subarray(i * n, (i + 1) * n), k, d));
-    const out = new Uint32Array(n);
-    out.set(sum.words);
-    return new Float32Array(out.buffer);
-  }
-
   private record(): GPUCommandBuffer {
     const { parts, k, countsOnly } = this.shape;
     const work = new GpuWork(this.ctx);
-    for (const out of this.outs) work.encoder.clearBuffer(out);
-    parts.forEach((m, i) => recordStepWith(work, m, this.params[i], this.maxBits, this.centres, k, this.outs[i], { countsOnly }));
-    this.outs.forEach((out, i) => work.encoder.copyBufferToBuffer(out, 0, this.readback, i * this.pairs * 8, this.pairs * 8));
+    work.encoder.clearBuffer(this.out);
+    parts.forEach((m, i) => recordStepWith(work, m, this.params[i], this.maxBits, this.centres, k, this.out, { countsOnly }));
+    work.encoder.copyBufferToBuffer(this.out, 0, this.readback, 0, this.pairs * 8);
     return work.encoder.finish();
   }
 
   destroy(): void {
     this.next = null;
-    for (const b of [this.centres, this.maxBits, ...this.params, ...this.outs, this.readback]) b.destroy();
+    for (const b of [this.centres, this.maxBits, ...this.params, this.out, this.readback]) b.destroy();
   }
 }
