@@ -3,8 +3,9 @@
 // A Lloyd round's commands are the same every round but for the centres' values and the distance
 // bound that comes with them. So they live in buffers of this step's own, and the commands are
 // recorded while the device runs the round before: when the next round's centres arrive, the worker
-// writes them and submits. On two H200s, recording took 0.7–0.8 ms of every 3.4–5.6 ms round
-// (thirteenth session), all of it between the message's arrival and the device's start.
+// writes them and submits. On H200s, recording took 0.6–1.2 ms of every round (5.3–5.8 ms on one
+// GPU, 3.3–3.7 ms on two; thirteenth session), all of it between the message's arrival and the
+// device's start.
 //
 // The words are those of mapPartitions' generic path (the same kernels, parameters and one summed
 // output), so which path ran a round never changes the model.
@@ -37,7 +38,8 @@ export class LloydStep {
     this.centres = device.createBuffer({ size: k * d * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label: 'kmeans centres' });
     this.maxBits = device.createBuffer({ size: d * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST, label: 'kmeans column maxima' });
     writeBuffer(ctx, this.maxBits, 0, maxBitsOf(shape.maxAbs));
-    // The exponent in each partition's parameters is written every round (stepParams' words).
+    // The centres' exponent in each partition's parameters (stepParams' words) is written by the
+    // first round and again whenever it changes.
     this.params = parts.map((m) => uniformWords(ctx, stepParams(m, shape.scaleRows, 0, 0)));
     this.out = device.createBuffer({ size: this.pairs * 8, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label: 'kmeans step' });
     this.readback = device.createBuffer({ size: this.pairs * 8, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'kmeans step readback' });
