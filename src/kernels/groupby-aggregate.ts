@@ -176,9 +176,9 @@ export type DeviceGroupAggregates = Omit<GroupAggregates<DecodedColumn>, 'keyWor
  * Aggregates `columns` of n rows grouped by `table` (freed here), all on the device; one readback
  * brings the per-group records, decoded on the host in first-appearance order.
  */
-export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: readonly DeviceAggColumn[], n: number, numbered?: NumberedSlots): Promise<DeviceGroupAggregates> {
+export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: readonly DeviceAggColumn[], n: number): Promise<DeviceGroupAggregates> {
   const accs = columns.map((col) => accumulateColumn(ctx, t.rowSlot, t.capacity + 1, col, n));
-  const { groups, slotOfGroup } = await numberGroups(ctx, t, numbered);
+  const { groups, slotOfGroup } = await numberGroups(ctx, t);
   // Every per-group record in one gather and one readback.
   const parts = await gatherEntries(ctx, slotOfGroup, groups, [
     { src: t.owner, width: 1 }, { src: t.counts, width: 2 }, { src: t.firstRow, width: 1 },
@@ -255,29 +255,18 @@ export function accumulateColumn(ctx: GpuContext, rowSlot: GPUBuffer, slots: num
   return { sum, minMax };
 }
 
-/** A key table's used slots numbered on the device (recordSlotNumbers), with the group count read back. */
-export interface NumberedSlots { numbers: GPUBuffer; groups: number }
-
-/**
- * Records the numbering of the used slots 0..groups-1 (an exclusive scan of used flags): the
- * group count is word capacity + 1 of the returned buffer. A caller may read it back with other
- * checks and hand both to aggregateByTable.
- */
-export function recordSlotNumbers(ctx: GpuContext, t: KeyTable): GPUBuffer {
-  const numbers = storageBuffer(ctx, (t.capacity + 2) * 4, 'used flags');
-  kernelFor(ctx, 'groupby-mark', W.GROUPBY_MARK_WGSL).dispatch('mark_used', [t.owner, t.counts, numbers, sharedUniform(ctx, [t.capacity, 0, 0])], workgroupsFor(t.capacity + 1));
-  exclusiveScan(ctx, numbers, t.capacity + 2);
-  return numbers;
-}
-
-/** Numbers the used slots (unless `numbered` did) and lists each group's slot. */
-async function numberGroups(ctx: GpuContext, t: KeyTable, numbered?: NumberedSlots): Promise<{ groups: number; slotOfGroup: GPUBuffer }> {
+/** Numbers the used slots 0..groups-1 (scan of used flags) and lists each group's slot. */
+async function numberGroups(ctx: GpuContext, t: KeyTable): Promise<{ groups: number; slotOfGroup: GPUBuffer }> {
   const { capacity } = t;
-  const numbers = numbered?.numbers ?? recordSlotNumbers(ctx, t);
-  const groups = numbered?.groups ?? (await readU32(ctx, numbers, 1, capacity + 1))[0];
+  const flags = storageBuffer(ctx, (capacity + 2) * 4, 'used flags');
+  const params = sharedUniform(ctx, [capacity, 0, 0]);
+  const wg = workgroupsFor(capacity + 1);
+  kernelFor(ctx, 'groupby-mark', W.GROUPBY_MARK_WGSL).dispatch('mark_used', [t.owner, t.counts, flags, params], wg);
+  exclusiveScan(ctx, flags, capacity + 2);
+  const [groups] = await readU32(ctx, flags, 1, capacity + 1);
   const slotOfGroup = storageBuffer(ctx, Math.max(1, groups) * 4, 'slot of group');
-  kernelFor(ctx, 'groupby-compact', W.GROUPBY_COMPACT_WGSL).dispatch('compact', [numbers, slotOfGroup, sharedUniform(ctx, [capacity, 0, 0])], workgroupsFor(capacity + 1));
-  freeBuffer(ctx, numbers);
+  kernelFor(ctx, 'groupby-compact', W.GROUPBY_COMPACT_WGSL).dispatch('compact', [flags, slotOfGroup, params], wg);
+  freeBuffer(ctx, flags);
   return { groups, slotOfGroup };
 }
 

@@ -19,7 +19,7 @@ import { MAX_CSV_COLUMNS } from '../../kernels/csv-scan.js';
 import { deviceColumn, MAX_KEY_COLUMNS, nullTextsFit, recordSplitRows, SPLIT_COUNT_WORDS, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
 import { findRecords } from '../../kernels/csv-scan.js';
 import {
-  aggregateByTable, buildKeyTable, freeKeyTable, gatherEntries, keyTableCapacity, largerKeyTable, recordInsertKeys, recordSlotNumbers, type DeviceAggColumn, type DeviceGroupAggregates, type GatherSource, type KeyTable,
+  aggregateByTable, buildKeyTable, freeKeyTable, gatherEntries, keyTableCapacity, largerKeyTable, recordInsertKeys, type DeviceAggColumn, type DeviceGroupAggregates, type GatherSource, type KeyTable,
 } from '../../kernels/groupby-aggregate.js';
 import { keysGroupExactly, recordKeyCheck } from '../../kernels/key-hash.js';
 import { dialectOf } from '../io/csv/options.js';
@@ -106,7 +106,6 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
   let data: GPUBuffer | null = null;
   let rows: CsvRows | null = null;
   let table: KeyTable | null = null;
-  let slotNumbers: GPUBuffer | null = null;
   const inputs: DeviceAggColumn[] = [];
   try {
     const uploaded = await uploadChunkFromFile(gpu, source.chunk);
@@ -119,18 +118,15 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     const n = split.records;
     // One table over the key words: an int64 key's own words, or a hash of the key fields whose
     // grouping is then checked byte by byte. Rows without a key (null, or --dropna) use the null slot.
-    // Recorded before the split's counts are known, so that the counts, the table's overflow flag,
-    // the key check and the group count come back in one round trip: a chunk waits on each of its
-    // round trips behind the other chunks' uploads in the queue. Rows with problems make a table
-    // nobody uses.
+    // Recorded before the split's counts are known, so that the counts, the table's overflow flag and
+    // the key check come back in one round trip: a chunk waits on each of its round trips behind
+    // the other chunks' uploads in the queue. Rows with problems make a table nobody uses.
     const capacity = keyTableCapacity(n, Math.max(1024, 2 * groupsSeen));
     const inserted = recordInsertKeys(gpu, split.key.words, split.key.validMask, true, n, capacity);
     const mismatch = plan.exactIntKey ? null : recordKeyCheck(gpu, data, split.key, inserted.table);
-    slotNumbers = recordSlotNumbers(gpu, inserted.table);
-    let checks: [Uint32Array, Uint32Array, Uint32Array | null, Uint32Array];
+    let checks: [Uint32Array, Uint32Array, Uint32Array | null];
     try {
-      checks = await Promise.all([readU32(gpu, split.counts, SPLIT_COUNT_WORDS), readU32(gpu, inserted.overflow, 1), mismatch && readU32(gpu, mismatch, 1),
-        readU32(gpu, slotNumbers, 1, capacity + 1)]);
+      checks = await Promise.all([readU32(gpu, split.counts, SPLIT_COUNT_WORDS), readU32(gpu, inserted.overflow, 1), mismatch && readU32(gpu, mismatch, 1)]);
     } catch (err) {
       split.free();
       freeKeyTable(gpu, inserted.table);
@@ -139,15 +135,10 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
       freeBuffer(gpu, inserted.overflow);
       if (mismatch) freeBuffer(gpu, mismatch);
     }
-    const [counts, [overflowed], collided, [groupCount]] = checks;
+    const [counts, [overflowed], collided] = checks;
     rows = split.settle(counts);
     table = inserted.table;
     phases.mark('split and group');
-    if (overflowed !== 0) {
-      // Numbers of the overflowed table's slots: of no use.
-      freeBuffer(gpu, slotNumbers);
-      slotNumbers = null;
-    }
     if (rows.problems !== 0) return { fallback: `records the GPU does not parse (problems ${rows.problems})` };
     if (overflowed !== 0) {
       // More groups than the table holds: a larger one, then the key check again.
@@ -167,9 +158,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     }
     const grouped = table;
     table = null; // aggregateByTable frees it
-    const numbered = slotNumbers ? { numbers: slotNumbers, groups: groupCount } : undefined;
-    slotNumbers = null; // aggregateByTable frees it
-    const result = await aggregateByTable(gpu, grouped, inputs, n, numbered);
+    const result = await aggregateByTable(gpu, grouped, inputs, n);
     groupsSeen = result.groups;
     phases.mark('aggregate');
     const pick = groupsToKeep(result, plan.exactIntKey && !spec.dropna);
@@ -181,7 +170,6 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
   } finally {
     rows?.free();
     if (table) freeKeyTable(gpu, table);
-    if (slotNumbers) freeBuffer(gpu, slotNumbers);
     for (const c of inputs) { freeBuffer(gpu, c.values); freeBuffer(gpu, c.mask); }
     if (data) freeBuffer(gpu, data);
   }
