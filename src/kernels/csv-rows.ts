@@ -4,7 +4,7 @@
 
 import type { Column } from '../engine/batch.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, pendingEncoder, readBack, readU32, sharedUniform, storageBuffer, submit, workgroupsFor } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readBack, readU32, sharedUniform, storageBuffer, submit, workgroupsFor } from '../engine/gpu/buffers.js';
 import { findRecords, MAX_CSV_COLUMNS } from './csv-scan.js';
 import { CSV_ROWS_WGSL, CSV_VALID_BITS_WGSL } from './csv-rows.wgsl.js';
 import { decimalTableWords } from './csv-float.wgsl.js';
@@ -62,35 +62,11 @@ export function nullTextsFit(nullValues: readonly string[]): boolean {
 
 /** Splits the `nbytes` bytes in `data` (whole records, the last one ending in '\n'). */
 export async function splitCsvRows(ctx: GpuContext, data: GPUBuffer, nbytes: number, req: CsvRowsRequest): Promise<CsvRows> {
-  const split = recordSplitRows(ctx, data, nbytes, await findRecords(ctx, data, nbytes, Math.ceil(nbytes / 4)), req);
-  try {
-    return split.settle(await readU32(ctx, split.counts, SPLIT_COUNT_WORDS));
-  } catch (err) {
-    split.free();
-    throw err;
-  }
-}
-
-/**
- * Rows split on the device whose problem and null counts are still there: `counts` holds
- * SPLIT_COUNT_WORDS words, for settleRows. A caller may record more work over the rows before it
- * reads them, so that the counts come back in one round trip with that work's checks; free() frees
- * the rows and the counts, until settle().
- */
-export interface SplitRows extends Omit<CsvRows, 'problems' | 'nulls'> {
-  counts: GPUBuffer;
-  /** The rows with their counts (`words`: the counts' SPLIT_COUNT_WORDS words, read back); from then on the rows' own free() frees them. */
-  settle(words: Uint32Array): CsvRows;
-}
-
-/** Words of SplitRows.counts: the problem bits, nulls per column, the last record's end. */
-export const SPLIT_COUNT_WORDS = 2 + MAX_CSV_COLUMNS;
-
-/** Records split_rows over the records findRecords found (its recEnd is freed here). */
-export function recordSplitRows(ctx: GpuContext, data: GPUBuffer, nbytes: number, { records, recEnd }: { records: number; recEnd: GPUBuffer }, req: CsvRowsRequest): SplitRows {
   if (req.columns.length > MAX_CSV_COLUMNS) throw new Error(`splitCsvRows extracts at most ${MAX_CSV_COLUMNS} columns`);
   if (!nullTextsFit(req.nullValues)) throw new Error('splitCsvRows: too many or too long null texts');
   if (req.keyColumns.length > MAX_KEY_COLUMNS) throw new Error(`splitCsvRows groups by at most ${MAX_KEY_COLUMNS} keys`);
+  const { records, recEnd } = await findRecords(ctx, data, nbytes, Math.ceil(nbytes / 4));
+  const lastEnd = records === 0 ? -1 : (await readU32(ctx, recEnd, 1, records - 1))[0];
   const n = Math.max(1, records);
   const ncols = Math.max(1, req.columns.length);
   const values = storageBuffer(ctx, n * ncols * 8, 'csv values');
@@ -102,27 +78,20 @@ export function recordSplitRows(ctx: GpuContext, data: GPUBuffer, nbytes: number
     validMask: storageBuffer(ctx, Math.ceil(n / 32) * 4, 'csv key validity'),
     spans: storageBuffer(ctx, n * Math.max(1, req.keyColumns.length) * 8, 'csv key spans'),
   };
-  const counts = storageBuffer(ctx, SPLIT_COUNT_WORDS * 4, 'csv row counters');
+  const counters = storageBuffer(ctx, (1 + MAX_CSV_COLUMNS) * 4, 'csv row counters');
   const params = sharedUniform(ctx, paramWords(records, req));
   kernelFor(ctx, 'csv-rows', CSV_ROWS_WGSL)
-    .dispatch('split_rows', [data, recEnd, values, validBytes, key.words, key.validMask, key.spans, counts, params], workgroupsFor(records));
-  // The last record's end beside the counts, for one readback of both.
-  if (records > 0) pendingEncoder(ctx).copyBufferToBuffer(recEnd, (records - 1) * 4, counts, (SPLIT_COUNT_WORDS - 1) * 4, 4);
-  freeBuffer(ctx, recEnd);
-  const freeRows = () => { for (const b of [values, validBytes, key.words, key.validMask, key.spans]) freeBuffer(ctx, b); };
+    .dispatch('split_rows', [data, recEnd, values, validBytes, key.words, key.validMask, key.spans, counters, params], workgroupsFor(records));
+  const found = await readU32(ctx, counters, 1 + req.columns.length);
+  for (const b of [recEnd, counters]) freeBuffer(ctx, b);
   return {
-    records, values, validBytes, key, counts,
-    free: () => { freeRows(); freeBuffer(ctx, counts); },
-    settle(words: Uint32Array): CsvRows {
-      // The counts buffer goes back to the pool now; the rows' buffers when the caller frees them.
-      freeBuffer(ctx, counts);
-      const lastEnd = records === 0 ? -1 : words[SPLIT_COUNT_WORDS - 1];
-      return {
-        records, values, validBytes, key, free: freeRows,
-        problems: words[0] | (lastEnd === nbytes - 1 || nbytes === 0 ? 0 : UNFINISHED_RECORD),
-        nulls: words.slice(1, 1 + req.columns.length),
-      };
-    },
+    records,
+    problems: found[0] | (lastEnd === nbytes - 1 || nbytes === 0 ? 0 : UNFINISHED_RECORD),
+    nulls: found.slice(1),
+    values,
+    validBytes,
+    key,
+    free: () => { for (const b of [values, validBytes, key.words, key.validMask, key.spans]) freeBuffer(ctx, b); },
   };
 }
 

@@ -115,21 +115,12 @@ export function freeKeyTable(ctx: GpuContext, t: KeyTable): void {
  * and grown (×4) when it fills, up to nextPow2(2n) slots (2 per row).
  */
 export async function buildKeyTable(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, expectedGroups: number): Promise<KeyTable> {
-  for (let capacity = keyTableCapacity(n, expectedGroups); ; capacity = largerKeyTable(n, capacity)) {
+  const maxCapacity = nextPow2(2 * n);
+  for (let capacity = Math.min(maxCapacity, nextPow2(2 * expectedGroups)); ; capacity = Math.min(maxCapacity, capacity * 4)) {
     const table = await insertKeys(ctx, keyBuf, maskBuf, hasNulls, n, capacity);
     if (table) return table;
+    if (capacity >= maxCapacity) throw new RuntimeFailure('GPU group-by table overflowed at full capacity');
   }
-}
-
-/** The first capacity buildKeyTable tries for n rows and `expectedGroups`. */
-export function keyTableCapacity(n: number, expectedGroups: number): number {
-  return Math.min(nextPow2(2 * n), nextPow2(2 * expectedGroups));
-}
-
-/** The capacity buildKeyTable tries after `capacity` overflowed (an error past 2 slots per row). */
-export function largerKeyTable(n: number, capacity: number): number {
-  if (capacity >= nextPow2(2 * n)) throw new RuntimeFailure('GPU group-by table overflowed at full capacity');
-  return Math.min(nextPow2(2 * n), capacity * 4);
 }
 
 /**
@@ -137,19 +128,6 @@ export function largerKeyTable(n: number, capacity: number): number {
  * Null when it overflowed: the caller retries with a larger capacity. Also used by hash-join.
  */
 export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, capacity: number): Promise<KeyTable | null> {
-  const { table, overflow } = recordInsertKeys(ctx, keyBuf, maskBuf, hasNulls, n, capacity);
-  const [flag] = await readU32(ctx, overflow, 1);
-  freeBuffer(ctx, overflow);
-  if (flag === 0) return table;
-  freeKeyTable(ctx, table);
-  return null;
-}
-
-/**
- * insertKeys recorded, its overflow flag (one word, non-zero when the table overflowed and is of
- * no use) left on the device for the caller to read back and free.
- */
-export function recordInsertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, capacity: number): { table: KeyTable; overflow: GPUBuffer } {
   const slots = capacity + 1;
   const t: KeyTable = {
     owner: storageBuffer(ctx, slots * 4, 'group owners'),
@@ -163,7 +141,11 @@ export function recordInsertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GP
   const params = sharedUniform(ctx, [n, capacity, hasNulls ? 1 : 0]);
   kernelFor(ctx, 'groupby-insert', W.GROUPBY_INSERT_WGSL)
     .dispatch('insert_keys', [keyBuf, maskBuf, t.owner, t.counts, t.firstRow, t.rowSlot, overflow, params], workgroupsFor(n));
-  return { table: t, overflow };
+  const [flag] = await readU32(ctx, overflow, 1);
+  freeBuffer(ctx, overflow);
+  if (flag === 0) return t;
+  freeKeyTable(ctx, t);
+  return null;
 }
 
 /** Group aggregates of rows grouped on the device: each group's owner row stands for its key. */

@@ -26,17 +26,11 @@ export interface HashedKeys {
  * false when two different keys shared a 64-bit hash (the caller then uses the CPU).
  */
 export async function keysGroupExactly(ctx: GpuContext, bytes: GPUBuffer, keys: HashedKeys, table: KeyTable): Promise<boolean> {
-  const mismatch = recordKeyCheck(ctx, bytes, keys, table);
-  const [collided] = await readU32(ctx, mismatch, 1);
-  freeBuffer(ctx, mismatch);
-  return collided === 0;
-}
-
-/** keysGroupExactly recorded: its flag (one word, 0 when the keys group exactly) left on the device for the caller to read back and free. */
-export function recordKeyCheck(ctx: GpuContext, bytes: GPUBuffer, keys: HashedKeys, table: KeyTable): GPUBuffer {
   const mismatch = storageBuffer(ctx, 4, 'key mismatch flag');
   const params = sharedUniform(ctx, [keys.n, keys.keyCount]);
   kernelFor(ctx, 'key-verify', KEY_VERIFY_WGSL)
     .dispatch('verify_keys', [bytes, keys.spans, keys.validMask, table.owner, table.rowSlot, mismatch, params], workgroupsFor(keys.n));
-  return mismatch;
+  const [collided] = await readU32(ctx, mismatch, 1);
+  freeBuffer(ctx, mismatch);
+  return collided === 0;
 }

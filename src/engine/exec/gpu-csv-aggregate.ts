@@ -14,14 +14,13 @@
 import type { Column, Schema, StringColumn } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
 import { copyUnescaped } from '../io/csv/columns.js';
-import { freeBuffer, readU32, uploadNew } from '../gpu/buffers.js';
+import { freeBuffer, uploadNew } from '../gpu/buffers.js';
 import { MAX_CSV_COLUMNS } from '../../kernels/csv-scan.js';
-import { deviceColumn, MAX_KEY_COLUMNS, nullTextsFit, recordSplitRows, SPLIT_COUNT_WORDS, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
-import { findRecords } from '../../kernels/csv-scan.js';
+import { deviceColumn, MAX_KEY_COLUMNS, nullTextsFit, splitCsvRows, type CsvFieldKind, type CsvRows } from '../../kernels/csv-rows.js';
 import {
-  aggregateByTable, buildKeyTable, freeKeyTable, gatherEntries, keyTableCapacity, largerKeyTable, recordInsertKeys, type DeviceAggColumn, type DeviceGroupAggregates, type GatherSource, type KeyTable,
+  aggregateByTable, buildKeyTable, freeKeyTable, gatherEntries, type DeviceAggColumn, type DeviceGroupAggregates, type GatherSource, type KeyTable,
 } from '../../kernels/groupby-aggregate.js';
-import { keysGroupExactly, recordKeyCheck } from '../../kernels/key-hash.js';
+import { keysGroupExactly } from '../../kernels/key-hash.js';
 import { dialectOf } from '../io/csv/options.js';
 import { hashKeys } from '../ops/keys.js';
 import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
@@ -112,44 +111,17 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     data = uploaded.data;
     const length = uploaded.length;
     phases.mark('upload');
-    const split = recordSplitRows(gpu, data, length, await findRecords(gpu, data, length, Math.ceil(length / 4)), {
+    rows = await splitCsvRows(gpu, data, length, {
       width: plan.width, delimiter: plan.delimiter, columns: plan.columns, keyColumns: plan.keys, dropna: spec.dropna, nullValues: source.options.nullValues, hashMask: options.hashMask,
     });
-    const n = split.records;
+    phases.mark('split');
+    if (rows.problems !== 0) return { fallback: `records the GPU does not parse (problems ${rows.problems})` };
+    const n = rows.records;
     // One table over the key words: an int64 key's own words, or a hash of the key fields whose
     // grouping is then checked byte by byte. Rows without a key (null, or --dropna) use the null slot.
-    // Recorded before the split's counts are known, so that the counts, the table's overflow flag and
-    // the key check come back in one round trip: a chunk waits on each of its round trips behind
-    // the other chunks' uploads in the queue. Rows with problems make a table nobody uses.
-    const capacity = keyTableCapacity(n, Math.max(1024, 2 * groupsSeen));
-    const inserted = recordInsertKeys(gpu, split.key.words, split.key.validMask, true, n, capacity);
-    const mismatch = plan.exactIntKey ? null : recordKeyCheck(gpu, data, split.key, inserted.table);
-    let checks: [Uint32Array, Uint32Array, Uint32Array | null];
-    try {
-      checks = await Promise.all([readU32(gpu, split.counts, SPLIT_COUNT_WORDS), readU32(gpu, inserted.overflow, 1), mismatch && readU32(gpu, mismatch, 1)]);
-    } catch (err) {
-      split.free();
-      freeKeyTable(gpu, inserted.table);
-      throw err;
-    } finally {
-      freeBuffer(gpu, inserted.overflow);
-      if (mismatch) freeBuffer(gpu, mismatch);
-    }
-    const [counts, [overflowed], collided] = checks;
-    rows = split.settle(counts);
-    table = inserted.table;
-    phases.mark('split and group');
-    if (rows.problems !== 0) return { fallback: `records the GPU does not parse (problems ${rows.problems})` };
-    if (overflowed !== 0) {
-      // More groups than the table holds: a larger one, then the key check again.
-      freeKeyTable(gpu, table);
-      table = null;
-      table = await buildKeyTable(gpu, rows.key.words, rows.key.validMask, true, n, largerKeyTable(n, capacity) / 2); // it starts at twice the groups it expects
-      if (!plan.exactIntKey && !(await keysGroupExactly(gpu, data, rows.key, table))) return { fallback: 'key hash collision' };
-    } else if (collided && collided[0] !== 0) {
-      return { fallback: 'key hash collision' };
-    }
-    phases.mark('larger table');
+    table = await buildKeyTable(gpu, rows.key.words, rows.key.validMask, true, n, Math.max(1024, 2 * groupsSeen));
+    if (!plan.exactIntKey && !(await keysGroupExactly(gpu, data, rows.key, table))) return { fallback: 'key hash collision' };
+    phases.mark('group');
     const inputSlot = new Map<number, number>();
     for (const j of aggregatedColumns(spec, input)) {
       if (plan.columns[j].kind === 'text' && rows.nulls[j] === 0) { inputSlot.set(j, -1); continue; }
