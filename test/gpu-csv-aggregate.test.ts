@@ -176,6 +176,23 @@ describe.skipIf(skipGpuTests)('chunks the GPU path leaves to the CPU reader', ()
     expect(valueAt(out.partial.keys[0], 0)).toBe('a "b", c');
     expect(await gpuOutcome(one, { ...spec, dropna: false }, { hashMask: 0 })).toEqual({ fallback: 'key hash collision' });
   });
+
+  it('more groups than the first key table holds (every row its own group): the larger table\'s partial equals the CPU\'s; a collision in it is still found', async () => {
+    const spec: AggregateSpec = { keys: ['ks'], aggs: parseAggList('count(),sum(i),mean(f),max(f)'), dropna: false };
+    // A chunk of one group first, so that the next chunk's first table is the smallest (2048 slots).
+    const small = await chunkOf('a,1,2\n');
+    expect(await gpuOutcome(small, spec)).toHaveProperty('partial');
+    const rows = Array.from({ length: 6000 }, (_, r) => `"key ${r}, ""${r % 7}""",${r * 3 - 9000},${(r * 0.25).toFixed(2)}\n`).join('');
+    const many = await chunkOf(rows);
+    for (const keys of [['ks'], ['i'], ['ks', 'i']]) {
+      const out = await gpuOutcome(many, { ...spec, keys });
+      if (!('partial' in out)) throw new Error(out.fallback);
+      expect(out.partial.groups, keys.join(',')).toBe(6000);
+      expectSamePartial(out.partial, cpuPartial(many, { ...spec, keys }).partial);
+      await gpuOutcome(small, spec);
+    }
+    expect(await gpuOutcome(many, spec, { hashMask: 0xfff })).toEqual({ fallback: 'key hash collision' });
+  });
 });
 
 describe.skipIf(skipGpuTests)('groupby --device gpu over CSV through the CLI', () => {
