@@ -35,6 +35,7 @@ export async function loadResidentMatrix(stream: Stream, features: string[], tar
   let total = 0;
   for (const i of indices) { firstRows[i] = total; total += rowsOf.get(i) ?? 0; }
 
+  const onGpus = kernels !== null && (ctx.runner.gpuWorkers ?? 0) > 0;
   const reload = async (missing: number[]) => {
     const again: Stream = { schema: stream.schema, fragments: stream.fragments.filter((f) => missing.includes(f.index)) };
     await runStream(ctx, again, load, 'reload rows', () => {});
@@ -48,8 +49,9 @@ export async function loadResidentMatrix(stream: Stream, features: string[], tar
       const request: Task = { fragment: NO_SOURCE, terminal: { kind: 'map-matrix', matrixId, task, args, firstRows } };
       for (let attempt = 0; ; attempt++) {
         let results;
-        // Most maps of a trainer's loop answer within milliseconds (a k-means round: 3–6 ms on H200s).
-        const stopPolling = pollFor(MAP_POLL_MS);
+        // A map over GPU workers answers within milliseconds (a k-means round: 3–6 ms on H200s);
+        // CPU workers take longer, and the polling core would be taken from them.
+        const stopPolling = onGpus ? pollFor(MAP_POLL_MS) : () => {};
         try {
           results = await ctx.runner.runOnEach(request, `ml ${task}`);
         } catch (err) {
