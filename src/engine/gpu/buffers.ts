@@ -101,19 +101,9 @@ class BufferPool {
   private bytes = 0;
   constructor(private readonly limitBytes: number) {}
 
-  /**
-   * A kept buffer of `size`, else the smallest kept one up to POOL_STRETCH times larger. Chunks of
-   * 256 MB are a few bytes above or below 2^28 by where their records end, so their buffers fall in
-   * the classes on either side of it: taking only the exact class missed about every other chunk,
-   * and each miss allocated ~0.3 GB of device memory on the worker's main thread.
-   */
   take(size: number): GPUBuffer | undefined {
-    let from = this.free.get(size)?.length ? size : 0;
-    if (!from) {
-      for (const [kept, list] of this.free) if (list.length > 0 && kept > size && kept <= size * POOL_STRETCH && (!from || kept < from)) from = kept;
-    }
-    const buf = from ? this.free.get(from)!.pop() : undefined;
-    if (buf) { this.bytes -= buf.size; this.held.delete(buf); }
+    const buf = this.free.get(size)?.pop();
+    if (buf) { this.bytes -= size; this.held.delete(buf); }
     return buf;
   }
 
@@ -129,9 +119,6 @@ class BufferPool {
     return true;
   }
 }
-
-/** How much larger than asked a pooled buffer may be (sizeClass's steps are 1/8 of a power of two: two steps and more). */
-const POOL_STRETCH = 1.3;
 
 const pools = new WeakMap<GPUDevice, BufferPool>();
 function poolOf(ctx: GpuContext): BufferPool {
@@ -159,13 +146,8 @@ export function storageBuffer(ctx: GpuContext, bytes: number, label: string, cle
     throw new RuntimeFailure(`${label}: ${bytes} bytes exceed the GPU's storage binding limit ${limit}; use smaller chunks`);
   }
   const size = sizeClass(bytes, Math.floor(limit / 4) * 4);
+  memoryBudget(ctx).reserve(size, label);
   const reused = poolOf(ctx).take(size);
-  try {
-    memoryBudget(ctx).reserve(reused?.size ?? size, label);
-  } catch (err) {
-    if (reused && !poolOf(ctx).keep(reused)) reused.destroy();
-    throw err;
-  }
   if (!reused) return ctx.device.createBuffer({ size, usage: STORAGE(), label });
   (clearIn ?? pendingEncoder(ctx)).clearBuffer(reused);
   return reused;
