@@ -110,9 +110,20 @@ async function kernelTimings() {
   // The k-means step on one device matrix of all rows: its column maxima (found once, with the column statistics), then
   // the step (nearest centres, per-cluster counts and exact sums) as the CLI records it, with sums
   // in device memory, and other rows per thread, carry batches and feature reads (STEP_VARIANTS=
-  // "rows,batch,registers;..."), each the same words.
+  // "rows,batch,registers;..."), each the same words. Uniform data in ±10 unless KM_DATA=blobs.
   const kmRows = Math.min(ROWS, Math.floor(limit / (D * 4)));
-  const x = uniform(kmRows * D);
+  // KM_DATA=blobs: 8 blobs of unit spread, their centres uniform in ±10 (make-blobs' shape), so that
+  // the k centres (rows of the data) crowd in the blobs and rows lie near ties between them.
+  const blobRows = (rows) => {
+    const at = Array.from({ length: 8 }, () => Array.from({ length: D }, () => Math.random() * 20 - 10));
+    const a = new Float64Array(rows * D);
+    for (let r = 0; r < rows; r++) {
+      const b = at[Math.floor(Math.random() * 8)];
+      for (let j = 0; j < D; j++) a[r * D + j] = b[j] + Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random());
+    }
+    return a;
+  };
+  const x = process.env.KM_DATA === 'blobs' ? blobRows(kmRows) : uniform(kmRows * D);
   const m = await uploadMatrix(ctx, ring, x, null, kmRows, D);
   const centres = new Float32Array(x.subarray(0, K * D)), centreExp = centreExponent(centres);
   const maxBits = storageBuffer(ctx, D * 4, 'column maxima');
