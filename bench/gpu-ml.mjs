@@ -133,6 +133,16 @@ async function kernelTimings() {
   await warm(step());
   report('kmeans step (nearest centres, per-cluster counts and exact sums)', kmRows, await marginal(step()));
   report('kmeans step, sums in device memory (not the default here)', kmRows, await marginal(step({ local: false })));
+  // The counts alone (what k-means|| weighs candidates with): the same pass without the sums of the
+  // features and distances, so the difference is what those sums cost.
+  report('kmeans step, counts only (no sums: the distances, nearest centres and counts)', kmRows, await marginal(step({ countsOnly: true })));
+  // Diagnostics with other words (not checked): the high words added without the carry out of the
+  // low word's addition (no atomic then waits on another's result), and the high words left out.
+  for (const [name, replace] of [['high words without carries (other words)', 'fn addHigh(i: u32, w: vec2u, old: u32) { atomicAdd(&acc[HI + i], w.y); }'], ['low words only (other words)', 'fn addHigh(i: u32, w: vec2u, old: u32) { }']]) {
+    const code = kmeansStepWgsl(D, K, true).replace(/fn addHigh\(i: u32, w: vec2u, old: u32\) \{[^}]*\}\n\}/, replace);
+    if (code === kmeansStepWgsl(D, K, true)) throw new Error('addHigh not found');
+    report(`kmeans step, ${name}`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); work.dispatch(`kmeans-step-diag-${name}`, code, 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, work.input(centres, 'centres'), maxBits, stepOut], stepWorkgroups(kmRows, D, true)); }));
+  }
   const variants = (process.env.STEP_VARIANTS ?? '2,8,1;4,8,0;4,4,1').split(';').filter(Boolean).map((v) => v.split(',').map(Number));
   for (const [rowsPerThread, batch, registers] of variants) {
     const record = (work, out) => {

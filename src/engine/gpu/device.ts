@@ -7,6 +7,7 @@ import { create, globals } from 'webgpu';
 import { driPrimeOf, gpuBusIds, pinnedEnv } from './pci.js';
 import { checkFusedFma } from './fma.js';
 import { checkSubgroupLayout, UNCHECKED_LAYOUT, type SubgroupLayout } from './subgroups.js';
+import { bufferTraceDir, traceBufferCreation } from './buffer-trace.js';
 
 export interface GpuContext {
   adapter: GPUAdapter;
@@ -97,6 +98,8 @@ export async function openGpu(options: { allowSoftware?: boolean } = {}): Promis
     requiredFeatures,
     requiredLimits: limitsOf(adapter.limits),
   });
+  const traceDir = bufferTraceDir();
+  if (traceDir) traceBufferCreation(device, traceDir);
   const ctx: GpuContext = {
     adapter,
     device,
