@@ -136,6 +136,28 @@ async function kernelTimings() {
   // The counts alone (what k-means|| weighs candidates with): the same pass without the sums of the
   // features and distances, so the difference is what those sums cost.
   report('kmeans step, counts only (no sums: the distances, nearest centres and counts)', kmRows, await marginal(step({ countsOnly: true })));
+  // The centres read from a uniform buffer (vec4s, each centre padded to whole quads) in the
+  // distance loop instead of the workgroup tile: the same words (checked).
+  if (K * Math.ceil(D / 4) * 16 <= ctx.device.limits.maxUniformBufferBindingSize) {
+    const d4 = Math.ceil(D / 4);
+    const code = kmeansStepWgsl(D, K, true)
+      .replace(/@binding\(2\) var<storage, read> centres: array<f32>;/, `@binding(2) var<uniform> centresU: array<vec4f, ${K * d4}>;`)
+      .replace(/fn stage\(c0: u32, lane: u32\) \{[\s\S]*?\n\}\n/, 'fn stage(c0: u32, lane: u32) { workgroupBarrier(); }\n')
+      .replace(/tile\[c \* D4 \+ (\d+)u\]/g, 'centresU[(c0 + c) * D4 + $1u]');
+    const padded = new Float32Array(K * d4 * 4);
+    for (let c = 0; c < K; c++) for (let j = 0; j < D; j++) padded[c * d4 * 4 + j] = centres[c * D + j];
+    const uniformCentres = ctx.device.createBuffer({ size: padded.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    ctx.device.queue.writeBuffer(uniformCentres, 0, padded);
+    const record = (work, out) => work.dispatch('kmeans-step-uniform-centres', code, 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, uniformCentres, maxBits, out], stepWorkgroups(kmRows, D, true));
+    report('kmeans step, centres from a uniform buffer in the distance loop (no workgroup tile)', kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
+    const work = new GpuWork(ctx), words = stepPairs(K, D) * 2;
+    const a = work.temp(words * 4, 'a'), b = work.temp(words * 4, 'b');
+    recordStep(work, m, maxBits, kmRows, work.input(centres, 'centres'), centreExp, K, a, 0);
+    record(work, b);
+    const [wa, wb] = await work.finish([{ buf: a, floats: words }, { buf: b, floats: words }]);
+    const ua = new Uint32Array(wa.buffer), ub = new Uint32Array(wb.buffer);
+    console.log(JSON.stringify({ kernel: `check: step with uniform centres: ${ua.every((v, i) => v === ub[i]) ? 'the default step\'s words' : 'WORDS DIFFER from the default step\'s'}`, rows: kmRows, ms: 0 }));
+  }
   // Diagnostics with other words (not checked): the high words added without the carry out of the
   // low word's addition (no atomic then waits on another's result), and the high words left out.
   for (const [name, replace] of [['high words without carries (other words)', 'fn addHigh(i: u32, w: vec2u, old: u32) { atomicAdd(&acc[HI + i], w.y); }'], ['low words only (other words)', 'fn addHigh(i: u32, w: vec2u, old: u32) { }']]) {
