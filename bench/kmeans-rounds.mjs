@@ -1,5 +1,6 @@
 // A k-means run's rounds: the parent's span of each kmeans.assign round (median) from its --trace,
 // and the GPU worker's phases and message times from its stderr with GPUFRAME_GPU_PHASES=1.
+// With several GPU workers, also each one's span of a round from the round's first start.
 //   GPUFRAME_GPU_PHASES=1 bin/run.js kmeans ... --trace t.json 2> err.txt; node bench/kmeans-rounds.mjs t.json err.txt
 import { readFileSync } from 'node:fs';
 const [trace, err] = process.argv.slice(2);
@@ -18,3 +19,18 @@ const ipc = readFileSync(err, 'utf8').split('\n').filter((l) => l.startsWith('ml
 const num = (re) => ipc.map((l) => Number((l.match(re) ?? [])[1]));
 const msgs = ipc.length ? `; messages: to the worker ${med(num(/to the worker ([0-9.]+)/)).toFixed(2)}, in the worker ${med(num(/in the worker ([0-9.]+)/)).toFixed(2)}, back ${med(num(/back ([0-9.]+)/)).toFixed(2)} ms` : '';
 console.log(`rounds ${starts.length - 1} on ${workers} worker(s): parent span median ${med(spans).toFixed(2)} ms, start-to-start median ${med(gaps).toFixed(2)} ms; worker record ${med(field('record')).toFixed(2)}, submit+readback ${med(field('submit and read back')).toFixed(2)}, decode ${med(field('decode')).toFixed(2)} ms (medians; ${phases.length} worker lines)${msgs}`);
+// With several GPU workers: each worker's span of a round, from the round's first start (medians).
+if (workers > 1) {
+  const byTs = [...ev].sort((a, b) => a.ts - b.ts), offsets = new Map();
+  for (let i = workers; i + workers <= byTs.length; i += workers) {
+    const round = byTs.slice(i, i + workers);
+    if (new Set(round.map((e) => e.tid)).size !== workers) continue;
+    for (const e of round) {
+      const o = offsets.get(e.tid) ?? { start: [], end: [] };
+      o.start.push((e.ts - round[0].ts) / 1000); o.end.push((e.ts + e.dur - round[0].ts) / 1000);
+      offsets.set(e.tid, o);
+    }
+  }
+  const names = new Map((t.traceEvents ?? t).filter((e) => e.ph === 'M' && e.name === 'thread_name').map((e) => [e.tid, e.args?.name]));
+  console.log([...offsets].map(([tid, o]) => `${names.get(tid) ?? `tid ${tid}`}: starts +${med(o.start).toFixed(3)}, ends +${med(o.end).toFixed(3)} ms`).join('; '));
+}
