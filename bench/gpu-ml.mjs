@@ -136,6 +136,16 @@ async function kernelTimings() {
   // The counts alone (what k-means|| weighs candidates with): the same pass without the sums of the
   // features and distances, so the difference is what those sums cost.
   report('kmeans step, counts only (no sums: the distances, nearest centres and counts)', kmRows, await marginal(step({ countsOnly: true })));
+  // Whether a variant of the step (record(work, out)) gives the default step's words.
+  const checkWords = async (name, record) => {
+    const work = new GpuWork(ctx), words = stepPairs(K, D) * 2;
+    const a = work.temp(words * 4, 'a'), b = work.temp(words * 4, 'b');
+    recordStep(work, m, maxBits, kmRows, work.input(centres, 'centres'), centreExp, K, a, 0);
+    record(work, b);
+    const [wa, wb] = await work.finish([{ buf: a, floats: words }, { buf: b, floats: words }]);
+    const ua = new Uint32Array(wa.buffer), ub = new Uint32Array(wb.buffer);
+    console.log(JSON.stringify({ kernel: `check: step ${name}: ${ua.every((v, i) => v === ub[i]) ? 'the default step\'s words' : 'WORDS DIFFER from the default step\'s'}`, rows: kmRows, ms: 0 }));
+  };
   // The centres read from a uniform buffer (vec4s, each centre padded to whole quads) in the
   // distance loop instead of the workgroup tile: the same words (checked).
   if (K * Math.ceil(D / 4) * 16 <= ctx.device.limits.maxUniformBufferBindingSize) {
@@ -150,13 +160,7 @@ async function kernelTimings() {
     ctx.device.queue.writeBuffer(uniformCentres, 0, padded);
     const record = (work, out) => work.dispatch('kmeans-step-uniform-centres', code, 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, uniformCentres, maxBits, out], stepWorkgroups(kmRows, D, true));
     report('kmeans step, centres from a uniform buffer in the distance loop (no workgroup tile)', kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
-    const work = new GpuWork(ctx), words = stepPairs(K, D) * 2;
-    const a = work.temp(words * 4, 'a'), b = work.temp(words * 4, 'b');
-    recordStep(work, m, maxBits, kmRows, work.input(centres, 'centres'), centreExp, K, a, 0);
-    record(work, b);
-    const [wa, wb] = await work.finish([{ buf: a, floats: words }, { buf: b, floats: words }]);
-    const ua = new Uint32Array(wa.buffer), ub = new Uint32Array(wb.buffer);
-    console.log(JSON.stringify({ kernel: `check: step with uniform centres: ${ua.every((v, i) => v === ub[i]) ? 'the default step\'s words' : 'WORDS DIFFER from the default step\'s'}`, rows: kmRows, ms: 0 }));
+    await checkWords('with uniform centres', record);
   }
   // Diagnostics with other words (not checked): the high words added without the carry out of the
   // low word's addition (no atomic then waits on another's result), and the high words left out.
@@ -172,13 +176,7 @@ async function kernelTimings() {
     };
     const name = `${rowsPerThread} rows per thread, carries ${batch} at a time, features ${registers ? 'from registers' : 'read again'}`;
     report(`kmeans step, ${name} (defaults ${stepRowsPerThread(D)}, ${STEP_CARRY_BATCH}, ${D <= 32 ? 'registers' : 'read again'})`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
-    const work = new GpuWork(ctx), words = stepPairs(K, D) * 2;
-    const a = work.temp(words * 4, 'a'), b = work.temp(words * 4, 'b');
-    recordStep(work, m, maxBits, kmRows, work.input(centres, 'centres'), centreExp, K, a, 0);
-    record(work, b);
-    const [wa, wb] = await work.finish([{ buf: a, floats: words }, { buf: b, floats: words }]);
-    const ua = new Uint32Array(wa.buffer), ub = new Uint32Array(wb.buffer);
-    console.log(JSON.stringify({ kernel: `check: step ${name}: ${ua.every((v, i) => v === ub[i]) ? 'the default step\'s words' : 'WORDS DIFFER from the default step\'s'}`, rows: kmRows, ms: 0 }));
+    await checkWords(name, record);
   }
   {
     // On this device, the words of a 2^17-row slice against the CPU twin (NVIDIA's driver contracts
