@@ -38,6 +38,8 @@ export function decodeMappedPairs(task: string, args: unknown, m: MappedPairs): 
   return m.groups.flatMap((indices, g) => {
     const value = decode(m.pairs.subarray(m.ranges[g][0], m.ranges[g][1]), args);
     if (indices.length > 1 && !zero) throw new Error(`${task}: results summed over partitions, and no zero to stand for the others`);
-    return indices.map((index, i) => ({ index, value: i === 0 ? value : zero!(value) }));
+    // One zero stands for every other partition of the group (results are not changed once decoded).
+    const none = indices.length > 1 ? zero!(value) : undefined;
+    return indices.map((index, i) => ({ index, value: i === 0 ? value : none }));
   });
 }
