@@ -93,7 +93,7 @@ async function kernelTimings() {
   const { openGpu } = await dist('engine/gpu/device.js');
   const { StagingRing, storageBuffer } = await dist('engine/gpu/buffers.js');
   const { GpuWork, uploadMatrix, freeMatrix, recordReduceBlocks } = await dist('kernels/ml-matrix.js');
-  const { centreExponent, kmeansStepCpu, recordMaxAbs, recordStep, stepPairs, stepWorkgroups } = await dist('kernels/kmeans.js');
+  const { centreExponent, kmeansStepCpu, recordMaxAbs, recordStep, stepPairs, stepParams, stepWorkgroups } = await dist('kernels/kmeans.js');
   const { kmeansStepWgsl, stepLayout, stepRowsPerThread, STEP_CARRY_BATCH } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
   const { GRAM_BLOCK_ROWS } = await dist('kernels/linreg.wgsl.js');
@@ -136,6 +136,9 @@ async function kernelTimings() {
   // The counts alone (what k-means|| weighs candidates with): the same pass without the sums of the
   // features and distances, so the difference is what those sums cost.
   report('kmeans step, counts only (no sums: the distances, nearest centres and counts)', kmRows, await marginal(step({ countsOnly: true })));
+  // A variant of the step (its WGSL) over the whole matrix, bound as recordStep binds the default one.
+  const dispatchStep = (work, label, code, centresBuffer, out) =>
+    work.dispatch(label, code, 'step', [work.params(stepParams(m, kmRows, centreExp, 0)), m.xr, centresBuffer, maxBits, out], stepWorkgroups(kmRows, D, true));
   // Whether a variant of the step (record(work, out)) gives the default step's words.
   const checkWords = async (name, record) => {
     const work = new GpuWork(ctx), words = stepPairs(K, D) * 2;
@@ -158,7 +161,7 @@ async function kernelTimings() {
     for (let c = 0; c < K; c++) for (let j = 0; j < D; j++) padded[c * d4 * 4 + j] = centres[c * D + j];
     const uniformCentres = ctx.device.createBuffer({ size: padded.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     ctx.device.queue.writeBuffer(uniformCentres, 0, padded);
-    const record = (work, out) => work.dispatch('kmeans-step-uniform-centres', code, 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, uniformCentres, maxBits, out], stepWorkgroups(kmRows, D, true));
+    const record = (work, out) => dispatchStep(work, 'kmeans-step-uniform-centres', code, uniformCentres, out);
     report('kmeans step, centres from a uniform buffer in the distance loop (no workgroup tile)', kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
     await checkWords('with uniform centres', record);
   }
@@ -167,12 +170,12 @@ async function kernelTimings() {
   for (const [name, replace] of [['high words without carries (other words)', 'fn addHigh(i: u32, w: vec2u, old: u32) { atomicAdd(&acc[HI + i], w.y); }'], ['low words only (other words)', 'fn addHigh(i: u32, w: vec2u, old: u32) { }']]) {
     const code = kmeansStepWgsl(D, K, true).replace(/fn addHigh\(i: u32, w: vec2u, old: u32\) \{[^}]*\}\n\}/, replace);
     if (code === kmeansStepWgsl(D, K, true)) throw new Error('addHigh not found');
-    report(`kmeans step, ${name}`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); work.dispatch(`kmeans-step-diag-${name}`, code, 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, work.input(centres, 'centres'), maxBits, stepOut], stepWorkgroups(kmRows, D, true)); }));
+    report(`kmeans step, ${name}`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); dispatchStep(work, `kmeans-step-diag-${name}`, code, work.input(centres, 'centres'), stepOut); }));
   }
   const variants = (process.env.STEP_VARIANTS ?? '2,8,1;4,8,0;4,4,1').split(';').filter(Boolean).map((v) => v.split(',').map(Number));
   for (const [rowsPerThread, batch, registers] of variants) {
     const record = (work, out) => {
-      work.dispatch(`kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, { rowsPerThread, batch, fromRegisters: registers === 1 }), 'step', [work.params([kmRows, 0, centreExp, kmRows]), m.xr, work.input(centres, 'centres'), maxBits, out], stepWorkgroups(kmRows, D, true));
+      dispatchStep(work, `kmeans-step-${D}-${K}-r${rowsPerThread}-b${batch}-${registers}`, kmeansStepWgsl(D, K, true, { rowsPerThread, batch, fromRegisters: registers === 1 }), work.input(centres, 'centres'), out);
     };
     const name = `${rowsPerThread} rows per thread, carries ${batch} at a time, features ${registers ? 'from registers' : 'read again'}`;
     report(`kmeans step, ${name} (defaults ${stepRowsPerThread(D)}, ${STEP_CARRY_BATCH}, ${D <= 32 ? 'registers' : 'read again'})`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
