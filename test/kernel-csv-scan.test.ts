@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { csvScan, csvScanCpu, decimalToDouble, type CsvScanRequest } from '../src/kernels/csv-scan.js';
+import { csvScan, csvScanCpu, decimalToDouble, findRecords, type CsvScanRequest } from '../src/kernels/csv-scan.js';
+import { freeBuffer, readU32, uploadNew } from '../src/engine/gpu/buffers.js';
 import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
 
 let seed = 11;
@@ -47,6 +48,32 @@ describe.skipIf(skipGpuTests)('csv-scan kernel', () => {
     expect(Array.from(gpu.columns[0].valid!)).toEqual([1, 0, 1, 1, 0]);
     const fin = await expectSame({ bytes, columns: [{ index: 2, type: 'float64' }], final: true });
     expect(fin.records).toBe(6);
+  });
+
+  it('finds every record end over many scan blocks: quoted newlines, doubled quotes, quoted fields longer than a block, CRLF', async () => {
+    const ctx = await testGpu();
+    const blockBytes = 16_384; // 4096 words: four of the prefix scan's blocks
+    // Fields: plain, quoted with newlines, commas and doubled quotes, or (rarely) quoted and longer
+    // than a block, so that blocks start inside quotes and some hold no quote at all. The sizes
+    // take the scans past one level of block sums and end mid-word.
+    // (¢ and Ê end in the bytes 0xa2 and 0x8a: '"' and '\n' with the top bit set, which must not count.)
+    const quoted = () => `"${Array.from({ length: Math.floor(rand() * 40) }, () => pick(['a', '\n', ',', '""', '\r\n', ' ', '¢', 'Ê'])).join('')}"`;
+    const field = () => (rand() < 0.002 ? `"${'x\n"",'.repeat(Math.ceil(blockBytes * (1 + rand()) / 6))}"` : rand() < 0.3 ? quoted() : String(Math.floor(rand() * 1e6)));
+    for (const size of [3, blockBytes - 1, 3 * blockBytes + 7, 300 * blockBytes + 5]) {
+      let text = '';
+      while (text.length < size) text += Array.from({ length: 1 + Math.floor(rand() * 4) }, field).join(',') + pick(['\n', '\r\n', '\n\n']);
+      const bytes = enc(text.slice(0, size));
+      // Reference: a '\n' after an even number of '"' ends a record.
+      const want: number[] = [];
+      let quotes = 0;
+      bytes.forEach((b, i) => { if (b === 34) quotes++; else if (b === 10 && quotes % 2 === 0) want.push(i); });
+      const data = await uploadNew(ctx, bytes, 'csv bytes');
+      const { records, recEnd } = await findRecords(ctx, data, bytes.length, Math.ceil(bytes.length / 4));
+      expect(records, `${bytes.length} bytes`).toBe(want.length);
+      if (records > 0) expect(Array.from(await readU32(ctx, recEnd, records))).toEqual(want);
+      freeBuffer(ctx, data);
+      freeBuffer(ctx, recEnd);
+    }
   });
 
   it('parses int64 extremes, signs and long values (host fallback) exactly', async () => {
