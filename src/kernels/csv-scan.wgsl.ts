@@ -2,7 +2,9 @@
 // 1. quote_counts: '"' bytes per word; an exclusive scan gives the quote parity at each word,
 //    so whether a byte is inside quotes needs no sequential pass (quoted newlines stay inside).
 // 2. count_records / list_records: '\n' outside quotes ends a record; a scan of per-word counts
-//    numbers them, and the second pass writes each record's end position.
+//    numbers them, and the second pass writes each record's end position. (Counts per 16 KiB
+//    block instead of per word, with the blocks' own scans, took as long end to end on the H200:
+//    BENCHMARKS.md, fifteenth session.)
 // 3. parse_fields: one thread per record walks its fields and parses the selected columns:
 //    int64 as (lo, hi) words, float64 as up to 19 mantissa digits (u64) and a decimal exponent,
 //    from which the host forms the exact double. Anything unusual (more digits, inf/nan, stray
