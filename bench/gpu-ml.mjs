@@ -97,6 +97,7 @@ async function kernelTimings() {
   const { kmeansStepWgsl, stepLayout, stepRowsPerThread, STEP_CARRY_BATCH } = await dist('kernels/kmeans.wgsl.js');
   const { gramPairs, recordGram } = await dist('kernels/linreg.js');
   const { GRAM_BLOCK_ROWS } = await dist('kernels/linreg.wgsl.js');
+  const { Rng } = await dist('engine/ml/random.js');
   const ctx = await openGpu({ allowSoftware: true });
   await ctx.checked; // the fma check picks the Gram's form
   const ring = new StagingRing(ctx);
@@ -115,11 +116,12 @@ async function kernelTimings() {
   // KM_DATA=blobs: 8 blobs of unit spread, their centres uniform in ±10 (make-blobs' shape), so that
   // the k centres (rows of the data) crowd in the blobs and rows lie near ties between them.
   const blobRows = (rows) => {
-    const at = Array.from({ length: 8 }, () => Array.from({ length: D }, () => Math.random() * 20 - 10));
+    const rng = new Rng(1, 'bench blobs');
+    const at = Array.from({ length: 8 }, () => Array.from({ length: D }, () => rng.uniform(-10, 10)));
     const a = new Float64Array(rows * D);
     for (let r = 0; r < rows; r++) {
-      const b = at[Math.floor(Math.random() * 8)];
-      for (let j = 0; j < D; j++) a[r * D + j] = b[j] + Math.sqrt(-2 * Math.log(1 - Math.random())) * Math.cos(2 * Math.PI * Math.random());
+      const b = at[rng.nextInt(8)];
+      for (let j = 0; j < D; j++) a[r * D + j] = b[j] + rng.normal();
     }
     return a;
   };
@@ -164,6 +166,7 @@ async function kernelTimings() {
     const record = (work, out) => dispatchStep(work, 'kmeans-step-uniform-centres', code, uniformCentres, out);
     report('kmeans step, centres from a uniform buffer in the distance loop (no workgroup tile)', kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
     await checkWords('with uniform centres', record);
+    uniformCentres.destroy();
   }
   // Diagnostics with other words (not checked): the high words added without the carry out of the
   // low word's addition (no atomic then waits on another's result), and the high words left out.
