@@ -1,6 +1,6 @@
 // GPUFRAME_TRACE_BUFFERS: every createBuffer of a traced device is logged with its label, size,
-// usage, mapped-at-creation flag, time and caller, and the log reaches the file; tracing is off
-// without the variable. A stand-in device (no GPU needed): the wrapper must pass each call through.
+// usage, mapped-at-creation flag, time and caller, and the log reaches the file (its directory
+// made if missing); tracing is off without the variable. A stand-in device (no GPU needed): the wrapper must pass each call through.
 
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ describe('buffer creation trace', () => {
   });
 
   it('logs each createBuffer and passes it through', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gpuframe-trace-'));
+    const dir = join(mkdtempSync(join(tmpdir(), 'gpuframe-trace-')), 'not yet made');
     const made: GPUBufferDescriptor[] = [];
     const device = { createBuffer: (d: GPUBufferDescriptor) => { made.push(d); return { size: d.size } as unknown as GPUBuffer; } } as unknown as GPUDevice;
     const flush = traceBufferCreation(device, dir);

@@ -3,7 +3,7 @@
 // when, and the caller) to <dir>/buffers-<pid>.json; `node bench/buffer-census.mjs <dir>` sums them
 // up. A GPU worker's main thread bounds a GPU CSV run, and creating buffers was a large share of it.
 
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** One createBuffer: label, bytes, usage bits, mapped at creation (1/0), ms it took, ms since the process's time origin, caller. */
@@ -28,6 +28,8 @@ export function traceBufferCreation(device: GPUDevice, dir: string): () => void 
     log.push([descriptor.label ?? '', descriptor.size, descriptor.usage, descriptor.mappedAtCreation ? 1 : 0, performance.now() - t, t, caller]);
     return buffer;
   };
+  // Created here, so that naming a fresh directory is enough (a missing one made the writes fail silently).
+  try { mkdirSync(dir, { recursive: true }); } catch { /* a diagnosis must not fail the run */ }
   const file = join(dir, `buffers-${process.pid}.json`);
   let written = 0;
   const flush = () => {
