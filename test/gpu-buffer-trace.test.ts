@@ -1,6 +1,7 @@
 // GPUFRAME_TRACE_BUFFERS: every createBuffer of a traced device is logged with its label, size,
 // usage, mapped-at-creation flag, time and caller, and the log reaches the file (its directory
-// made if missing); tracing is off without the variable. A stand-in device (no GPU needed): the wrapper must pass each call through.
+// made if missing); tracing is off without the variable. A stand-in device (no GPU needed): the
+// wrapper must pass each call through.
 
 import { describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync } from 'node:fs';
