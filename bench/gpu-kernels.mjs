@@ -306,20 +306,19 @@ async function csv() {
   console.log(`\nCSV: ${(nbytes / 1e6).toFixed(1)} MB, ${csvLines} records`);
   const data = await upload(csvBytes, 'csv bytes');
   const quotes = storageBuffer(ctx, (nwords + 1) * 4, 'quote counts'), recs = storageBuffer(ctx, (nwords + 1) * 4, 'record counts');
-  const unused = storageBuffer(ctx, 16, 'record ends (unused)');
   const params = uniformWords(ctx, [nbytes, nwords]);
   const boundaries = kernelFor(ctx, 'csv-boundaries', CSV_BOUNDARIES_WGSL);
-  const wg = workgroupsFor(nwords);
+  const wg = workgroupsFor(nwords, 4); // as findRecords: a quad of words a thread
   await timeKernel('quote_counts', nbytes + 4 * nwords, (enc, tw) => boundaries.dispatch('quote_counts', [data, quotes, null, null, params], wg, enc, tw));
   exclusiveScan(ctx, quotes, nwords);
-  await timeKernel('count_records', nbytes + 8 * nwords, (enc, tw) => boundaries.dispatch('count_records', [data, quotes, recs, unused, params], wg, enc, tw));
+  await timeKernel('count_records', nbytes + 8 * nwords, (enc, tw) => boundaries.dispatch('count_records', [data, quotes, recs, null, params], wg, enc, tw));
   writeBuffer(ctx, recs, nwords * 4, new Uint32Array(1));
   exclusiveScan(ctx, recs, nwords + 1);
   const [records] = await readU32(ctx, recs, 1, nwords);
   if (records !== csvLines) console.log(`warning: ${records} records found, ${csvLines} written`);
   const recEnd = storageBuffer(ctx, Math.max(1, records) * 4, 'record ends');
   await timeKernel('list_records', nbytes + 8 * nwords + 4 * records, (enc, tw) => boundaries.dispatch('list_records', [data, quotes, recs, recEnd, params], wg, enc, tw));
-  for (const b of [quotes, recs, unused]) freeBuffer(ctx, b);
+  for (const b of [quotes, recs]) freeBuffer(ctx, b);
 
   const r = Math.max(1, records), ncols = SPLIT_COLUMNS.length;
   const out = {

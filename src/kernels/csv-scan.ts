@@ -63,18 +63,16 @@ export async function findRecords(ctx: GpuContext, data: GPUBuffer, nbytes: numb
   const recs = storageBuffer(ctx, (nwords + 1) * 4, 'csv record counts');
   const params = sharedUniform(ctx, [nbytes, nwords]);
   const k = kernelFor(ctx, 'csv-boundaries', CSV_BOUNDARIES_WGSL);
-  const wg = workgroupsFor(nwords);
+  const wg = workgroupsFor(nwords, 4); // a quad of words a thread
   k.dispatch('quote_counts', [data, quotes, null, null, params], wg);
   exclusiveScan(ctx, quotes, nwords);
   writeBuffer(ctx, recs, nwords * 4, new Uint32Array(1));
-  // count_records does not write record ends; its layout still wants the binding.
-  const unused = storageBuffer(ctx, 16, 'csv record ends (unused)');
-  k.dispatch('count_records', [data, quotes, recs, unused, params], wg);
+  k.dispatch('count_records', [data, quotes, recs, null, params], wg);
   exclusiveScan(ctx, recs, nwords + 1);
   const [records] = await readU32(ctx, recs, 1, nwords);
   const recEnd = storageBuffer(ctx, Math.max(1, records) * 4, 'csv record ends');
   k.dispatch('list_records', [data, quotes, recs, recEnd, params], wg);
-  for (const b of [quotes, recs, unused]) freeBuffer(ctx, b); // later users of a recycled buffer queue after list_records
+  for (const b of [quotes, recs]) freeBuffer(ctx, b); // later users of a recycled buffer queue after list_records
   return { records, recEnd };
 }
 

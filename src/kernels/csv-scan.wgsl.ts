@@ -23,52 +23,83 @@ fn recordStart(r: u32) -> u32 { if (r == 0u) { return 0u; } return recEnd[r - 1u
 fn isBlankRecord(start: u32, end: u32) -> bool { return end == start || (end == start + 1u && byteAt(start) == 13u); }
 `;
 
+// Each thread takes a quad of words (16 bytes, one vec4 load) and finds its quotes and line breaks
+// with whole-word bit arithmetic, one bit per byte, rather than a byte at a time. Bytes at or past
+// nbytes are neither; so are the words past nwords, whose counts are written as 0.
 const BOUNDARIES = /* wgsl */ `
 struct Params { nbytes: u32, nwords: u32, _a: u32, _b: u32 }
-@group(0) @binding(0) var<storage, read> bytes: array<u32>;
-@group(0) @binding(1) var<storage, read_write> quotes: array<u32>;
-@group(0) @binding(2) var<storage, read_write> recs: array<u32>;
+@group(0) @binding(0) var<storage, read> chunk: array<vec4u>;
+@group(0) @binding(1) var<storage, read_write> quotes: array<vec4u>;
+@group(0) @binding(2) var<storage, read_write> recs: array<vec4u>;
 @group(0) @binding(3) var<storage, read_write> recEnd: array<u32>;
 @group(0) @binding(4) var<uniform> p: Params;
-${WGSL_BYTES}
+
+/** 0x80 in each byte of v that is 0, and 0 in the others (exact: no borrow crosses a byte). */
+fn zeroBytes(v: u32) -> u32 { return ~(((v & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v | 0x7f7f7f7fu); }
+/** The top bit of each byte of word w that lies in the chunk (bytes 4w .. 4w + 3, little-endian). */
+fn inChunk(w: u32) -> u32 {
+  let first = 4u * w;
+  if (first + 4u <= p.nbytes) { return 0x80808080u; }
+  if (first >= p.nbytes) { return 0u; }
+  return 0x80808080u >> (8u * (4u - (p.nbytes - first)));
+}
+/** Bit k set where byte k of word w (value v) is \`b\` (b repeated in all four bytes of \`bbbb\`). */
+fn bytesEqual(v: u32, w: u32, bbbb: u32) -> u32 {
+  let m = zeroBytes(v ^ bbbb) & inChunk(w);
+  return ((m >> 7u) & 1u) | ((m >> 14u) & 2u) | ((m >> 21u) & 4u) | ((m >> 28u) & 8u);
+}
+fn quoteBits(v: u32, w: u32) -> u32 { return bytesEqual(v, w, 0x22222222u); }
+/** Bit k set where byte k of word w ends a record: a '\\n' outside quotes, \`before\` quotes preceding the word. */
+fn endBits(v: u32, w: u32, before: u32) -> u32 {
+  let q = quoteBits(v, w);
+  // Bit k: the parity of the word's quotes before byte k, flipped when an odd number precede it.
+  let inside = (q << 1u) ^ (q << 2u) ^ (q << 3u) ^ select(0u, 0xfu, (before & 1u) != 0u);
+  return bytesEqual(v, w, 0x0a0a0a0au) & ~inside;
+}
 
 @compute @workgroup_size(256)
 fn quote_counts(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  for (var w = gid.x; w < p.nwords; w += gridStride(nwg)) {
-    var q = 0u;
-    for (var k = 0u; k < 4u; k++) {
-      let i = 4u * w + k;
-      if (i < p.nbytes && byteAt(i) == 34u) { q += 1u; }
-    }
-    quotes[w] = q;
+  for (var t = gid.x; 4u * t < p.nwords; t += gridStride(nwg)) {
+    let v = chunk[t];
+    let w = 4u * t;
+    quotes[t] = vec4u(countOneBits(quoteBits(v.x, w)), countOneBits(quoteBits(v.y, w + 1u)), countOneBits(quoteBits(v.z, w + 2u)), countOneBits(quoteBits(v.w, w + 3u)));
   }
 }
 
-// Record ends in word w (quotes[] holds the scanned quote counts); writes them when asked.
-fn recordEnds(w: u32, write: bool) -> u32 {
-  var q = quotes[w];
-  var found = 0u;
-  for (var k = 0u; k < 4u; k++) {
-    let i = 4u * w + k;
-    if (i >= p.nbytes) { break; }
-    let b = byteAt(i);
-    if (b == 34u) { q += 1u; }
-    if (b == 10u && (q & 1u) == 0u) {
-      if (write) { recEnd[recs[w] + found] = i; }
-      found += 1u;
-    }
-  }
-  return found;
-}
-
+// Record ends per word (quotes[] holds the scanned quote counts).
 @compute @workgroup_size(256)
 fn count_records(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  for (var w = gid.x; w < p.nwords; w += gridStride(nwg)) { recs[w] = recordEnds(w, false); }
+  for (var t = gid.x; 4u * t < p.nwords; t += gridStride(nwg)) {
+    let v = chunk[t];
+    let q = quotes[t];
+    let w = 4u * t;
+    recs[t] = vec4u(countOneBits(endBits(v.x, w, q.x)), countOneBits(endBits(v.y, w + 1u, q.y)), countOneBits(endBits(v.z, w + 2u, q.z)), countOneBits(endBits(v.w, w + 3u, q.w)));
+  }
+}
+
+/** Writes the record ends of word w from record number \`first\` on (recs[] holds the scanned record counts). */
+fn listEnds(v: u32, w: u32, before: u32, first: u32) {
+  var ends = endBits(v, w, before);
+  var r = first;
+  while (ends != 0u) {
+    recEnd[r] = 4u * w + firstTrailingBit(ends);
+    r += 1u;
+    ends &= ends - 1u;
+  }
 }
 
 @compute @workgroup_size(256)
 fn list_records(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  for (var w = gid.x; w < p.nwords; w += gridStride(nwg)) { _ = recordEnds(w, true); }
+  for (var t = gid.x; 4u * t < p.nwords; t += gridStride(nwg)) {
+    let v = chunk[t];
+    let q = quotes[t];
+    let r = recs[t];
+    let w = 4u * t;
+    listEnds(v.x, w, q.x, r.x);
+    listEnds(v.y, w + 1u, q.y, r.y);
+    listEnds(v.z, w + 2u, q.z, r.z);
+    listEnds(v.w, w + 3u, q.w, r.w);
+  }
 }
 `;
 
