@@ -90,3 +90,36 @@ describe.skipIf(skipGpuTests)('csv-rows number parsing', () => {
     }
   });
 });
+
+describe.skipIf(skipGpuTests)('csv-rows field splitting', () => {
+  // Fields are scanned a word (4 bytes) at a time: a '"' in an unquoted field must be found
+  // at every position in a word, before the delimiter or at the record's end, and quotes past a
+  // field's end must not count. Each case is one chunk of records `<row>,<field>,<int>`.
+  async function problemsOf(fields: string[]): Promise<number> {
+    const ctx = await testGpu();
+    const bytes = new TextEncoder().encode(fields.map((f, i) => `${i},${f},${i}\n`).join(''));
+    const data = await uploadNew(ctx, bytes, 'test csv');
+    const rows = await splitCsvRows(ctx, data, bytes.length, { width: 3, delimiter: 0x2c, columns: [{ index: 1, kind: 'text' }, { index: 2, kind: 'int64' }], keyColumns: [], dropna: false, nullValues: [''] });
+    try {
+      return rows.problems;
+    } finally {
+      rows.free();
+      freeBuffer(ctx, data);
+    }
+  }
+
+  it('flags a quote inside an unquoted field wherever it falls in a word, and nothing in clean or quoted fields', async () => {
+    for (let pad = 1; pad <= 8; pad++) {
+      const before = 'x'.repeat(pad);
+      // (Quotes in pairs, so that the record ends stay outside quotes.)
+      for (const bad of [`${before}""`, `${before}"y"`, `${before}"yyyyyy"z`, `a${before}""`]) {
+        expect(await problemsOf(['ok', bad, 'fine']), bad).toBe(CSV_ROW_PROBLEMS.quotes);
+      }
+      for (const good of [before, `"${before},"`, `"${before}""q"`, `"a\n${before}"`, `${before}'`]) {
+        expect(await problemsOf(['ok', good, 'fine']), good).toBe(0);
+      }
+    }
+    // A quoted field with text after its closing quote.
+    expect(await problemsOf(['"ab"c']) & CSV_ROW_PROBLEMS.quotes).toBe(CSV_ROW_PROBLEMS.quotes);
+  });
+});
