@@ -414,7 +414,7 @@ async function scan() {
     await timeKernel(`scan_blocks (subgroups of ${ctx.subgroupLayout.size})`, 8 * n, (enc, tw) => sub.dispatch('scan_blocks', [data, sums, params], Math.min(blocks, 8192), enc, tw));
   }
   exclusiveScan(ctx, sums, blocks);
-  await timeKernel('add_block_offsets', 8 * n, (enc, tw) => kernel.dispatch('add_block_offsets', [data, sums, params], workgroupsFor(n), enc, tw));
+  await timeKernel('add_block_offsets', 8 * n, (enc, tw) => kernel.dispatch('add_block_offsets', [data, sums, params], workgroupsFor(n, 4), enc, tw));
   freeBuffer(ctx, data); freeBuffer(ctx, sums); params.destroy();
 }
 

@@ -30,14 +30,23 @@ function randomWords(n: number, seed: number): Uint32Array {
   return out;
 }
 
+/**
+ * The scan of `words` on the GPU. The buffer holds 7 more words after them (the kernels move whole
+ * quads of words), which must come back as they were.
+ */
 async function scanOnGpu(words: Uint32Array, variant: ScanVariant): Promise<Uint32Array> {
   const ctx = await testGpu();
-  const buf = await uploadNew(ctx, words, 'scan test');
+  const after = Uint32Array.from({ length: 7 }, (_, i) => 0xdead0000 + i);
+  const withAfter = new Uint32Array(words.length + after.length);
+  withAfter.set(words);
+  withAfter.set(after, words.length);
+  const buf = await uploadNew(ctx, withAfter, 'scan test');
   exclusiveScan(ctx, buf, words.length, variant);
-  const out = await readU32(ctx, buf, words.length);
+  const out = await readU32(ctx, buf, withAfter.length);
   freeBuffer(ctx, buf);
   expect(ctx.errors).toEqual([]);
-  return out;
+  expect(Array.from(out.subarray(words.length)), 'the words after the scanned ones').toEqual(Array.from(after));
+  return out.subarray(0, words.length);
 }
 
 // 0, 1, around one block (1024), many blocks, and more than 8192 blocks (workgroups loop over

@@ -45,13 +45,15 @@ export function scanBlocksKernel(ctx: GpuContext, variant: ScanVariant): GpuKern
  */
 export function exclusiveScan(ctx: GpuContext, buf: GPUBuffer, n: number, variant = scanVariant(ctx)): void {
   if (n === 0) return;
+  // The kernels read and write whole quads of words (16 bytes).
+  if (buf.size % 16 !== 0 || buf.size < Math.ceil(n / 4) * 16) throw new Error(`exclusiveScan: a buffer of ${buf.size} bytes does not hold ${n} words in whole quads`);
   const blocks = Math.ceil(n / BLOCK);
   const sums = storageBuffer(ctx, blocks * 4, 'scan block sums');
   const params = sharedUniform(ctx, [n]);
   scanBlocksKernel(ctx, variant).dispatch('scan_blocks', [buf, sums, params], Math.min(blocks, 8192));
   if (blocks > 1) {
     exclusiveScan(ctx, sums, blocks, variant);
-    scanBlocksKernel(ctx, 'plain').dispatch('add_block_offsets', [buf, sums, params], workgroupsFor(n));
+    scanBlocksKernel(ctx, 'plain').dispatch('add_block_offsets', [buf, sums, params], workgroupsFor(n, 4));
   }
   freeBuffer(ctx, sums);
 }

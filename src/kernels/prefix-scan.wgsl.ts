@@ -1,38 +1,38 @@
 // Exclusive prefix sum of u32 words, in place: each workgroup scans blocks of 1024 words
-// (4 per thread, then a Hillis-Steele scan of thread totals in workgroup memory) and writes
+// (a quad per thread, then a Hillis-Steele scan of thread totals in workgroup memory) and writes
 // each block's total; the host scans the totals recursively and adds them back.
 // PREFIX_SCAN_SUBGROUPS_WGSL is a scan_blocks with the same bindings, blocks and results that
 // scans thread totals with subgroup operations; prefix-scan.ts picks it where subgroups are
 // laid out as it assumes (engine/gpu/subgroups.ts).
 import { WGSL_GRID } from './wgsl-common.js';
 
+// Words go in and out a quad at a time (one vec4 load and store: 16-byte accesses reach HBM speed
+// where 4-byte ones did not), so the buffer holds whole quads (storageBuffer's sizes are multiples
+// of 16 bytes: exclusiveScan checks). Words of the last quad at or past n are written back as read.
 const SCAN_BINDINGS = /* wgsl */ `
 struct Params { n: u32, _a: u32, _b: u32, _c: u32 }
-@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@group(0) @binding(0) var<storage, read_write> data: array<vec4u>;
 @group(0) @binding(1) var<storage, read_write> blockSums: array<u32>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-// A thread's four consecutive words from base: each one's exclusive sum within the four, and their total.
-struct Four { before: array<u32, 4>, total: u32 }
+// A thread's quad of words from word base (a multiple of 4): the words as read, each one's
+// exclusive sum within the quad, and their total (words at or past n count as 0).
+struct Four { words: vec4u, before: vec4u, total: u32 }
 
 fn loadFour(base: u32) -> Four {
   var f: Four;
-  for (var k = 0u; k < 4u; k++) {
-    let i = base + k;
-    var x = 0u;
-    if (i < p.n) { x = data[i]; }
-    f.before[k] = f.total;
-    f.total += x;
-  }
+  if (base >= p.n) { return f; }
+  f.words = data[base / 4u];
+  let x = select(vec4u(0u), f.words, vec4u(base) + vec4u(0u, 1u, 2u, 3u) < vec4u(p.n));
+  f.before = vec4u(0u, x.x, x.x + x.y, x.x + x.y + x.z);
+  f.total = f.before.w + x.w;
   return f;
 }
 
-// Writes the four words' exclusive sums, each plus offset (the sum of everything before them).
+// Writes the quad's exclusive sums, each plus offset (the sum of everything before them).
 fn storeFour(base: u32, f: Four, offset: u32) {
-  for (var k = 0u; k < 4u; k++) {
-    let i = base + k;
-    if (i < p.n) { data[i] = f.before[k] + offset; }
-  }
+  if (base >= p.n) { return; }
+  data[base / 4u] = select(f.words, f.before + vec4u(offset), vec4u(base) + vec4u(0u, 1u, 2u, 3u) < vec4u(p.n));
 }`;
 
 export const PREFIX_SCAN_WGSL = /* wgsl */ `
@@ -64,8 +64,10 @@ fn scan_blocks(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) 
 
 @compute @workgroup_size(256)
 fn add_block_offsets(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
-    data[i] += blockSums[i / 1024u];
+  // A quad a thread; a quad's four words lie in one block of 1024.
+  for (var q = gid.x; 4u * q < p.n; q += gridStride(nwg)) {
+    let inScan = vec4u(4u * q) + vec4u(0u, 1u, 2u, 3u) < vec4u(p.n);
+    data[q] += select(vec4u(0u), vec4u(blockSums[q / 256u]), inScan);
   }
 }
 `;
