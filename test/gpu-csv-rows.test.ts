@@ -92,9 +92,9 @@ describe.skipIf(skipGpuTests)('csv-rows number parsing', () => {
 });
 
 describe.skipIf(skipGpuTests)('csv-rows field splitting', () => {
-  // Fields are scanned a word (4 bytes) at a time: a '"' in an unquoted field must be found
-  // at every position in a word, before the delimiter or at the record's end, and quotes past a
-  // field's end must not count. Each case is one chunk of records `<row>,<field>,<int>`.
+  // A '"' inside an unquoted field is a quote misuse (the CPU reader's syntax error) wherever it
+  // falls: at each position of a 4-byte word, before the delimiter or at the record's end; clean
+  // and quoted fields are not. Each case is one chunk of records `<row>,<field>,<int>`.
   async function problemsOf(fields: string[]): Promise<number> {
     const ctx = await testGpu();
     const bytes = new TextEncoder().encode(fields.map((f, i) => `${i},${f},${i}\n`).join(''));
