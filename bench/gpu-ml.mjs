@@ -158,7 +158,8 @@ async function kernelTimings() {
     const code = kmeansStepWgsl(D, K, true)
       .replace(/@binding\(2\) var<storage, read> centres: array<f32>;/, `@binding(2) var<uniform> centresU: array<vec4f, ${K * d4}>;`)
       .replace(/fn stage\(c0: u32, lane: u32\) \{[\s\S]*?\n\}\n/, 'fn stage(c0: u32, lane: u32) { workgroupBarrier(); }\n')
-      .replace(/tile\[c \* D4 \+ (\d+)u\]/g, 'centresU[(c0 + c) * D4 + $1u]');
+      .replace(/tile\[c\]\[(\d+)u\]/g, 'centresU[(c0 + c) * D4 + $1u]');
+    if (!code.includes('centresU[')) throw new Error('the distance loop\'s tile reads were not found');
     const padded = new Float32Array(K * d4 * 4);
     for (let c = 0; c < K; c++) for (let j = 0; j < D; j++) padded[c * d4 * 4 + j] = centres[c * D + j];
     const uniformCentres = ctx.device.createBuffer({ size: padded.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
