@@ -185,6 +185,20 @@ async function kernelTimings() {
     report(`kmeans step, ${name} (defaults ${stepRowsPerThread(D)}, ${STEP_CARRY_BATCH}, ${D <= 32 ? 'registers' : 'read again'})`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
     await checkWords(name, record);
   }
+  // Other workgroup sizes (STEP_WG, e.g. "128") with STEP_GROUPS workgroups each (e.g. "396,1056"):
+  // the same words (checked). Fewer threads a workgroup let more workgroups share an SM (registers
+  // allowing); fewer workgroups add their sums to device memory fewer times.
+  for (const wg of (process.env.STEP_WG ?? '').split(',').filter(Boolean).map(Number)) {
+    for (const groups of (process.env.STEP_GROUPS ?? String(stepWorkgroups(kmRows, D, true))).split(',').filter(Boolean).map(Number)) {
+      const code = kmeansStepWgsl(D, K, true).replace('const WG: u32 = 256u;', `const WG: u32 = ${wg}u;`).replace(/@workgroup_size\(256\)/g, `@workgroup_size(${wg})`);
+      if (!code.includes(`const WG: u32 = ${wg}u;`)) throw new Error('the workgroup size was not found');
+      const record = (work, out) => work.dispatch(`kmeans-step-wg${wg}`, code, 'step', [work.params(stepParams(m, kmRows, centreExp, 0)), m.xr, work.input(centres, 'centres'), maxBits, out], groups);
+      const name = `${wg} threads a workgroup, ${groups} workgroups`;
+      await warm((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); });
+      report(`kmeans step, ${name}`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
+      await checkWords(name, record);
+    }
+  }
   {
     // On this device, the words of a 2^17-row slice against the CPU twin (NVIDIA's driver contracts
     // the distances into FMAs, so the distance sums' low words may differ; nothing else should).
