@@ -14,7 +14,9 @@
 // k-means column maxima and step (and variants of it), the step over 8 partitions, the Gram pass
 // and its sum over blocks, each the marginal time of REPS (20) more in one submission after WARM_S (1.5) s
 // of the same work (the GPU's clock ramps up), so the CLI's per-partition and per-round costs can
-// be told apart from the kernels'. Progress lines go to stdout as they happen.
+// be told apart from the kernels'. The step's variants there: STEP_VARIANTS (rows a thread, carry
+// batch, features from registers), STEP_WG with STEP_GROUPS (workgroup sizes and counts), KM_DATA=blobs.
+// Progress lines go to stdout as they happen.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
