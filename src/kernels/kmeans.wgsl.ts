@@ -99,10 +99,10 @@ function buildKmeansStepWgsl(d: number, k: number, local: boolean,
                              { rowsPerThread = stepRowsPerThread(d), batch = STEP_CARRY_BATCH, fromRegisters = d <= 32, countsOnly = false }: StepVariant = {}): string {
   const d4 = Math.ceil(d / 4);
   const { hi, counts, scales } = stepLayout(k, d);
-  // All centres in one tile: the distance loop's bound is the constant K, so that the tile's
-  // indices are provably in bounds and carry no robustness clamp (10^7 × 32, k = 64 on an H200:
-  // 2.94–2.97 ms against 3.09–3.11 with a bound known only at run time; 2.83 with Dawn's
-  // robustness off altogether).
+  // All centres in one tile (staged once, before the rows): the distance loop's bound is the
+  // constant K, so that the tile's indices are provably in bounds and carry no robustness clamp
+  // (10^7 × 32, k = 64 on an H200: 2.94–2.97 ms against 3.09–3.11 with a bound known only at run
+  // time; 2.83 with Dawn's robustness off altogether).
   const oneTile = k <= stepTileCentres(d, k);
   const rows = Array.from({ length: rowsPerThread }, (_, i) => i);
   const quads = Array.from({ length: d4 }, (_, q) => q);
@@ -227,17 +227,15 @@ fn setScales(lane: u32, first: bool) {
 fn step(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   setScales(lid.x, wid.x == 0u);
 ${local ? '  for (var i = lid.x; i < SCALES; i += WG) { atomicStore(&acc[i], 0u); }' : ''}
-  let oneTile = K <= PER_TILE;
-  if (oneTile) { stage(0u, lid.x); } else { workgroupBarrier(); }
+  ${oneTile ? 'stage(0u, lid.x);' : 'workgroupBarrier();'}
   for (var base = wid.x * WG * R; base < p.rows; base += nwg.x * WG * R) {
 ${each((i) => `let r${i} = base + ${i}u * WG + lid.x;`, '    ')}
 ${rows.map((i) => quads.map((q) => `    var x${i}_${q} = vec4f(0.0);`).join('\n')).join('\n')}
 ${each((i) => `if (r${i} < p.rows) { ${quads.map((q) => `x${i}_${q} = vec4f(${load(q, i)});`).join(' ')} }`, '    ')}
 ${each((i) => `var best${i} = 0u; var bestD${i} = MAX_F32;`, '    ')}
     for (var c0 = 0u; c0 < K; c0 += PER_TILE) {
-      if (!oneTile) { stage(c0, lid.x); }
-      let n = min(PER_TILE, K - c0);
-      ${oneTile ? 'for (var c = 0u; c < K; c++) {' : 'for (var c = 0u; c < n; c++) {'}
+      ${oneTile ? '' : 'stage(c0, lid.x);'}
+      for (var c = 0u; c < ${oneTile ? 'K' : 'min(PER_TILE, K - c0)'}; c++) {
 ${each((i) => `var s${i} = 0.0;`, '        ')}
 ${quads.map((q) => `        {
           let cv = tile[c][${q}u];
