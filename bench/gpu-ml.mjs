@@ -141,8 +141,8 @@ async function kernelTimings() {
   // features and distances, so the difference is what those sums cost.
   report('kmeans step, counts only (no sums: the distances, nearest centres and counts)', kmRows, await marginal(step({ countsOnly: true })));
   // A variant of the step (its WGSL) over the whole matrix, bound as recordStep binds the default one.
-  const dispatchStep = (work, label, code, centresBuffer, out) =>
-    work.dispatch(label, code, 'step', [work.params(stepParams(m, kmRows, centreExp, 0)), m.xr, centresBuffer, maxBits, out], stepWorkgroups(kmRows, D, true));
+  const dispatchStep = (work, label, code, centresBuffer, out, groups = stepWorkgroups(kmRows, D, true)) =>
+    work.dispatch(label, code, 'step', [work.params(stepParams(m, kmRows, centreExp, 0)), m.xr, centresBuffer, maxBits, out], groups);
   // Whether a variant of the step (record(work, out)) gives the default step's words.
   const checkWords = async (name, record) => {
     const work = new GpuWork(ctx), words = stepPairs(K, D) * 2;
@@ -194,7 +194,7 @@ async function kernelTimings() {
     for (const groups of (process.env.STEP_GROUPS ?? String(stepWorkgroups(kmRows, D, true))).split(',').filter(Boolean).map(Number)) {
       const code = kmeansStepWgsl(D, K, true).replace('const WG: u32 = 256u;', `const WG: u32 = ${wg}u;`).replace(/@workgroup_size\(256\)/g, `@workgroup_size(${wg})`);
       if (!code.includes(`const WG: u32 = ${wg}u;`)) throw new Error('the workgroup size was not found');
-      const record = (work, out) => work.dispatch(`kmeans-step-wg${wg}`, code, 'step', [work.params(stepParams(m, kmRows, centreExp, 0)), m.xr, work.input(centres, 'centres'), maxBits, out], groups);
+      const record = (work, out) => dispatchStep(work, `kmeans-step-wg${wg}`, code, work.input(centres, 'centres'), out, groups);
       const name = `${wg} threads a workgroup, ${groups} workgroups`;
       await warm((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); });
       report(`kmeans step, ${name}`, kmRows, await marginal((work) => { work.encoder.clearBuffer(stepOut); record(work, stepOut); }));
