@@ -15,6 +15,9 @@ struct Params { n: u32, _a: u32, _b: u32, _c: u32 }
 @group(0) @binding(1) var<storage, read_write> blockSums: array<u32>;
 @group(0) @binding(2) var<uniform> p: Params;
 
+// Which words of the quad from word base (a multiple of 4) are in the scan (below n).
+fn inScan(base: u32) -> vec4<bool> { return vec4u(base) + vec4u(0u, 1u, 2u, 3u) < vec4u(p.n); }
+
 // A thread's quad of words from word base (a multiple of 4): the words as read, each one's
 // exclusive sum within the quad, and their total (words at or past n count as 0).
 struct Four { words: vec4u, before: vec4u, total: u32 }
@@ -23,7 +26,7 @@ fn loadFour(base: u32) -> Four {
   var f: Four;
   if (base >= p.n) { return f; }
   f.words = data[base / 4u];
-  let x = select(vec4u(0u), f.words, vec4u(base) + vec4u(0u, 1u, 2u, 3u) < vec4u(p.n));
+  let x = select(vec4u(0u), f.words, inScan(base));
   f.before = vec4u(0u, x.x, x.x + x.y, x.x + x.y + x.z);
   f.total = f.before.w + x.w;
   return f;
@@ -32,7 +35,7 @@ fn loadFour(base: u32) -> Four {
 // Writes the quad's exclusive sums, each plus offset (the sum of everything before them).
 fn storeFour(base: u32, f: Four, offset: u32) {
   if (base >= p.n) { return; }
-  data[base / 4u] = select(f.words, f.before + vec4u(offset), vec4u(base) + vec4u(0u, 1u, 2u, 3u) < vec4u(p.n));
+  data[base / 4u] = select(f.words, f.before + vec4u(offset), inScan(base));
 }`;
 
 export const PREFIX_SCAN_WGSL = /* wgsl */ `
@@ -66,8 +69,7 @@ fn scan_blocks(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) 
 fn add_block_offsets(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   // A quad a thread; a quad's four words lie in one block of 1024.
   for (var q = gid.x; 4u * q < p.n; q += gridStride(nwg)) {
-    let inScan = vec4u(4u * q) + vec4u(0u, 1u, 2u, 3u) < vec4u(p.n);
-    data[q] += select(vec4u(0u), vec4u(blockSums[q / 256u]), inScan);
+    data[q] += select(vec4u(0u), vec4u(blockSums[q / 256u]), inScan(4u * q));
   }
 }
 `;
