@@ -5,7 +5,7 @@
 import type { Float64Column, Int64Column } from '../engine/batch.js';
 import { DataError } from '../engine/errors.js';
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, readU32, sharedUniform, storageBuffer, uploadNew, workgroupsFor, writeBuffer, type StagingRing } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, readU32, requireWholeQuads, sharedUniform, storageBuffer, uploadNew, workgroupsFor, writeBuffer, type StagingRing } from '../engine/gpu/buffers.js';
 import { exclusiveScan } from './prefix-scan.js';
 import { CSV_BOUNDARIES_WGSL, CSV_PARSE_WGSL } from './csv-scan.wgsl.js';
 
@@ -59,8 +59,7 @@ export async function csvScan(ctx: GpuContext, req: CsvScanRequest, ring?: Stagi
  * position of each record's '\n' (outside quotes), in order, and their count. Caller frees recEnd.
  */
 export async function findRecords(ctx: GpuContext, data: GPUBuffer, nbytes: number, nwords: number): Promise<{ records: number; recEnd: GPUBuffer }> {
-  // The kernels read the chunk 16 bytes at a time (storageBuffer's sizes are multiples of 16).
-  if (data.size % 16 !== 0 || data.size < Math.ceil(nbytes / 16) * 16) throw new Error(`findRecords: a buffer of ${data.size} bytes does not hold ${nbytes} bytes in whole quads of words`);
+  requireWholeQuads(data, nbytes, 'findRecords'); // the kernels read the chunk 16 bytes at a time
   const quotes = storageBuffer(ctx, (nwords + 1) * 4, 'csv quote counts');
   const recs = storageBuffer(ctx, (nwords + 1) * 4, 'csv record counts');
   const params = sharedUniform(ctx, [nbytes, nwords]);

@@ -2,7 +2,7 @@
 // hash-join for output offsets, and by groupby-aggregate to number groups).
 
 import type { GpuContext } from '../engine/gpu/device.js';
-import { freeBuffer, kernelFor, sharedUniform, storageBuffer, workgroupsFor, type GpuKernel } from '../engine/gpu/buffers.js';
+import { freeBuffer, kernelFor, requireWholeQuads, sharedUniform, storageBuffer, workgroupsFor, type GpuKernel } from '../engine/gpu/buffers.js';
 import { PREFIX_SCAN_SUBGROUPS_WGSL, PREFIX_SCAN_WGSL } from './prefix-scan.wgsl.js';
 
 const BLOCK = 1024;
@@ -45,8 +45,7 @@ export function scanBlocksKernel(ctx: GpuContext, variant: ScanVariant): GpuKern
  */
 export function exclusiveScan(ctx: GpuContext, buf: GPUBuffer, n: number, variant = scanVariant(ctx)): void {
   if (n === 0) return;
-  // The kernels read and write whole quads of words (16 bytes).
-  if (buf.size % 16 !== 0 || buf.size < Math.ceil(n / 4) * 16) throw new Error(`exclusiveScan: a buffer of ${buf.size} bytes does not hold ${n} words in whole quads`);
+  requireWholeQuads(buf, 4 * n, 'exclusiveScan'); // the kernels read and write quads of words
   const blocks = Math.ceil(n / BLOCK);
   const sums = storageBuffer(ctx, blocks * 4, 'scan block sums');
   const params = sharedUniform(ctx, [n]);

@@ -153,6 +153,14 @@ export function storageBuffer(ctx: GpuContext, bytes: number, label: string, cle
   return reused;
 }
 
+/**
+ * Throws unless `buf` holds `bytes` in whole 16-byte quads, as kernels that bind it as vec4s need
+ * (a binding cut short would clamp the last read to the quad before). storageBuffer's always do.
+ */
+export function requireWholeQuads(buf: GPUBuffer, bytes: number, user: string): void {
+  if (buf.size % 16 !== 0 || buf.size < Math.ceil(bytes / 16) * 16) throw new Error(`${user}: a buffer of ${buf.size} bytes does not hold ${bytes} bytes in whole 16-byte quads`);
+}
+
 /** Gives a buffer back: a storage buffer goes to the pool for reuse, anything else is destroyed. */
 export function freeBuffer(ctx: GpuContext, buf: GPUBuffer): void {
   memoryBudget(ctx).release(buf.size);
