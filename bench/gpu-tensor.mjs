@@ -223,6 +223,42 @@ for (const rule of ['chromium_experimental.subgroup_matrix_uniformity', 'chromiu
 }
 if (!UNIFORMITY_RULE) process.exit(1);
 
+/** The matrix units' rate alone: every subgroup multiplies one left and one right held in registers into 8 accumulators, ITER times. */
+async function peakTops() {
+  const ITER = 2048, ACC = 8, groups = 132 * 8;
+  const code = /* wgsl */ `
+enable chromium_experimental_subgroup_matrix;
+@group(0) @binding(0) var<storage, read_write> data: array<i32>;
+@compute @workgroup_size(${WG})
+fn gram(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sid: u32) {
+  let l = subgroupMatrixLoad<subgroup_matrix_left<i8, 32, 16>>(&data, 0u, false, 32u);
+  let r = subgroupMatrixLoad<subgroup_matrix_right<i8, 16, 32>>(&data, 0u, false, 16u);
+${Array.from({ length: ACC }, (_, a) => `  var c${a} = subgroup_matrix_result<i32, 16, 16>();`).join('\n')}
+  for (var i = 0u; i < ${ITER}u; i++) {
+${Array.from({ length: ACC }, (_, a) => `    c${a} = subgroupMatrixMultiplyAccumulate(l, r, c${a});`).join('\n')}
+  }
+  if (wid.x == 0u && sid == 0u) {
+${Array.from({ length: ACC }, (_, a) => `    subgroupMatrixStore(&data, 0u, c${a}, false, 16u);`).join('\n')}
+  }
+}
+`;
+  const pipeline = await pipelineOf(code);
+  const data = buffer(4096);
+  const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: data } }] });
+  const run = async (n) => {
+    const e = device.createCommandEncoder();
+    for (let i = 0; i < n; i++) { const pass = e.beginComputePass(); pass.setPipeline(pipeline); pass.setBindGroup(0, bind); pass.dispatchWorkgroups(groups); pass.end(); }
+    device.queue.submit([e.finish()]);
+    await device.queue.onSubmittedWorkDone();
+  };
+  for (const w0 = performance.now(); performance.now() - w0 < 1500;) await run(2);
+  const t0 = performance.now(); await run(2); const t1 = performance.now(); await run(12); const t2 = performance.now();
+  const ms = ((t2 - t1) - (t1 - t0)) / 10, ops = 2 * 16 * 16 * 32 * ITER * ACC * SUBGROUPS * groups;
+  data.destroy();
+  return ops / (ms / 1e3) / 1e12;
+}
+if (MODE === 'full') console.log(JSON.stringify({ kernel: 'i8 16x16x32 products from registers (the matrix units\' rate)', tops: Number((await peakTops()).toFixed(0)) }));
+
 // Exactness on a small matrix: the kernel's integer Gram against the CPU's.
 {
   const small = 40000, xs = makeData(small), ss = scalesOf(xs, small);
