@@ -22,7 +22,7 @@ for (let i = 0; i < NB; i++) for (let j = i; j < NB; j++) blocks.push([i, j]);
 const SUBGROUPS = WG / 32;
 
 const PREFETCH = process.env.PREFETCH === '1'; // each thread loads its next chunk's values while this chunk's products run (one row a thread)
-const MODE = process.env.MODE ?? 'full'; // diagnostics: 'quantise' (no matrix products), 'products' (no quantising: the chunk's limbs as left)
+const MODE = process.env.MODE ?? 'full'; // diagnostics (other sums): 'quantise' (products for the first chunk only), 'products' (limbs made for the first chunk only)
 if (process.env.PRINT_WGSL) { console.log(gramWgsl('chromium_experimental.subgroup_matrix_uniformity')); process.exit(0); }
 const gpu = create([`enable-dawn-features=allow_unsafe_apis${process.env.DAWN_FEATURES ? ',' + process.env.DAWN_FEATURES : ''}`]);
 const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
