@@ -9,14 +9,14 @@
 // engine does not ask Dawn for unsafe APIs, and its Gram is of float64 values (xr + xl), which four
 // limbs of an f32 do not hold (BENCHMARKS.md, seventeenth session).
 //   node bench/gpu-tensor.mjs            (env: ROWS=1e7 COLS=17 REPS=20; PREFETCH=1 loads the next
-//   chunk while this one's products run; ROWS_PER_THREAD, GROUPS; MODE=quantise or products for the
+//   chunk while this one's products run; WG (threads a workgroup), ROWS_PER_THREAD, GROUPS; MODE=quantise or products for the
 //   halves alone (other sums); DAWN_FEATURES=… more Dawn toggles; PRINT_WGSL=1 prints the kernel)
 
 import { create, globals } from 'webgpu';
 
 Object.assign(globalThis, globals);
 const ROWS = Number(process.env.ROWS ?? 1e7), C = Number(process.env.COLS ?? 17), REPS = Number(process.env.REPS ?? 20);
-const LIMBS = 4, NP = Math.ceil((C * LIMBS) / 16) * 16, NB = NP / 16, WG = 256, CHUNK = WG * Number(process.env.ROWS_PER_THREAD ?? 1);
+const LIMBS = 4, NP = Math.ceil((C * LIMBS) / 16) * 16, NB = NP / 16, WG = Number(process.env.WG ?? 256), CHUNK = WG * Number(process.env.ROWS_PER_THREAD ?? 1);
 const blocks = [];
 for (let i = 0; i < NB; i++) for (let j = i; j < NB; j++) blocks.push([i, j]);
 const SUBGROUPS = WG / 32;
@@ -284,7 +284,7 @@ for (const w0 = performance.now(); performance.now() - w0 < 1500;) await pass.ru
 const t0 = performance.now(); await pass.run(5); const t1 = performance.now(); await pass.run(5 + REPS); const t2 = performance.now();
 const ms = ((t2 - t1) - (t1 - t0)) / REPS;
 const bytes = ROWS * C * 4;
-console.log(JSON.stringify({ kernel: `gram on integer matrix units (${MODE}${PREFETCH ? ', prefetch' : ''}, ${CHUNK / WG} rows a thread; ${process.env.DAWN_FEATURES ?? ''}), ${ROWS} x ${C}, ${LIMBS} limbs, ${pass.groups} workgroups`, ms: Number(ms.toFixed(4)), ofHbm: `${(100 * bytes / 4.2e12 / (ms / 1e3)).toFixed(1)}% of 4.2 TB/s` }));
+console.log(JSON.stringify({ kernel: `gram on integer matrix units (${MODE}${PREFETCH ? ', prefetch' : ''}, ${WG} threads a workgroup, ${CHUNK / WG} rows a thread; ${process.env.DAWN_FEATURES ?? ''}), ${ROWS} x ${C}, ${LIMBS} limbs, ${pass.groups} workgroups`, ms: Number(ms.toFixed(4)), ofHbm: `${(100 * bytes / 4.2e12 / (ms / 1e3)).toFixed(1)}% of 4.2 TB/s` }));
 if (MODE !== 'full') process.exit(0);
 await pass.run(1);
 const got = integerGramOf(new Int32Array(await read(pass.partials, pass.groups * SUBGROUPS * NP * NP * 4)), pass.groups);
