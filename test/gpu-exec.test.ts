@@ -167,6 +167,16 @@ describe.skipIf(skipGpuTests)('groupby --device gpu through the CLI', () => {
     expect(res.stderr).toMatch(/no GPU is left .*device lost/);
   }, 30_000);
 
+  it('what Dawn prints in a GPU worker (a shader compilation warning: dawn.node writes it to stdout) reaches stderr, never the output on stdout', async () => {
+    const args = ['groupby', facts, '--by', 'ki', '--agg', 'count(),sum(i)', '--format', 'csv', '--blocksize', '256KB'];
+    const warned = await gpuframe([...args, '--device', 'gpu', '--workers', '0'], { env: { GPUFRAME_GPU_FAULT: 'shader-warning@1' } });
+    const cpu = await gpuframe([...args, '--device', 'cpu', '--workers', '2']);
+    expect(warned.code).toBe(0);
+    expect(warned.stderr).toMatch(/Compilation log for .*\n[\s\S]*unrecognized diagnostic rule 'chromium.no_such_rule'/);
+    expect(cpu.code, cpu.stderr).toBe(0);
+    expect(warned.stdoutBytes.equals(cpu.stdoutBytes)).toBe(true);
+  }, 30_000);
+
   it('--device gpu without any Vulkan driver: exit 1 naming what is missing; a bad --gpus is a usage error', async () => {
     const none = await run('none', ['--by', 'ki', '--agg', 'count()', '--device', 'gpu'], { VK_ICD_FILENAMES: join(dir, 'none.json'), VK_DRIVER_FILES: join(dir, 'none.json') });
     expect(none.code).toBe(1);

@@ -5,7 +5,8 @@
 //   enospc@BYTES   once a process has written BYTES bytes through checked writes (the output
 //                  byte sink, spill files), every further checked write fails with ENOSPC, so
 //                  tests can check that a full disk fails the run cleanly with nothing written.
-// GPUFRAME_GPU_FAULT=lose-device@K (GPU workers, gpu-worker-main.ts) makes a device report loss.
+// GPUFRAME_GPU_FAULT=lose-device@K (GPU workers, gpu-worker-main.ts) makes a device report loss;
+// shader-warning@K makes Dawn print a shader compilation warning.
 
 import { existsSync, writeFileSync } from 'node:fs';
 

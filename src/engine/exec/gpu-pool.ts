@@ -107,14 +107,14 @@ export class GpuProcessPool extends WorkerProcessPool {
     // A restart always starts a fresh process; the first start may adopt one started early.
     const worker = gpuWorkerFor(this.info[i].device.gpu, this.options.allowSoftware);
     this.info[i].selectLines = [];
-    worker.onLine((line) => this.onStderrLine(i, line));
+    worker.onLine((line) => this.onWorkerLine(i, line));
     // After startSlot has attached its own 'message' listener (synchronously, after this returns).
     queueMicrotask(() => worker.replayMessages());
     return { child: worker.child, name: `gpu-worker-${i}` };
   }
 
-  /** Device-select debug lines are kept for identification; Dawn's limit notices are dropped; the rest is passed on. */
-  private onStderrLine(i: number, line: string): void {
+  /** A line a worker wrote: device-select debug lines are kept for identification; Dawn's limit notices are dropped; the rest goes to stderr. */
+  private onWorkerLine(i: number, line: string): void {
     if (/^(selectable devices:|\s+GPU \d+: |device-select: )/.test(line)) { this.info[i].selectLines.push(line); return; }
     if (/^Warning: maxDynamic\w+ artificially reduced/.test(line)) return;
     process.stderr.write(`${line}\n`);

@@ -3,7 +3,8 @@
 //   -> { type: 'ready', adapter, phases } once the device is open (adapter null: none could be opened)
 //   -> { type: 'phases', phases }        start-up steps timed later (kernel compilation), for --trace
 //   -> { type: 'device-lost', reason }   then exits: the pool retries its task on another GPU
-// Test hook: GPUFRAME_GPU_FAULT=lose-device@K destroys the device at the K-th task.
+// Test hooks (GPUFRAME_GPU_FAULT), at the K-th task: lose-device@K destroys the device;
+// shader-warning@K compiles WGSL that draws a compiler warning, which dawn.node prints to stdout.
 
 import { serializeError } from '../errors.js';
 import { describeAdapter, openGpu, type GpuContext } from '../gpu/device.js';
@@ -75,9 +76,13 @@ function reportLost(reason: string): void {
   process.send!({ type: 'device-lost', reason }, () => process.exit(75));
 }
 
-function maybeLoseDevice(gpu: GpuContext): void {
-  const m = /^lose-device@(\d+)$/.exec(process.env.GPUFRAME_GPU_FAULT ?? '');
-  if (!m || Number(m[1]) !== tasksRun) return;
+function maybeInjectGpuFault(gpu: GpuContext): void {
+  const m = /^(lose-device|shader-warning)@(\d+)$/.exec(process.env.GPUFRAME_GPU_FAULT ?? '');
+  if (!m || Number(m[2]) !== tasksRun) return;
+  if (m[1] === 'shader-warning') {
+    gpu.device.createShaderModule({ code: 'diagnostic(off, chromium.no_such_rule);\n@compute @workgroup_size(1) fn main() {}' });
+    return;
+  }
   gpu.device.destroy();
   throw new DeviceLost('device destroyed by GPUFRAME_GPU_FAULT');
 }
@@ -94,7 +99,7 @@ process.on('message', (msg: ParentMessage) => {
     maybeInjectFault(tasksRun);
     try {
       if (!gpu || !worker) throw new DeviceLost('this GPU worker has no device');
-      maybeLoseDevice(gpu);
+      maybeInjectGpuFault(gpu);
       const result = await runGpuTask(msg.task, cache, worker);
       // With GPUFRAME_GPU_PHASES=1, when the task arrived and left (the parent reports the messages' latency).
       process.send!({ type: 'result', id: msg.id, result, ...(GPU_PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) });

@@ -33,7 +33,11 @@ export const GPU_WORKER_THREADPOOL = 12;
  */
 export const GPU_WORKER_NODE_FLAGS: string[] = ['--max-semi-space-size=32'];
 
-/** A started GPU worker; what it writes to stderr and sends before its owner listens is kept. */
+/**
+ * A started GPU worker; what it writes and sends before its owner listens is kept. Its stdout is
+ * not the command's: dawn.node prints Dawn's messages there (a shader's compilation warnings), and
+ * the command's stdout may be its output. So both of its streams come back as lines, to stderr.
+ */
 export class GpuWorkerProcess {
   readonly child: ChildProcess;
   private lines: string[] | null = [];
@@ -50,16 +54,18 @@ export class GpuWorkerProcess {
       env,
       execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...GPU_WORKER_NODE_FLAGS],
       serialization: 'advanced',
-      stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     this.child.on('message', this.keep);
-    createInterface({ input: this.child.stderr! }).on('line', (line) => {
-      if (this.lineReceiver) this.lineReceiver(line);
-      else this.lines!.push(line);
-    });
+    for (const stream of [this.child.stdout!, this.child.stderr!]) {
+      createInterface({ input: stream }).on('line', (line) => {
+        if (this.lineReceiver) this.lineReceiver(line);
+        else this.lines!.push(line);
+      });
+    }
   }
 
-  /** Hands every stderr line, the kept ones first, to `receive`. */
+  /** Hands every line the worker writes (stdout and stderr), the kept ones first, to `receive`. */
   onLine(receive: (line: string) => void): void {
     for (const line of this.lines ?? []) receive(line);
     this.lines = null;
