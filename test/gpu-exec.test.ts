@@ -1,7 +1,8 @@
 // The GPU executor on lavapipe: GPU partial aggregates match the CPU ones (in process, with many
 // GPU calls per partition), groupby through the CLI with --device gpu gives the same bytes as
-// --device cpu, a killed GPU worker's task is retried, a lost device fails the run clearly, and
-// the device-select output that identifies a worker's GPU is parsed.
+// --device cpu, a killed GPU worker's task is retried, a lost device fails the run clearly, what
+// Dawn prints in a worker stays off the command's stdout, and the device-select output that
+// identifies a worker's GPU is parsed.
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
