@@ -5,18 +5,18 @@
 //   enospc@BYTES   once a process has written BYTES bytes through checked writes (the output
 //                  byte sink, spill files), every further checked write fails with ENOSPC, so
 //                  tests can check that a full disk fails the run cleanly with nothing written.
-// GPUFRAME_GPU_FAULT=lose-device@K (GPU workers, gpu-worker-main.ts) makes a device report loss;
+// GPUFRAME_GPU_FAULT (the same syntax; GPU workers, gpu-worker-main.ts): lose-device@K makes a device report loss;
 // shader-warning@K makes Dawn print a shader compilation warning.
 
 import { existsSync, writeFileSync } from 'node:fs';
 
-function faultSpecs(): string[] {
-  return (process.env.GPUFRAME_FAULT ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+function faultSpecs(variable: string): string[] {
+  return (process.env[variable] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
-/** The number after `name@` in GPUFRAME_FAULT, or null when that fault is not asked for. */
-function faultArgument(name: string): number | null {
-  for (const spec of faultSpecs()) {
+/** The number after `name@` in `variable` (GPUFRAME_FAULT by default), or null when that fault is not asked for. */
+function faultArgument(name: string, variable = 'GPUFRAME_FAULT'): number | null {
+  for (const spec of faultSpecs(variable)) {
     const m = new RegExp(`^${name}@(\\d+)$`).exec(spec);
     if (m) return Number(m[1]);
   }
@@ -32,6 +32,12 @@ export function maybeInjectFault(taskNumber: number): void {
     writeFileSync(marker, String(process.pid));
   }
   process.kill(process.pid, 'SIGKILL');
+}
+
+/** The GPUFRAME_GPU_FAULT a GPU worker is asked to inject before its `taskNumber`-th task (1-based), if any. */
+export function gpuFaultAt(taskNumber: number): 'lose-device' | 'shader-warning' | null {
+  for (const name of ['lose-device', 'shader-warning'] as const) if (faultArgument(name, 'GPUFRAME_GPU_FAULT') === taskNumber) return name;
+  return null;
 }
 
 let checkedBytesWritten = 0;

@@ -11,7 +11,7 @@ import { describeAdapter, openGpu, type GpuContext } from '../gpu/device.js';
 import { budgetBytes, memoryBudget } from '../gpu/buffers.js';
 import { driPrimeOf, gpuMemoryByBus } from '../gpu/pci.js';
 import { GPU_PHASES } from '../gpu/timing.js';
-import { maybeInjectFault } from './fault-hook.js';
+import { gpuFaultAt, maybeInjectFault } from './fault-hook.js';
 import type { Broadcast, Task } from './fragment.js';
 import { ResidentCache } from './gpu-resident.js';
 import { DeviceLost, runGpuTask, usesWarmedKernels, type GpuWorkerState } from './gpu-task.js';
@@ -77,14 +77,12 @@ function reportLost(reason: string): void {
 }
 
 function maybeInjectGpuFault(gpu: GpuContext): void {
-  const m = /^(lose-device|shader-warning)@(\d+)$/.exec(process.env.GPUFRAME_GPU_FAULT ?? '');
-  if (!m || Number(m[2]) !== tasksRun) return;
-  if (m[1] === 'shader-warning') {
-    gpu.device.createShaderModule({ code: 'diagnostic(off, chromium.no_such_rule);\n@compute @workgroup_size(1) fn main() {}' });
-    return;
+  const fault = gpuFaultAt(tasksRun);
+  if (fault === 'shader-warning') gpu.device.createShaderModule({ code: 'diagnostic(off, chromium.no_such_rule);\n@compute @workgroup_size(1) fn main() {}' });
+  if (fault === 'lose-device') {
+    gpu.device.destroy();
+    throw new DeviceLost('device destroyed by GPUFRAME_GPU_FAULT');
   }
-  gpu.device.destroy();
-  throw new DeviceLost('device destroyed by GPUFRAME_GPU_FAULT');
 }
 
 process.on('message', (msg: ParentMessage) => {
