@@ -22,6 +22,7 @@ for (let i = 0; i < NB; i++) for (let j = i; j < NB; j++) blocks.push([i, j]);
 const SUBGROUPS = WG / 32;
 
 const PREFETCH = process.env.PREFETCH === '1'; // each thread loads its next chunk's values while this chunk's products run (one row a thread)
+if (PREFETCH && CHUNK !== WG) throw new Error('PREFETCH=1 takes one row a thread (ROWS_PER_THREAD=1)');
 const MODE = process.env.MODE ?? 'full'; // diagnostics (other sums): 'quantise' (products for the first chunk only), 'products' (limbs made for the first chunk only)
 if (process.env.PRINT_WGSL) { console.log(gramWgsl('chromium_experimental.subgroup_matrix_uniformity')); process.exit(0); }
 const gpu = create([`enable-dawn-features=allow_unsafe_apis${process.env.DAWN_FEATURES ? ',' + process.env.DAWN_FEATURES : ''}`]);
@@ -196,20 +197,38 @@ async function pipelineOf(code) {
   return device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'gram' } });
 }
 
-async function gramPass(pipeline, xBuf, rows, scalesBuf) {
-  const groups = Number(process.env.GROUPS ?? Math.max(264, Math.ceil(rows / (SUBGROUPS * 65536))));
-  const partials = buffer(groups * SUBGROUPS * NP * NP * 4);
-  const paramsU = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-  device.queue.writeBuffer(paramsU, 0, new Uint32Array([rows, 0, 0, 0]));
-  const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [paramsU, xBuf, scalesBuf, partials].map((b, i) => ({ binding: i, resource: { buffer: b } })) });
-  const run = async (n) => {
+/** Runs `n` dispatches of `pipeline` (bound to `buffers`, `groups` workgroups each) in one submission, after `before(encoder)`, and waits for them. */
+function dispatcher(pipeline, buffers, groups, before = () => {}) {
+  const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: buffers.map((b, i) => ({ binding: i, resource: { buffer: b } })) });
+  return async (n) => {
     const e = device.createCommandEncoder();
-    e.clearBuffer(partials);
+    before(e);
     for (let i = 0; i < n; i++) { const pass = e.beginComputePass(); pass.setPipeline(pipeline); pass.setBindGroup(0, bind); pass.dispatchWorkgroups(groups); pass.end(); }
     device.queue.submit([e.finish()]);
     await device.queue.onSubmittedWorkDone();
   };
-  return { groups, partials, run };
+}
+
+/**
+ * Milliseconds a dispatch of `run` (a dispatcher) takes: the marginal time of `reps` more in one
+ * submission of `base + reps` against one of `base`, after 1.5 s of the same work (a GPU left idle
+ * runs at a low clock until about a second of steady work; BENCHMARKS.md, fourth session).
+ */
+async function marginalMs(run, base, reps) {
+  for (const w0 = performance.now(); performance.now() - w0 < 1500;) await run(base);
+  const t0 = performance.now(); await run(base); const t1 = performance.now(); await run(base + reps); const t2 = performance.now();
+  return ((t2 - t1) - (t1 - t0)) / reps;
+}
+
+/** A Gram pass over `rows` rows: `run` (a dispatcher, clearing the partials first) and `integerGram`, the entries its last run left. */
+function gramPass(pipeline, xBuf, rows, scalesBuf) {
+  const groups = Number(process.env.GROUPS ?? Math.max(264, Math.ceil(rows / (SUBGROUPS * 65536))));
+  const partials = buffer(groups * SUBGROUPS * NP * NP * 4);
+  const paramsU = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(paramsU, 0, new Uint32Array([rows, 0, 0, 0]));
+  const run = dispatcher(pipeline, [paramsU, xBuf, scalesBuf, partials], groups, (e) => e.clearBuffer(partials));
+  const integerGram = async () => integerGramOf(new Int32Array(await read(partials, groups * SUBGROUPS * NP * NP * 4)), groups);
+  return { groups, partials, run, integerGram };
 }
 
 // The name of the uniformity diagnostic this Dawn knows (the kernel's loads are uniform per subgroup, not per workgroup).
@@ -242,18 +261,9 @@ ${Array.from({ length: ACC }, (_, a) => `    subgroupMatrixStore(&data, 0u, c${a
   }
 }
 `;
-  const pipeline = await pipelineOf(code);
   const data = buffer(4096);
-  const bind = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: data } }] });
-  const run = async (n) => {
-    const e = device.createCommandEncoder();
-    for (let i = 0; i < n; i++) { const pass = e.beginComputePass(); pass.setPipeline(pipeline); pass.setBindGroup(0, bind); pass.dispatchWorkgroups(groups); pass.end(); }
-    device.queue.submit([e.finish()]);
-    await device.queue.onSubmittedWorkDone();
-  };
-  for (const w0 = performance.now(); performance.now() - w0 < 1500;) await run(2);
-  const t0 = performance.now(); await run(2); const t1 = performance.now(); await run(12); const t2 = performance.now();
-  const ms = ((t2 - t1) - (t1 - t0)) / 10, ops = 2 * 16 * 16 * 32 * ITER * ACC * SUBGROUPS * groups;
+  const ms = await marginalMs(dispatcher(await pipelineOf(code), [data], groups), 2, 10);
+  const ops = 2 * 16 * 16 * 32 * ITER * ACC * SUBGROUPS * groups;
   data.destroy();
   return ops / (ms / 1e3) / 1e12;
 }
@@ -264,9 +274,9 @@ if (MODE === 'full') console.log(JSON.stringify({ kernel: 'i8 16x16x32 products 
   const small = 40000, xs = makeData(small), ss = scalesOf(xs, small);
   const want = integerGramCpu(xs, small, ss);
   const xb = buffer(xs.byteLength, xs), sb = buffer(ss.byteLength, ss);
-  const pass = await gramPass(await pipelineOf(gramWgsl()), xb, small, sb);
+  const pass = gramPass(await pipelineOf(gramWgsl()), xb, small, sb);
   await pass.run(1);
-  const got = integerGramOf(new Int32Array(await read(pass.partials, pass.groups * SUBGROUPS * NP * NP * 4)), pass.groups);
+  const got = await pass.integerGram();
   const same = got.every((g, i) => g === want[i]);
   console.log(JSON.stringify({ check: `integer Gram of ${small} rows against the CPU's`, same, firstDiffering: same ? null : got.findIndex((g, i) => g !== want[i]) }));
   xb.destroy(); sb.destroy(); pass.partials.destroy();
@@ -278,16 +288,13 @@ if (MODE === 'full') console.log(JSON.stringify({ kernel: 'i8 16x16x32 products 
 const x = makeData(ROWS), scales = scalesOf(x, ROWS);
 const pipeline = await pipelineOf(gramWgsl());
 const xb = buffer(x.byteLength, x), sb = buffer(scales.byteLength, scales);
-const pass = await gramPass(pipeline, xb, ROWS, sb);
-// A GPU left idle runs at a low clock until about a second of steady work (BENCHMARKS.md, fourth session).
-for (const w0 = performance.now(); performance.now() - w0 < 1500;) await pass.run(5);
-const t0 = performance.now(); await pass.run(5); const t1 = performance.now(); await pass.run(5 + REPS); const t2 = performance.now();
-const ms = ((t2 - t1) - (t1 - t0)) / REPS;
+const pass = gramPass(pipeline, xb, ROWS, sb);
+const ms = await marginalMs(pass.run, 5, REPS);
 const bytes = ROWS * C * 4;
 console.log(JSON.stringify({ kernel: `gram on integer matrix units (${MODE}${PREFETCH ? ', prefetch' : ''}, ${WG} threads a workgroup, ${CHUNK / WG} rows a thread; ${process.env.DAWN_FEATURES ?? ''}), ${ROWS} x ${C}, ${LIMBS} limbs, ${pass.groups} workgroups`, ms: Number(ms.toFixed(4)), ofHbm: `${(100 * bytes / 4.2e12 / (ms / 1e3)).toFixed(1)}% of 4.2 TB/s` }));
 if (MODE !== 'full') process.exit(0);
 await pass.run(1);
-const got = integerGramOf(new Int32Array(await read(pass.partials, pass.groups * SUBGROUPS * NP * NP * 4)), pass.groups);
+const got = await pass.integerGram();
 let worst = 0, e = 0;
 for (let i = 0; i < C; i++) for (let j = i; j < C; j++, e++) {
   let ref = 0;
