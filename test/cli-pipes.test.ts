@@ -84,6 +84,14 @@ describe('plans over pipes', () => {
   });
 });
 
+describe('a reader that stops early', () => {
+  it('`gpuframe … | head -1` ends quietly with 141 (SIGPIPE\'s status), not an internal error', async () => {
+    const res = await shell(`gpuframe read-csv '${facts}' --device cpu --format csv | head -1; echo "status \${PIPESTATUS[0]}" >&2`);
+    expect(res.stdout.split('\n')[0]).toBe(readFileSync(facts, 'utf8').split('\n')[0]);
+    expect(res.stderr.trim()).toBe('status 141');
+  });
+});
+
 describe('determinism', () => {
   it('the same bytes for --workers 1, 2 and several block sizes', async () => {
     const variants = [['--workers', '1', '--blocksize', '64MB'], ['--workers', '2', '--blocksize', '100KB'], ['--workers', '2', '--blocksize', '17KB'], ['--workers', '0', '--blocksize', '1MB']];

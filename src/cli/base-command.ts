@@ -4,8 +4,20 @@
 import { Command, Errors } from '@oclif/core';
 import { GpuframeError } from '../engine/errors.js';
 
+/**
+ * The exit status of a command whose reader closed its stdout (`gpuframe … | head`): it stops
+ * quietly, as Unix tools killed by SIGPIPE do (128 + 13, like 130 for an interrupt).
+ */
+export const CLOSED_OUTPUT_EXIT = 141;
+
+const isClosedPipe = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code === 'EPIPE';
+
+// A write that fails after nothing waits on stdout any more still ends the run quietly.
+process.stdout.on('error', (err) => { if (isClosedPipe(err)) process.exit(CLOSED_OUTPUT_EXIT); throw err; });
+
 export abstract class GpuframeCommand extends Command {
   protected async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<void> {
+    if (isClosedPipe(err)) process.exit(CLOSED_OUTPUT_EXIT);
     if (process.env.GPUFRAME_DEBUG) process.stderr.write(`${err.stack}\n`);
     if (err instanceof GpuframeError) return this.fail(err.message, err.exitCode);
     // oclif's own parse errors (unknown flag, missing argument, bad option value) are usage errors.
