@@ -26,6 +26,16 @@ const cases: Case[] = [
   { name: 'bad --blocksize', args: ['read-csv', good, '--blocksize', 'lots'], code: 2, message: /--blocksize/ },
   { name: 'merge key missing on the right', args: ['merge', good, file('r.csv', 'x,y\n1,2\n'), '--on', 'k'], code: 2, message: /'k'/ },
   { name: '-o equal to an input', args: ['read-csv', good, '-o', good], code: 2, message: /also an input/ },
+  // Number flags: text or values out of scikit-learn's range are usage errors, not NaN output.
+  { name: 'text for --cluster-std', args: ['make-blobs', '--n-samples', '5', '--cluster-std', 'abc'], code: 2, message: /^gpuframe: --cluster-std expects a number ≥ 0, got 'abc'\n$/ },
+  { name: 'negative --cluster-std in a list', args: ['make-blobs', '--n-samples', '5', '--cluster-std', '1,-2,3'], code: 2, message: /--cluster-std expects a number ≥ 0, got '-2'/ },
+  { name: '--cluster-std list of the wrong length', args: ['make-blobs', '--n-samples', '5', '--cluster-std', '1,2'], code: 2, message: /--cluster-std has 2 values for 3 centres/ },
+  { name: 'text for --class-sep', args: ['make-classification', '--n-samples', '5', '--class-sep', 'abc'], code: 2, message: /^gpuframe: --class-sep expects a number, got 'abc'\n$/ },
+  { name: '--flip-y above 1', args: ['make-classification', '--n-samples', '5', '--flip-y', '2'], code: 2, message: /--flip-y expects a number ≥ 0 and ≤ 1, got '2'/ },
+  { name: 'text for --bias', args: ['make-regression', '--n-samples', '5', '--bias', 'x'], code: 2, message: /--bias expects a number, got 'x'/ },
+  { name: 'negative --noise', args: ['make-regression', '--n-samples', '5', '--noise', '-1'], code: 2, message: /--noise expects a number ≥ 0, got '-1'/ },
+  { name: 'text for --tol', args: ['kmeans', good, '--features', 'v', '--k', '1', '--tol', 'abc', '--model-out', join(dir, 'km-tol.json')], code: 2, message: /--tol expects a number ≥ 0, got 'abc'/ },
+  { name: 'text for --alpha', args: ['linreg', good, '--features', 'v', '--target', 'v', '--alpha', 'abc', '--model-out', join(dir, 'lr-alpha.json')], code: 2, message: /--alpha expects a number ≥ 0, got 'abc'/ },
 ];
 
 describe('bad input', () => {

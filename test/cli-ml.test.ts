@@ -18,6 +18,18 @@ async function ok(args: string[], env?: Record<string, string>) {
 }
 
 describe('generators', () => {
+  it('make-blobs takes one --cluster-std per centre, as scikit-learn does', async () => {
+    await ok(['make-blobs', '--n-samples', '30000', '--n-features', '2', '--centers', '3', '--cluster-std', '0.1,1,5', '--seed', '3', '-o', path('stds.csv'), '--workers', '0']);
+    const rows = readFileSync(path('stds.csv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split(',').map(Number));
+    const stdOf = (label: number) => {
+      const xs = rows.filter((r) => r[2] === label).map((r) => r[0]);
+      const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+      return Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / (xs.length - 1));
+    };
+    // ~10,000 rows a cluster: a sample deviation within 3% of the asked one.
+    [0.1, 1, 5].forEach((std, label) => expect(Math.abs(stdOf(label) / std - 1)).toBeLessThan(0.03));
+  });
+
   it('make-blobs gives the same bytes for 1 and 2 workers', async () => {
     await ok(['make-blobs', '--n-samples', '150000', '--n-features', '4', '--centers', '4', '--seed', '5', '-o', path('b1.csv'), '--workers', '1']);
     await ok(['make-blobs', '--n-samples', '150000', '--n-features', '4', '--centers', '4', '--seed', '5', '-o', path('b2.csv'), '--workers', '2']);

@@ -15,15 +15,20 @@ const isClosedPipe = (err: unknown) => (err as NodeJS.ErrnoException | null)?.co
 // A write that fails after nothing waits on stdout any more still ends the run quietly.
 process.stdout.on('error', (err) => { if (isClosedPipe(err)) process.exit(CLOSED_OUTPUT_EXIT); throw err; });
 
+/** A message without the lines oclif wraps flag errors in ("Parsing --x", "See more help with --help"): ours name the flag already. */
+function withoutOclifFrame(message: string): string {
+  return message.replace(/^Parsing --[\w-]+ \n\t/, '').replace(/\n\s*See more help with --help$/m, '');
+}
+
 export abstract class GpuframeCommand extends Command {
   protected async catch(err: Error & { exitCode?: number; oclif?: { exit?: number } }): Promise<void> {
     if (isClosedPipe(err)) process.exit(CLOSED_OUTPUT_EXIT);
     if (process.env.GPUFRAME_DEBUG) process.stderr.write(`${err.stack}\n`);
-    if (err instanceof GpuframeError) return this.fail(err.message, err.exitCode);
+    if (err instanceof GpuframeError) return this.fail(withoutOclifFrame(err.message), err.exitCode);
     // oclif's own parse errors (unknown flag, missing argument, bad option value) are usage errors.
     if (err instanceof Errors.CLIError || err.oclif !== undefined) {
       if (err.oclif?.exit === 0) return;
-      return this.fail(err.message.replace(/\n\s*See more help with --help$/m, ''), 2);
+      return this.fail(withoutOclifFrame(err.message), 2);
     }
     return this.fail(`internal error: ${err.message} (set GPUFRAME_DEBUG=1 for details)`, 1);
   }

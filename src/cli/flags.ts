@@ -2,6 +2,27 @@
 // the output flags, and the CSV parsing flags (every command that takes a CSV INPUT).
 
 import { Flags } from '@oclif/core';
+import { UsageError } from '../engine/errors.js';
+
+/** Bounds of a numeric flag (scikit-learn's, for the generators and trainers). */
+export interface NumberRange { min?: number; max?: number; minExclusive?: boolean }
+
+/** The number `text` stands for, or a usage message naming the flag and what it takes. */
+export function parseNumber(text: string, flag: string, range: NumberRange = {}): number {
+  const v = text.trim() === '' ? Number.NaN : Number(text);
+  const { min, max, minExclusive = false } = range;
+  const wanted = [min === undefined ? '' : `${minExclusive ? '>' : '≥'} ${min}`, max === undefined ? '' : `≤ ${max}`].filter(Boolean).join(' and ');
+  if (!Number.isFinite(v) || (min !== undefined && (minExclusive ? v <= min : v < min)) || (max !== undefined && v > max)) {
+    throw new UsageError(`${flag} expects a number${wanted ? ` ${wanted}` : ''}, got '${text}'`);
+  }
+  return v;
+}
+
+/** A flag holding one number (oclif's integer flags refuse fractions; this takes any finite number in `range`). */
+export function numberFlag(options: { description: string; default: number } & NumberRange) {
+  const { description, default: byDefault, ...range } = options;
+  return Flags.custom<number>({ description, default: byDefault, parse: async (text, _ctx, opts) => parseNumber(text, `--${opts.name}`, range) })();
+}
 
 export const outputFlags = {
   output: Flags.string({ char: 'o', description: 'write the result to PATH (.csv, .parquet, .arrow, .jsonl); appears only when complete' }),

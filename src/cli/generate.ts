@@ -2,6 +2,7 @@
 
 import { Flags } from '@oclif/core';
 import { UsageError } from '../engine/errors.js';
+import { parseNumber } from './flags.js';
 
 export const generatorFlags = {
   'n-samples': Flags.integer({ description: 'rows to generate', required: true, min: 0 }),
@@ -13,4 +14,10 @@ export function pair(text: string, flag: string): [number, number] {
   const parts = text.split(',').map(Number);
   if (parts.length !== 2 || parts.some((x) => !Number.isFinite(x))) throw new UsageError(`${flag} expects two numbers: min,max; got '${text}'`);
   return [parts[0], parts[1]];
+}
+
+/** make-blobs' --cluster-std: one standard deviation for every centre, or one per centre (scikit-learn takes either; the generator checks the count). */
+export function clusterStds(text: string): number | number[] {
+  const values = text.split(',').map((t) => parseNumber(t, '--cluster-std', { min: 0 }));
+  return values.length === 1 ? values[0] : values;
 }

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
-import { csvFlags, runFlags } from '../cli/flags.js';
+import { csvFlags, runFlags, numberFlag } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { finishStage } from '../cli/stage.js';
 import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
@@ -15,7 +15,7 @@ export default class KMeans extends GpuframeCommand {
   static flags = {
     k: Flags.integer({ description: 'number of clusters', required: true, min: 1 }),
     'max-iter': Flags.integer({ description: 'Lloyd iterations per run at most', default: 300, min: 1 }),
-    tol: Flags.string({ description: "relative tolerance on the centres' movement (scikit-learn's meaning)", default: '1e-4' }),
+    tol: numberFlag({ description: "relative tolerance on the centres' movement (scikit-learn's meaning)", default: 1e-4, min: 0 }),
     init: Flags.string({ description: 'seeding: k-means++ (greedy; k-means|| from 131072 rows: a few passes over the rows) or k distinct random rows', options: ['k-means++', 'random'], default: 'k-means++' }),
     'n-init': Flags.integer({ description: 'runs with different seeds; the lowest inertia wins', default: 1, min: 1 }),
     output: Flags.string({ char: 'o', description: 'also write the rows with their cluster in a `label` column' }),
@@ -27,7 +27,7 @@ export default class KMeans extends GpuframeCommand {
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, null, flags);
     const model = await withTrainingMatrix(plan, features, null, flags, { trainer: 'kmeans', k: flags.k }, (matrix) => fitKMeans(matrix, {
-      k: flags.k, maxIter: flags['max-iter'], tol: Number(flags.tol), init: flags.init as 'k-means++' | 'random', nInit: flags['n-init'], seed: flags.seed,
+      k: flags.k, maxIter: flags['max-iter'], tol: flags.tol, init: flags.init as 'k-means++' | 'random', nInit: flags['n-init'], seed: flags.seed,
     }));
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);

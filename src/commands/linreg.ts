@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
-import { csvFlags, runFlags } from '../cli/flags.js';
+import { csvFlags, runFlags, numberFlag } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
 import { fitLinReg } from '../engine/ml/linreg.js';
@@ -13,7 +13,7 @@ export default class LinReg extends GpuframeCommand {
   static flags = {
     target: Flags.string({ description: 'the column to predict', required: true }),
     intercept: Flags.boolean({ description: 'fit an intercept', allowNo: true, default: true }),
-    alpha: Flags.string({ description: 'ridge penalty (0: ordinary least squares)', default: '0' }),
+    alpha: numberFlag({ description: 'ridge penalty (0: ordinary least squares)', default: 0, min: 0 }),
     ...featureFlags, ...csvFlags, ...runFlags,
   };
 
@@ -22,7 +22,7 @@ export default class LinReg extends GpuframeCommand {
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, flags.target, flags);
     const model = await withTrainingMatrix(plan, features, flags.target, flags, { trainer: 'linreg' }, (matrix) =>
-      fitLinReg(matrix, { fitIntercept: flags.intercept, alpha: Number(flags.alpha), target: flags.target }));
+      fitLinReg(matrix, { fitIntercept: flags.intercept, alpha: flags.alpha, target: flags.target }));
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
     writeModelFile(flags['model-out'], model);

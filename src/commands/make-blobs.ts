@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { outputFlags, runFlags } from '../cli/flags.js';
-import { generatorFlags, pair } from '../cli/generate.js';
+import { clusterStds, generatorFlags, pair } from '../cli/generate.js';
 import { finishStage } from '../cli/stage.js';
 import type { PlanNode } from '../engine/plan/nodes.js';
 
@@ -10,7 +10,7 @@ export default class MakeBlobs extends GpuframeCommand {
   static examples = ['<%= config.bin %> make-blobs --n-samples 1000000 --n-features 16 --seed 1 -o data.parquet'];
   static flags = {
     centers: Flags.integer({ description: 'number of clusters', default: 3, min: 1 }),
-    'cluster-std': Flags.string({ description: 'standard deviation of each cluster', default: '1.0' }),
+    'cluster-std': Flags.string({ description: 'standard deviation of the clusters: one for all, or one per centre (a,b,...)', default: '1.0' }),
     'center-box': Flags.string({ description: 'bounds of the cluster centres: min,max', default: '-10,10' }),
     ...generatorFlags, ...outputFlags, ...runFlags,
   };
@@ -19,7 +19,7 @@ export default class MakeBlobs extends GpuframeCommand {
     const { flags } = await this.parse(MakeBlobs);
     const plan: PlanNode = {
       kind: 'generate', generator: 'blobs', columns: null,
-      params: { nSamples: flags['n-samples'], nFeatures: flags['n-features'] ?? 2, seed: flags.seed, centers: flags.centers, clusterStd: Number(flags['cluster-std']), centerBox: pair(flags['center-box'], '--center-box'), },
+      params: { nSamples: flags['n-samples'], nFeatures: flags['n-features'] ?? 2, seed: flags.seed, centers: flags.centers, clusterStd: clusterStds(flags['cluster-std']), centerBox: pair(flags['center-box'], '--center-box'), },
     };
     await finishStage(plan, flags);
   }

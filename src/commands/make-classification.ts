@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
-import { outputFlags, runFlags } from '../cli/flags.js';
+import { outputFlags, runFlags, numberFlag } from '../cli/flags.js';
 import { generatorFlags } from '../cli/generate.js';
 import { finishStage } from '../cli/stage.js';
 import type { PlanNode } from '../engine/plan/nodes.js';
@@ -14,8 +14,8 @@ export default class MakeClassification extends GpuframeCommand {
     'n-repeated': Flags.integer({ description: 'duplicated features', default: 0, min: 0 }),
     'n-classes': Flags.integer({ description: 'number of classes', default: 2, min: 2 }),
     'n-clusters-per-class': Flags.integer({ description: 'clusters per class', default: 2, min: 1 }),
-    'class-sep': Flags.string({ description: 'hypercube size factor', default: '1.0' }),
-    'flip-y': Flags.string({ description: 'share of labels assigned at random', default: '0.01' }),
+    'class-sep': numberFlag({ description: 'hypercube size factor', default: 1 }),
+    'flip-y': numberFlag({ description: 'share of labels assigned at random', default: 0.01, min: 0, max: 1 }),
     ...generatorFlags, ...outputFlags, ...runFlags,
   };
 
@@ -23,7 +23,7 @@ export default class MakeClassification extends GpuframeCommand {
     const { flags } = await this.parse(MakeClassification);
     const plan: PlanNode = {
       kind: 'generate', generator: 'classification', columns: null,
-      params: { nSamples: flags['n-samples'], nFeatures: flags['n-features'] ?? 20, seed: flags.seed, nInformative: flags['n-informative'], nRedundant: flags['n-redundant'], nRepeated: flags['n-repeated'], nClasses: flags['n-classes'], nClustersPerClass: flags['n-clusters-per-class'], classSep: Number(flags['class-sep']), flipY: Number(flags['flip-y']), },
+      params: { nSamples: flags['n-samples'], nFeatures: flags['n-features'] ?? 20, seed: flags.seed, nInformative: flags['n-informative'], nRedundant: flags['n-redundant'], nRepeated: flags['n-repeated'], nClasses: flags['n-classes'], nClustersPerClass: flags['n-clusters-per-class'], classSep: flags['class-sep'], flipY: flags['flip-y'], },
     };
     await finishStage(plan, flags);
   }
