@@ -51,6 +51,18 @@ describe('bad input', () => {
     });
   }
 
+  it('predictions whose column the input already has: exit 2, nothing written', async () => {
+    const input = file('scored.csv', 'a,b,prediction\n1,2,0\n3,5,1\n5,8,0\n');
+    const model = join(dir, 'scored-lr.json');
+    expect((await gpuframe(['linreg', input, '--features', 'a', '--target', 'b', '--model-out', model, '-q'])).code).toBe(0);
+    const out = join(dir, 'scored-out.csv');
+    const res = await gpuframe(['predict', input, '--model', model, '-o', out]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/already has a column 'prediction'.*--keep/);
+    expect(existsSync(out)).toBe(false);
+    expect((await gpuframe(['predict', input, '--model', model, '--keep', 'a,b', '-o', out])).code).toBe(0);
+  });
+
   it('unwritable output: exit 1, nothing written', async () => {
     const locked = join(dir, 'locked');
     mkdirSync(locked, { recursive: true });

@@ -1,7 +1,7 @@
 // The output schema of each plan node, derived (never stored) so that a plan cannot disagree with itself.
 
 import type { Schema } from '../batch.js';
-import { columnIndices } from '../errors.js';
+import { columnIndices, UsageError } from '../errors.js';
 import { aggregateOutputSchema } from '../ops/aggregate/index.js';
 import { joinOutputSchema } from '../ops/join/index.js';
 import type { PlanNode } from './nodes.js';
@@ -29,7 +29,11 @@ export function schemaOf(node: PlanNode): Schema {
     case 'predict': {
       const input = schemaOf(node.input);
       const kept = node.keep === null ? input : pick(input, node.keep);
-      return [...kept, ...predictionFields(modelOf(node), node.outputName, node.proba)];
+      const added = predictionFields(modelOf(node), node.outputName, node.proba);
+      // Two columns of one name would make a file that no reader (gpuframe included) takes back.
+      const clash = added.find((f) => kept.some((k) => k.name === f.name));
+      if (clash) throw new UsageError(`the input already has a column '${clash.name}', which the predictions add: leave it out with --keep`);
+      return [...kept, ...added];
     }
   }
 }
