@@ -82,6 +82,18 @@ describe('plans over pipes', () => {
     expect(res.code, res.stderr).toBe(0);
     expect(readFileSync(file, 'utf8').split('\n')[0]).toBe('b,count');
   });
+
+  it('with -o, --format names the file\'s format whatever its extension; a stdout-only format is refused', async () => {
+    const dat = join(dir, 'counts.dat'), named = join(dir, 'counts-jsonl.csv');
+    expect((await gpuframe(['groupby', facts, '--by', 'b', '--agg', 'count()', '-o', dat, '--format', 'csv'])).code).toBe(0);
+    expect(readFileSync(dat, 'utf8').split('\n')[0]).toBe('b,count');
+    expect((await gpuframe(['groupby', facts, '--by', 'b', '--agg', 'count()', '-o', named, '--format', 'jsonl'])).code).toBe(0);
+    expect(JSON.parse(readFileSync(named, 'utf8').split('\n')[0])).toHaveProperty('count');
+    const table = await gpuframe(['groupby', facts, '--by', 'b', '--agg', 'count()', '-o', join(dir, 'counts-table.csv'), '--format', 'table']);
+    expect(table.code).toBe(2);
+    expect(table.stderr).toMatch(/--format table.*stdout/);
+    expect(existsSync(join(dir, 'counts-table.csv'))).toBe(false);
+  });
 });
 
 describe('a reader that stops early', () => {

@@ -52,8 +52,15 @@ type Destination =
   | { kind: 'file'; path: string; format: OutputFormat }
   | { kind: 'stdout'; format: OutputFormat };
 
+/** Formats a file can hold (the others are views on stdout). */
+const FILE_FORMATS: readonly string[] = ['csv', 'jsonl', 'arrow', 'parquet'];
+
 function destination(flags: StageFlags): Destination {
-  if (flags.output) return { kind: 'file', path: flags.output, format: formatFromPath(flags.output) };
+  if (flags.output) {
+    // --format names the file's format whatever its extension (-o data.txt --format csv).
+    if (flags.format && !FILE_FORMATS.includes(flags.format)) throw new UsageError(`--format ${flags.format} shows rows on stdout; with -o give a file format (${FILE_FORMATS.join(', ')}) or none`);
+    return { kind: 'file', path: flags.output, format: (flags.format as OutputFormat | undefined) ?? formatFromPath(flags.output) };
+  }
   if (flags.format === 'plan') return { kind: 'plan' };
   if (flags.format) return { kind: 'stdout', format: flags.format as OutputFormat };
   if (process.stdout.isTTY) return { kind: 'stdout', format: 'table' };
