@@ -37,6 +37,16 @@ describe('plans over pipes', () => {
     expect(plan.plan.kind).toBe('scan');
   });
 
+  it('a malformed plan on stdin is a usage error naming where, not an internal error', async () => {
+    const real = JSON.parse((await gpuframe(['read-csv', facts])).stdout);
+    const broken = { ...real, plan: { kind: 'project', columns: ['b'], input: { ...real.plan, files: undefined } } };
+    const res = await gpuframe(['groupby', '--by', 'b', '--agg', 'count()', '--format', 'csv'], { stdin: JSON.stringify(broken) + '\n' });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/^gpuframe: the plan on stdin is malformed at plan\.input: the scan node's 'files' is missing/);
+    const intact = await gpuframe(['groupby', '--by', 'b', '--agg', 'count()', '--format', 'csv'], { stdin: JSON.stringify(real) + '\n' });
+    expect(intact.code, intact.stderr).toBe(0);
+  });
+
   it('three stages run once, in the last process; earlier stages read no data', async () => {
     // If stage 1 or 2 parsed the file they would fail on the poisoned last row; they must not.
     const first = await shell(`gpuframe read-csv '${poisoned}' | gpuframe groupby --by k --agg 'sum(v)' | cat`);
