@@ -205,8 +205,11 @@ describe('int64 sums', () => {
     const out = aggregate(ok, { keys: ['k'], aggs: parseAggList('sum(v),mean(v)'), dropna: false }, 1);
     expect(out.columns[1].values).toEqual(BigInt64Array.from([near + near - 1n - 5n, near + 3n]));
     expect(out.columns[2].values[1]).toBe(Number(near + 3n) / 2);
-    const over = makeBatch([['k', 'int64', [1n, 1n]], ['v', 'int64', [near, near]]]);
-    expect(() => aggregate(over, { keys: ['k'], aggs: parseAggList('sum(v)'), dropna: false }, 1)).toThrow(RuntimeFailure);
+    // The overflowing group is named by its keys (the second of two, so not simply the first group).
+    const over = makeBatch([['k', 'int64', [1n, 7n, 7n]], ['s', 'string', ['x', 'y', 'y']], ['v', 'int64', [1n, near, near]]]);
+    const run = () => aggregate(over, { keys: ['k', 's'], aggs: parseAggList('sum(v)'), dropna: false }, 1);
+    expect(run).toThrow(RuntimeFailure);
+    expect(run).toThrow(`sum_v overflows int64 (exact sum ${2n * near}) in the group k=7, s=y`);
   });
 
   test('timestamp keys and min/max of timestamps, NaN ordering in min/max', () => {

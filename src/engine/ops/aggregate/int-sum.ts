@@ -5,6 +5,11 @@
 // int64 (DuckDB would widen to int128), and a silently rounded float would break exactness.
 import { int64Words, type Column, type Int64Column } from '../../batch.js';
 import { RuntimeFailure } from '../../errors.js';
+
+/** An aggregate whose exact result leaves its type, in group `group` (the caller names the group by its keys). */
+export class GroupOverflow extends RuntimeFailure {
+  constructor(readonly detail: string, readonly group: number) { super(`${detail} in a group`); }
+}
 import { ddDiv } from './double-double.js';
 import { float64Column, floatValues, growFloat64, validityFromFlags, type Accumulator, type AggState } from './state.js';
 
@@ -87,7 +92,7 @@ export class IntSumAccumulator implements Accumulator {
     for (let g = 0; g < groups; g++) {
       if (this.n[g] === 0) continue;
       const s = this.exact(g);
-      if (s < INT64_MIN || s > INT64_MAX) throw new RuntimeFailure(`${this.label} overflows int64 (exact sum ${s}) in a group`);
+      if (s < INT64_MIN || s > INT64_MAX) throw new GroupOverflow(`${this.label} overflows int64 (exact sum ${s})`, g);
       out[g] = s;
     }
     return { type: 'int64', values: out, valid };

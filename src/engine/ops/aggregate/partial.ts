@@ -6,6 +6,9 @@ import { batchBytes, int64Words, takeColumn, type Batch, type Column, type DType
 import { bucketOf, hashKeys, KeyTable, nullKeyMask } from '../keys.js';
 import { sortIndicesByKeys } from '../sort.js';
 import { accumulatorFor } from './accumulators.js';
+import { GroupOverflow } from './int-sum.js';
+import { RuntimeFailure } from '../../errors.js';
+import { cellFormatter } from '../../io/format-value.js';
 import { aggregateOutputSchema, type AggregateSpec } from './spec.js';
 import type { Accumulator, AggState } from './state.js';
 
@@ -139,10 +142,21 @@ export function partialOfKeyedStates(header: Pick<PartialAggregate, 'schema' | '
 export function finalizeAggregate(p: PartialAggregate): Batch {
   const live = takeLive(p);
   liveState.set(p, live); // finalising does not change the state
-  const results = live.accs.map((acc) => acc.finalize(p.groups));
+  const results = live.accs.map((acc) => finalizeNamingGroup(acc, p));
   const order = sortIndicesByKeys(p.keys, p.groups);
   const columns = [...p.keys, ...results].map((c) => takeColumn(c, order));
   return { schema: p.schema, length: p.groups, columns };
+}
+
+/** acc's results; an overflow names its group by the key values (`origin=ATL, year=2024`). */
+function finalizeNamingGroup(acc: Accumulator, p: PartialAggregate): Column {
+  try {
+    return acc.finalize(p.groups);
+  } catch (err) {
+    if (!(err instanceof GroupOverflow)) throw err;
+    const key = p.keys.map((col, k) => `${p.schema[k].name}=${cellFormatter(col, 'table')(err.group)}`).join(', ');
+    throw new RuntimeFailure(`${err.detail} in the group ${key}`);
+  }
 }
 
 /** Splits the groups into `parts` partials by key hash (for spilling); merging them back gives p again. */
