@@ -38,6 +38,19 @@ describe('generators', () => {
   });
 });
 
+describe('--explain and --dot on the training commands', () => {
+  it('print the plan of the rows they would load (features, then the target) and train nothing', async () => {
+    const data = join(ROOT, 'fixtures/ml/breast-cancer.csv');
+    for (const [command, extra] of [['kmeans', ['--k', '2', '--features', 'mean_radius,mean_area']], ['linreg', ['--target', 'y', '--features', 'mean_radius,mean_area']], ['rf-train', ['--target', 'y', '--features', 'mean_radius,mean_area']]] as const) {
+      const model = path(`explained-${command}.json`);
+      const text = await ok([command, data, ...extra, '--model-out', model, '--explain']);
+      expect(text.stdout).toMatch(command === 'kmeans' ? /Scan csv .*breast-cancer\.csv \(columns \[mean_radius, mean_area\] of 31\)/ : /\(columns \[mean_radius, mean_area, y\] of 31\)/);
+      expect((await ok([command, data, ...extra, '--model-out', model, '--explain', '--dot'])).stdout).toMatch(/^digraph/);
+      expect(existsSync(model)).toBe(false);
+    }
+  });
+});
+
 describe('kmeans', () => {
   it('recovers well-separated blobs (ARI >= 0.99) with identical models for any workers and block size', async () => {
     await ok(['make-blobs', '--n-samples', '60000', '--n-features', '6', '--centers', '5', '--cluster-std', '0.5', '--seed', '2', '-o', path('blobs.csv')]);

@@ -68,13 +68,13 @@ function destination(flags: StageFlags): Destination {
   return { kind: 'stdout', format: 'csv' };
 }
 
-/** Runs or hands on the plan; `observe` sees every result batch before it is written. */
 /** Prints the optimised plan (Graphviz with `dot`) instead of running it. */
 export function printExplain(plan: PlanNode, flags: RunFlagValues & { dot: boolean }): void {
   const optimised = optimize(plan, { memoryLimit: runSettings(flags).memoryLimit });
   process.stdout.write(flags.dot ? explainDot(optimised) : explainText(optimised));
 }
 
+/** Runs or hands on the plan; `observe` sees every result batch before it is written. */
 export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (batch: Batch) => void): Promise<void> {
   if (flags.explain || flags.dot) return printExplain(plan, flags);
   const dest = destination(flags);

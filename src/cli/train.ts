@@ -16,7 +16,8 @@ import { gpuTrainingBlocksize, withRunContext } from '../engine/run.js';
 import { splitList } from './inputs.js';
 import { modelFileParts } from '../engine/ml/model-file.js';
 import type { Model } from '../engine/ml/model.js';
-import { runSettings, type RunFlagValues } from './stage.js';
+import { outputFlags } from './flags.js';
+import { printExplain, runSettings, type RunFlagValues } from './stage.js';
 
 export const featureFlags = {
   features: Flags.string({ description: 'feature columns: a,b (default: every numeric column but the target)', exclusive: ['exclude'] }),
@@ -24,7 +25,21 @@ export const featureFlags = {
   'model-out': Flags.string({ description: 'where to write the model file (JSON)', required: true }),
   seed: Flags.integer({ description: 'random seed', default: 0 }),
   json: Flags.boolean({ description: 'print the training summary as JSON on stdout' }),
+  explain: outputFlags.explain,
+  dot: outputFlags.dot,
 };
+
+/** The columns a trainer loads: the features, then the target. */
+function trainingColumns(features: string[], target: string | null): string[] {
+  return target === null ? features : [...features, target];
+}
+
+/** With --explain (or --dot), prints the plan of the rows the trainer would load instead of training; true when it did. */
+export function explainedTraining(plan: PlanNode, features: string[], target: string | null, flags: RunFlagValues & { explain: boolean; dot: boolean }): boolean {
+  if (!flags.explain && !flags.dot) return false;
+  printExplain({ kind: 'project', input: plan, columns: trainingColumns(features, target) }, flags);
+  return true;
+}
 
 /** The feature columns: --features as given, else every numeric column except the target and --exclude. */
 export function chooseFeatures(plan: PlanNode, target: string | null, flags: { features?: string; exclude?: string }): string[] {
@@ -54,9 +69,8 @@ export async function withTrainingMatrix<T>(
   train: (matrix: ResidentMatrix, ctx: RunContext) => Promise<T>,
 ): Promise<T> {
   const settings = runSettings(flags);
-  const columns = target === null ? features : [...features, target];
   return withRunContext(settings, plan, async (ctx) => {
-    const optimised = optimize({ kind: 'project', input: plan, columns }, { memoryLimit: settings.memoryLimit });
+    const optimised = optimize({ kind: 'project', input: plan, columns: trainingColumns(features, target) }, { memoryLimit: settings.memoryLimit });
     // Rows GPU kernels read are partitioned the same way whatever the workers (gpuTrainingBlocksize).
     const onGpu = kernels !== null && (ctx.runner.gpuWorkers ?? 0) > 0 && settings.blocksize === undefined;
     const loadCtx = onGpu ? { ...ctx, blocksize: gpuTrainingBlocksize(plan, settings.memoryLimit) } : ctx;

@@ -3,7 +3,7 @@ import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, runFlags, numberFlag } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { finishStage } from '../cli/stage.js';
-import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { chooseFeatures, explainedTraining, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
 import { fitKMeans } from '../engine/ml/kmeans.js';
 import { serializeModel } from '../engine/ml/model-file.js';
 import { schemaOf } from '../engine/plan/schema.js';
@@ -26,6 +26,7 @@ export default class KMeans extends GpuframeCommand {
     const { argv, flags } = await this.parse(KMeans);
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, null, flags);
+    if (explainedTraining(plan, features, null, flags)) return;
     const model = await withTrainingMatrix(plan, features, null, flags, { trainer: 'kmeans', k: flags.k }, (matrix) => fitKMeans(matrix, {
       k: flags.k, maxIter: flags['max-iter'], tol: flags.tol, init: flags.init as 'k-means++' | 'random', nInit: flags['n-init'], seed: flags.seed,
     }));

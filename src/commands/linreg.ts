@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, runFlags, numberFlag } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
-import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { chooseFeatures, explainedTraining, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
 import { fitLinReg } from '../engine/ml/linreg.js';
 import { schemaOf } from '../engine/plan/schema.js';
 
@@ -21,6 +21,7 @@ export default class LinReg extends GpuframeCommand {
     const { argv, flags } = await this.parse(LinReg);
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, flags.target, flags);
+    if (explainedTraining(plan, features, flags.target, flags)) return;
     const model = await withTrainingMatrix(plan, features, flags.target, flags, { trainer: 'linreg' }, (matrix) =>
       fitLinReg(matrix, { fitIntercept: flags.intercept, alpha: flags.alpha, target: flags.target }));
     const types = schemaOf(plan);

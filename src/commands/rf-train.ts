@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, runFlags } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
-import { chooseFeatures, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { chooseFeatures, explainedTraining, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
 import { UsageError } from '../engine/errors.js';
 import { workerTreeGrower } from '../engine/exec/forest-trees.js';
 import { fitRandomForest, type ForestParams } from '../engine/ml/forest.js';
@@ -29,6 +29,7 @@ export default class RfTrain extends GpuframeCommand {
     const { argv, flags } = await this.parse(RfTrain);
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, flags.target, flags);
+    if (explainedTraining(plan, features, flags.target, flags)) return;
     const targetType = schemaOf(plan).find((f) => f.name === flags.target)!.type;
     const task = (flags.task ?? (targetType === 'float64' ? 'regression' : 'classification')) as 'classification' | 'regression';
     const params: ForestParams = {
