@@ -63,6 +63,18 @@ describe('bad input', () => {
     expect((await gpuframe(['predict', input, '--model', model, '--keep', 'a,b', '-o', out])).code).toBe(0);
   });
 
+  it('predict --json: the metric as JSON on stdout; without -o (the rows would share stdout) exit 2', async () => {
+    const input = file('fit.csv', 'a,b\n1,2\n3,5\n5,8\n');
+    const model = join(dir, 'fit-lr.json'), out = join(dir, 'fit-out.csv');
+    expect((await gpuframe(['linreg', input, '--features', 'a', '--target', 'b', '--model-out', model, '-q'])).code).toBe(0);
+    const res = await gpuframe(['predict', input, '--model', model, '-o', out, '--json', '-q']);
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toEqual({ metric: 'R²', value: 1, rows: 3, target: 'b', output: out });
+    const bare = await gpuframe(['predict', input, '--model', model, '--json']);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/--json.*-o/);
+  });
+
   it('unwritable output: exit 1, nothing written', async () => {
     const locked = join(dir, 'locked');
     mkdirSync(locked, { recursive: true });

@@ -119,3 +119,9 @@ function refuseOverwritingInput(plan: PlanNode, output: string): void {
     }
   }
 }
+
+/** A one-line summary on stderr, or JSON on stdout with --json. */
+export function report(flags: { json?: boolean; quiet?: boolean }, text: string, data: Record<string, unknown>): void {
+  if (flags.json) process.stdout.write(JSON.stringify(data) + '\n');
+  else if (!flags.quiet) process.stderr.write(text + '\n');
+}

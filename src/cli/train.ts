@@ -100,9 +100,3 @@ export function writeModelFile(path: string, model: Model): void {
     throw new RuntimeFailure(`cannot write the model to ${path}: ${(err as Error).message}`);
   }
 }
-
-/** A one-line summary on stderr, or JSON on stdout with --json. */
-export function report(flags: { json?: boolean; quiet?: boolean }, text: string, data: Record<string, unknown>): void {
-  if (flags.json) process.stdout.write(JSON.stringify(data) + '\n');
-  else if (!flags.quiet) process.stderr.write(text + '\n');
-}

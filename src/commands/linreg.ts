@@ -2,7 +2,8 @@ import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, runFlags, numberFlag } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
-import { chooseFeatures, explainedTraining, featureFlags, report, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { report } from '../cli/stage.js';
+import { chooseFeatures, explainedTraining, featureFlags, withTrainingMatrix, writeModelFile } from '../cli/train.js';
 import { fitLinReg } from '../engine/ml/linreg.js';
 import { schemaOf } from '../engine/plan/schema.js';
 
