@@ -15,9 +15,16 @@ const isClosedPipe = (err: unknown) => (err as NodeJS.ErrnoException | null)?.co
 // A write that fails after nothing waits on stdout any more still ends the run quietly.
 process.stdout.on('error', (err) => { if (isClosedPipe(err)) process.exit(CLOSED_OUTPUT_EXIT); throw err; });
 
-/** A message without the lines oclif wraps flag errors in ("Parsing --x", "See more help with --help"): ours name the flag already. */
+/**
+ * A flag error on one line: oclif wraps them as "Parsing --x \n\t<message>\nSee more help with
+ * --help"; the flag's name leads (once: our own messages start with it).
+ */
 function withoutOclifFrame(message: string): string {
-  return message.replace(/^Parsing --[\w-]+ \n\t/, '').replace(/\n\s*See more help with --help$/m, '');
+  const text = message.replace(/\n\s*See more help with --help$/m, '');
+  const framed = /^Parsing (--[\w-]+) \n\t([\s\S]*)$/.exec(text);
+  if (!framed) return text;
+  const [, flag, inner] = framed;
+  return inner.startsWith(flag) ? inner : `${flag}: ${inner}`;
 }
 
 export abstract class GpuframeCommand extends Command {
