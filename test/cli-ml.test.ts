@@ -128,6 +128,31 @@ describe('random forest', () => {
     expect(header.slice(-3)).toEqual(['prediction', 'proba_0', 'proba_1']);
   });
 
+  it('string and bool targets: the classes are the target\'s values, predictions and proba columns use them', async () => {
+    // The breast-cancer split above with y relabelled (0 malignant, 1 benign), as strings and as bools.
+    const relabel = (name: string, to: (y: string) => string) => {
+      const lines = readFileSync(path(name), 'utf8').trimEnd().split('\n');
+      const yAt = lines[0].split(',').indexOf('y');
+      return [lines[0], ...lines.slice(1).map((l) => { const f = l.split(','); f[yAt] = to(f[yAt]); return f.join(','); })].join('\n') + '\n';
+    };
+    for (const [kind, to, classes] of [['string', (y: string) => (y === '0' ? 'malignant' : 'benign'), ['benign', 'malignant']], ['bool', (y: string) => (y === '0' ? 'false' : 'true'), [false, true]]] as const) {
+      for (const part of ['train', 'test']) writeFileSync(path(`bc-${kind}-${part}.csv`), relabel(`bc-${part}.csv`, to));
+      const args = ['rf-train', path(`bc-${kind}-train.csv`), '--target', 'y', '--n-estimators', '50', '--max-depth', '10', '--seed', '7'];
+      await ok([...args, '--model-out', path(`rf-${kind}-1.json`), '--workers', '1']);
+      await ok([...args, '--model-out', path(`rf-${kind}-2.json`), '--workers', '2', '--blocksize', '16KB']);
+      expect(readFileSync(path(`rf-${kind}-2.json`), 'utf8')).toBe(readFileSync(path(`rf-${kind}-1.json`), 'utf8'));
+      expect(JSON.parse(readFileSync(path(`rf-${kind}-1.json`), 'utf8')).classes).toEqual(classes);
+      const scored = await ok(['predict', path(`bc-${kind}-test.csv`), '--model', path(`rf-${kind}-1.json`), '--keep', 'y', '--proba', '-o', path(`bc-${kind}-pred.csv`)]);
+      expect(Number(/accuracy ([\d.]+)/.exec(scored.stderr)![1])).toBeGreaterThanOrEqual(0.9);
+      const [header, ...rows] = readFileSync(path(`bc-${kind}-pred.csv`), 'utf8').trimEnd().split('\n');
+      expect(header).toBe(`y,prediction,proba_${classes[0]},proba_${classes[1]}`);
+      for (const row of rows) expect(classes.map(String)).toContain(row.split(',')[1]);
+    }
+    const regression = await gpuframe(['rf-train', path('bc-string-train.csv'), '--target', 'y', '--task', 'regression', '--model-out', path('rf-string-reg.json')]);
+    expect(regression.code).toBe(2);
+    expect(regression.stderr).toMatch(/holds strings: regression needs a numeric target/);
+  });
+
   // About 6 partitions over 2 workers: each worker loads, samples, bins, then grows trees; these
   // kill points fall in loading, row sampling or binning, and tree growing, depending on the split.
   for (const at of [2, 4, 6]) {

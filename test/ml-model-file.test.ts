@@ -50,6 +50,10 @@ describe('model files', () => {
     rejects(edit((o) => { o.formatVersion = 3; }), 'formatVersion');
     rejects(edit((o) => { o.coefficients.push(1); }), 'coefficients');
     rejects(edit((o) => { o.featureTypes = ['float64']; }), 'featureTypes');
+    // Classes are all numbers, all strings or all booleans (as the target was).
+    rejects(edit((o) => { o.classes = [0, 'one']; }), 'classes');
+    rejects(edit((o) => { o.classes = ['a', null]; }), 'classes');
+    rejects(edit((o) => { o.classes = [true, 1]; }), 'classes');
     rejects(JSON.stringify(good).replace('"params":{', '"params":{"__proto__":{"x":1},'), '__proto__');
     rejects(JSON.stringify(good).replace('"metrics":{', '"metrics":{"constructor":1,'), 'constructor');
     rejects(JSON.stringify(good).replace(/"intercept":[^,}]+/, '"intercept":"1e999"'), 'intercept');

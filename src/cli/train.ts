@@ -6,7 +6,10 @@ import { basename, dirname, join } from 'node:path';
 import { Flags } from '@oclif/core';
 import { RuntimeFailure, UsageError, requireColumn } from '../engine/errors.js';
 import { loadResidentMatrix, type ResidentMatrix } from '../engine/exec/matrix.js';
-import { physical } from '../engine/exec/physical.js';
+import { collect, physical } from '../engine/exec/physical.js';
+import { stringAt, type StringColumn } from '../engine/batch.js';
+import { parseAggList } from '../engine/ops/aggregate/index.js';
+import { requireComplete } from '../engine/ml/design-matrix.js';
 import type { RunContext } from '../engine/exec/context.js';
 import type { MatrixKernels } from '../engine/exec/fragment.js';
 import { optimize } from '../engine/optimizer/index.js';
@@ -62,26 +65,39 @@ export function chooseFeatures(plan: PlanNode, target: string | null, flags: { f
 /**
  * Runs `train` with the plan's rows resident in the workers as a design matrix; `kernels`: the
  * trainer runs GPU kernels over the rows (k-means, linreg), so GPU workers hold them on the device
- * (and compile those kernels while the rows load); null for none (the forest).
+ * (and compile those kernels while the rows load); null for none (the forest). A string target
+ * (a classifier's) is loaded as the indices of its distinct values, sorted (found by a group-by
+ * first), which `train` receives as `labels`.
  */
 export async function withTrainingMatrix<T>(
   plan: PlanNode, features: string[], target: string | null, flags: RunFlagValues, kernels: MatrixKernels | null,
-  train: (matrix: ResidentMatrix, ctx: RunContext) => Promise<T>,
+  train: (matrix: ResidentMatrix, ctx: RunContext, labels: string[] | null) => Promise<T>,
 ): Promise<T> {
   const settings = runSettings(flags);
+  const stringTarget = target !== null && schemaOf(plan).find((f) => f.name === target)?.type === 'string';
   return withRunContext(settings, plan, async (ctx) => {
+    const labels = stringTarget ? await distinctStrings(plan, target, ctx, settings.memoryLimit) : null;
     const optimised = optimize({ kind: 'project', input: plan, columns: trainingColumns(features, target) }, { memoryLimit: settings.memoryLimit });
     // Rows GPU kernels read are partitioned the same way whatever the workers (gpuTrainingBlocksize).
     const onGpu = kernels !== null && (ctx.runner.gpuWorkers ?? 0) > 0 && settings.blocksize === undefined;
     const loadCtx = onGpu ? { ...ctx, blocksize: gpuTrainingBlocksize(plan, settings.memoryLimit) } : ctx;
-    const matrix = await loadResidentMatrix(await physical(optimised, loadCtx), features, target, loadCtx, kernels);
+    const matrix = await loadResidentMatrix(await physical(optimised, loadCtx), features, target, loadCtx, kernels, labels);
     if (matrix.rows === 0) throw new UsageError('the input has no rows to train on');
     try {
-      return await train(matrix, ctx);
+      return await train(matrix, ctx, labels);
     } finally {
       await matrix.release();
     }
   });
+}
+
+/** The distinct values of string column `column`, in the group-by's key order; a null one is a data error. */
+async function distinctStrings(plan: PlanNode, column: string, ctx: RunContext, memoryLimit: number): Promise<string[]> {
+  const grouped: PlanNode = { kind: 'aggregate', input: { kind: 'project', input: plan, columns: [column] }, spec: { keys: [column], aggs: parseAggList('count()'), dropna: false } };
+  const batch = await collect(await physical(optimize(grouped, { memoryLimit }), ctx), ctx, 'find classes');
+  const values = batch.columns[0] as StringColumn;
+  requireComplete(values, column);
+  return Array.from({ length: batch.length }, (_, i) => stringAt(values, i));
 }
 
 /** Writes the model file whole or not at all (temp file, then rename). */

@@ -33,12 +33,19 @@ export default class RfTrain extends GpuframeCommand {
     if (explainedTraining(plan, features, flags.target, flags)) return;
     const targetType = schemaOf(plan).find((f) => f.name === flags.target)!.type;
     const task = (flags.task ?? (targetType === 'float64' ? 'regression' : 'classification')) as 'classification' | 'regression';
+    if (targetType === 'string' && task === 'regression') throw new UsageError(`the target '${flags.target}' holds strings: regression needs a numeric target`);
     const params: ForestParams = {
       task, nEstimators: flags['n-estimators'], maxDepth: flags['max-depth'], nBins: flags['n-bins'],
       maxFeatures: parseMaxFeatures(flags['max-features']), minSamplesLeaf: flags['min-samples-leaf'],
       bootstrap: flags.bootstrap, criterion: flags.criterion as 'gini' | 'entropy', seed: flags.seed, target: flags.target,
     };
-    const model = await withTrainingMatrix(plan, features, flags.target, flags, null, (matrix, ctx) => fitRandomForest(matrix, params, workerTreeGrower(ctx)));
+    const model = await withTrainingMatrix(plan, features, flags.target, flags, null, async (matrix, ctx, labels) => {
+      const forest = await fitRandomForest(matrix, params, workerTreeGrower(ctx));
+      // The forest learnt class indices (string targets) or 0 and 1 (bool targets): its classes are the target's values.
+      if (task === 'classification' && labels) forest.classes = forest.classes.map((c) => labels[c as number]);
+      if (task === 'classification' && targetType === 'bool') forest.classes = forest.classes.map((c) => c === 1);
+      return forest;
+    });
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
     writeModelFile(flags['model-out'], model);

@@ -59,7 +59,7 @@ export type Terminal =
    * `kernels`: the trainer runs GPU kernels over it, so GPU workers upload it, only they hold it,
    * and they compile those kernels while the rows load; null: no kernels (not uploaded).
    */
-  | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null; kernels: MatrixKernels | null }
+  | { kind: 'load-matrix'; matrixId: string; features: string[]; target: string | null; targetLabels: string[] | null; kernels: MatrixKernels | null }
   /** Grow these trees of a random forest on the binned rows in `file` (forest-trees.ts); `gpu`: on a GPU worker's device. */
   | { kind: 'grow-trees'; file: BinnedFile; spec: TreeSpec; trees: number[]; gpu: boolean }
   /** Run a named ML partition task over every partition of a matrix this worker holds. */

@@ -129,7 +129,7 @@ async function load(task: Task, cache: BroadcastCache, ctx: GpuContext): Promise
     const batches = read.batches!;
     // Each batch's columns as they are (an Arrow batch's are views of what was read): joined on
     // the host only if CPU code reads them; the upload copies them into staging memory itself.
-    const pieces = (batches.length > 0 ? batches : [concatBatches([], [])]).map((b) => designColumns(b, terminal.features, terminal.target, sourceFile(fragment.source)));
+    const pieces = (batches.length > 0 ? batches : [concatBatches([], [])]).map((b) => designColumns(b, terminal.features, terminal.target, sourceFile(fragment.source), terminal.targetLabels));
     host = columnPartition(fragment.index, pieces, cols);
     const columns = [...terminal.features.map((_, j) => pieces.map((p) => memoryPiece(p.columns[j]))), ...(hasY ? [pieces.map((p) => memoryPiece(p.y!))] : [])];
     upload = () => uploadColumns(ctx, stagingRingOf(ctx), columns, host.rows, hasY);

@@ -24,10 +24,14 @@ export interface ResidentMatrix extends PartitionedMatrix {
   release(): Promise<void>;
 }
 
-/** `kernels`: the trainer runs these GPU kernels over the rows (then only GPU workers hold them, on their device); null: none. */
-export async function loadResidentMatrix(stream: Stream, features: string[], target: string | null, ctx: RunContext, kernels: MatrixKernels | null): Promise<ResidentMatrix> {
+/**
+ * `kernels`: the trainer runs these GPU kernels over the rows (then only GPU workers hold them, on
+ * their device); null: none. `targetLabels`: the target holds these strings, loaded as their indices.
+ */
+export async function loadResidentMatrix(stream: Stream, features: string[], target: string | null, ctx: RunContext, kernels: MatrixKernels | null,
+  targetLabels: string[] | null = null): Promise<ResidentMatrix> {
   const matrixId = randomUUID();
-  const load = { kind: 'load-matrix' as const, matrixId, features, target, kernels };
+  const load = { kind: 'load-matrix' as const, matrixId, features, target, targetLabels, kernels };
   const rowsOf = new Map<number, number>();
   await runStream(ctx, stream, load, 'load rows', (r, f) => { rowsOf.set(f.index, r.rows); });
   const indices = stream.fragments.map((f) => f.index);

@@ -76,7 +76,7 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
     }
     case 'load-matrix': {
       const schema = batches[0]?.schema ?? [];
-      const m = designMatrix(concatBatches(schema, batches), terminal.features, terminal.target, sourceFile(fragment.source));
+      const m = designMatrix(concatBatches(schema, batches), terminal.features, terminal.target, sourceFile(fragment.source), terminal.targetLabels);
       const held = residentMatrices.get(terminal.matrixId) ?? new Map<number, MatrixPartition>();
       residentMatrices.set(terminal.matrixId, held);
       held.set(fragment.index, { index: fragment.index, firstRow: -1, rows: m.rows, cols: m.cols, x: m.x, y: m.y });

@@ -1,6 +1,6 @@
 // Turning typed column batches into the row-major float64 design matrix the trainers use.
 
-import { int64AsNumber, int64Words, type Batch, type Column } from '../batch.js';
+import { int64AsNumber, int64Words, stringAt, type Batch, type Column } from '../batch.js';
 import { DataError, requireColumn } from '../errors.js';
 
 export interface DesignMatrix { rows: number; cols: number; x: Float64Array; y: Float64Array | null }
@@ -9,7 +9,11 @@ export interface DesignMatrix { rows: number; cols: number; x: Float64Array; y: 
 export interface DesignColumns { rows: number; columns: Float64Array[]; y: Float64Array | null }
 
 /** Numeric (float64, int64, bool, timestamp) columns `features` and optional `target` of a batch; nulls are data errors. */
-export function designColumns(batch: Batch, features: readonly string[], target: string | null, file?: string): DesignColumns {
+/**
+ * The batch's feature columns and target as float64 columns; `targetLabels`: the target holds
+ * strings, read as their indices in this list (a classifier's classes).
+ */
+export function designColumns(batch: Batch, features: readonly string[], target: string | null, file?: string, targetLabels: readonly string[] | null = null): DesignColumns {
   const names = batch.schema.map((f) => f.name);
   const column = (name: string): Column => {
     requireColumn(name, names);
@@ -18,7 +22,7 @@ export function designColumns(batch: Batch, features: readonly string[], target:
   return {
     rows: batch.length,
     columns: features.map((name) => numericValues(column(name), name, file)),
-    y: target === null ? null : numericValues(column(target), target, file),
+    y: target === null ? null : targetLabels ? labelCodes(column(target), target, targetLabels, file) : numericValues(column(target), target, file),
   };
 }
 
@@ -42,8 +46,8 @@ export function concatFloat64(arrays: readonly Float64Array[]): Float64Array {
 }
 
 /** The design matrix of a batch: its feature columns as rows × features, row-major. */
-export function designMatrix(batch: Batch, features: readonly string[], target: string | null, file?: string): DesignMatrix {
-  const { rows, columns, y } = designColumns(batch, features, target, file);
+export function designMatrix(batch: Batch, features: readonly string[], target: string | null, file?: string, targetLabels: readonly string[] | null = null): DesignMatrix {
+  const { rows, columns, y } = designColumns(batch, features, target, file, targetLabels);
   return { rows, cols: columns.length, x: rowMajor(columns, rows), y };
 }
 
@@ -65,12 +69,31 @@ export function rowMajor(columns: readonly Float64Array[], rows: number): Float6
 
 const TRANSPOSE_BLOCK_ROWS = 256;
 
-/** A numeric column's values as float64; nulls and strings are data errors. */
-export function numericValues(col: Column, name: string, file?: string): Float64Array {
+/** A string column's values as their indices in `labels` (which holds every value). */
+function labelCodes(col: Column, name: string, labels: readonly string[], file?: string): Float64Array {
+  requireComplete(col, name, file);
+  if (col.type !== 'string') throw new DataError(`column '${name}' holds ${col.type} values where class labels (strings) were found before`, { file, column: name });
+  const index = new Map(labels.map((l, i) => [l, i]));
+  const out = new Float64Array(col.offsets.length - 1);
+  for (let r = 0; r < out.length; r++) {
+    const code = index.get(stringAt(col, r));
+    if (code === undefined) throw new DataError(`column '${name}' holds '${stringAt(col, r)}', not among its classes`, { file, column: name });
+    out[r] = code;
+  }
+  return out;
+}
+
+/** Refuses a column with nulls (a data error naming the first). */
+export function requireComplete(col: Column, name: string, file?: string): void {
   if (col.valid) {
     const row = col.valid.indexOf(0);
     if (row >= 0) throw new DataError(`null in column '${name}' (row ${row + 1} of its batch); machine learning needs complete rows`, { file, column: name });
   }
+}
+
+/** A numeric column's values as float64; nulls and strings are data errors. */
+export function numericValues(col: Column, name: string, file?: string): Float64Array {
+  requireComplete(col, name, file);
   switch (col.type) {
     case 'float64': return col.values;
     case 'bool': return Float64Array.from(col.values);

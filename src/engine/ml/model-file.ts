@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { DTYPES, type DType } from '../batch.js';
 import { DataError } from '../errors.js';
-import { MODEL_FORMAT_VERSION, READABLE_FORMAT_VERSIONS, type FlatTrees, type Model, type ModelHeader, type ParamValue } from './model.js';
+import { MODEL_FORMAT_VERSION, READABLE_FORMAT_VERSIONS, type ClassLabel, type FlatTrees, type Model, type ModelHeader, type ParamValue } from './model.js';
 
 /** Upper bounds that no real model reaches; beyond them the file is rejected before allocating. */
 const MAX_NODES = 100_000_000;
@@ -237,7 +237,7 @@ function readHeader(r: Reader, fail: (field: string, what: string) => never) {
   if (target !== null && typeof target !== 'string') fail('target', 'must be a string or null');
   return {
     kind, formatVersion: MODEL_FORMAT_VERSION as typeof MODEL_FORMAT_VERSION, featureNames, featureTypes, target: target as string | null,
-    classes: Array.from(r.numbers('classes', MAX_NODES)), params: r.params('params'), metrics: r.metricValues('metrics'),
+    classes: r.classLabels('classes', MAX_NODES), params: r.params('params'), metrics: r.metricValues('metrics'),
     task: kind === 'random-forest' ? r.oneOf('task', ['classification', 'regression'] as const) : undefined,
   };
 }
@@ -304,6 +304,17 @@ class Reader {
       out[i] = v as number;
     });
     return out;
+  }
+  /** Class labels: all finite numbers, all strings or all booleans. */
+  classLabels(field: string, maxLength: number): ClassLabel[] {
+    const a = this.array(field, maxLength);
+    const kind = typeof a[0];
+    a.forEach((v, i) => {
+      if (typeof v !== kind || !(kind === 'string' || kind === 'boolean' || (kind === 'number' && Number.isFinite(v)))) {
+        this.fail(field, `entry ${i} is not a ${kind === 'string' || kind === 'boolean' ? kind : 'finite number'} like the first`);
+      }
+    });
+    return a as ClassLabel[];
   }
   /** A forest node array: packed { type, base64 } (version 2) or a JSON number list (version 1). */
   nodeArray(field: string, maxLength: number, type: 'int32'): Int32Array;

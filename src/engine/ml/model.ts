@@ -13,14 +13,17 @@ export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
 
 export type ParamValue = string | number | boolean | null;
 
+/** A classifier's class: the target's value (a number, a string or a boolean). */
+export type ClassLabel = number | string | boolean;
+
 interface ModelBase {
   formatVersion: typeof MODEL_FORMAT_VERSION;
   featureNames: string[];
   featureTypes: DType[];
   /** Target column the model was fitted on (null for k-means). */
   target: string | null;
-  /** Class labels in output order (classifiers), else empty. */
-  classes: number[];
+  /** Class labels in output order (classifiers: all numbers, all strings or all booleans, as the target was), else empty. */
+  classes: ClassLabel[];
   params: Record<string, ParamValue>;
   metrics: Record<string, number>;
 }
@@ -66,7 +69,7 @@ export type ModelHeader = ModelBase & ({ kind: 'kmeans' } | { kind: 'linreg' } |
 export type ModelKind = Model['kind'];
 
 /** Common fields of a freshly trained model; callers may set featureTypes and target afterwards. */
-export function modelBase(featureNames: string[], target: string | null, classes: number[],
+export function modelBase(featureNames: string[], target: string | null, classes: ClassLabel[],
   params: Record<string, ParamValue>, metrics: Record<string, number>): ModelBase {
   return {
     formatVersion: MODEL_FORMAT_VERSION,

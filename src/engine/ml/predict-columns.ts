@@ -1,19 +1,24 @@
 // Predictions as columns: what a predict step appends to each batch (`prediction`, and
 // `proba_<class>` per class with --proba), and the types of those columns.
 
-import { selectColumns, type Batch, type Column, type Field } from '../batch.js';
+import { selectColumns, stringColumn, type Batch, type Column, type DType, type Field } from '../batch.js';
 import { designMatrix } from './design-matrix.js';
 import { parseModel, parseModelHeader, readModelText } from './model-file.js';
 import type { ForestModel, Model, ModelHeader } from './model.js';
 import { predictBatch, predictFromLeaves, type Prediction } from './predict.js';
 
-/** Labels are integers for k-means and for classifiers whose classes are all integers. */
-function integerPredictions(model: ModelHeader): boolean {
-  return model.kind === 'kmeans' || (model.kind === 'random-forest' && model.task === 'classification' && model.classes.every(Number.isInteger));
+/** The prediction column's type: k-means labels are int64; a classifier's are its classes' (int64 when all are integers); regression float64. */
+function predictionType(model: ModelHeader): DType {
+  if (model.kind === 'kmeans') return 'int64';
+  if (model.kind !== 'random-forest' || model.task !== 'classification') return 'float64';
+  const c = model.classes;
+  if (c.every((v) => typeof v === 'string')) return 'string';
+  if (c.every((v) => typeof v === 'boolean')) return 'bool';
+  return c.every((v) => Number.isInteger(v)) ? 'int64' : 'float64';
 }
 
 export function predictionFields(model: ModelHeader, outputName: string, proba: boolean): Field[] {
-  const fields: Field[] = [{ name: outputName, type: integerPredictions(model) ? 'int64' : 'float64' }];
+  const fields: Field[] = [{ name: outputName, type: predictionType(model) }];
   if (proba && model.kind === 'random-forest' && model.task === 'classification') {
     for (const c of model.classes) fields.push({ name: `proba_${c}`, type: 'float64' });
   }
@@ -53,14 +58,26 @@ async function predictRows(model: Model, x: Float64Array, rows: number, proba: b
   return predictFromLeaves(model, await leafFinder(model, x, rows), rows, proba);
 }
 
+/** The prediction column of `type` (predictionType): a classifier's class indices become its classes. */
+function predictionColumn(model: Model, type: DType, prediction: Float64Array | Int32Array): Column {
+  if (model.kind !== 'random-forest' || model.task !== 'classification') {
+    return type === 'int64' ? { type, values: BigInt64Array.from(prediction, (v) => BigInt(v)), valid: null } : { type: 'float64', values: Float64Array.from(prediction), valid: null };
+  }
+  const classes = model.classes;
+  switch (type) {
+    case 'int64': return { type, values: BigInt64Array.from(prediction, (i) => BigInt(classes[i] as number)), valid: null };
+    case 'bool': return { type, values: Uint8Array.from(prediction, (i) => (classes[i] ? 1 : 0)), valid: null };
+    case 'string': return stringColumn(Array.from(prediction, (i) => classes[i] as string));
+    default: return { type: 'float64', values: Float64Array.from(prediction, (i) => classes[i] as number), valid: null };
+  }
+}
+
 /** `batch`'s kept columns followed by the prediction columns. */
 export async function appendPredictions(model: Model, batch: Batch, keep: string[] | null, outputName: string, proba: boolean): Promise<Batch> {
   const m = designMatrix(batch, model.featureNames, null);
   const p = await predictRows(model, m.x, m.rows, proba);
   const fields = predictionFields(model, outputName, proba);
-  const columns: Column[] = [];
-  if (fields[0].type === 'int64') columns.push({ type: 'int64', values: BigInt64Array.from(p.prediction, (v) => BigInt(v)), valid: null });
-  else columns.push({ type: 'float64', values: Float64Array.from(p.prediction), valid: null });
+  const columns: Column[] = [predictionColumn(model, fields[0].type, p.prediction)];
   const width = fields.length - 1;
   for (let c = 0; c < width; c++) {
     const values = new Float64Array(m.rows);

@@ -5,7 +5,7 @@ import { nearestCenter } from './kmeans-tasks.js';
 import type { ForestModel, Model } from './model.js';
 
 export interface Prediction {
-  /** Cluster ids (k-means, Int32Array), class labels or regression values (Float64Array). */
+  /** Cluster ids (k-means) and classifiers' class indices into model.classes (Int32Array), or regression values (Float64Array). */
   prediction: Float64Array | Int32Array;
   /** rows × classes, row-major, classes in model.classes order (classifiers with wantProba). */
   proba?: Float64Array;
@@ -125,11 +125,11 @@ export function predictFromLeaves(model: ForestModel, leaves: Int32Array, rows: 
   }
   for (let i = 0; i < acc.length; i++) acc[i] /= nTrees;
   if (model.task === 'regression') return { prediction: acc };
-  const prediction = new Float64Array(rows);
+  const prediction = new Int32Array(rows);
   for (let r = 0; r < rows; r++) {
     let best = 0;
     for (let c = 1; c < w; c++) if (acc[r * w + c] > acc[r * w + best]) best = c;
-    prediction[r] = model.classes[best];
+    prediction[r] = best;
   }
   return wantProba ? { prediction, proba: acc } : { prediction };
 }

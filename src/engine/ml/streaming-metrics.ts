@@ -3,8 +3,9 @@
 // mean and sum of squares, merged with the residual sum), adjusted Rand index (k-means, from the
 // contingency table of true labels and clusters).
 
-import type { Batch } from '../batch.js';
-import { numericValues } from './design-matrix.js';
+import { stringAt, type Batch, type Column, type StringColumn } from '../batch.js';
+import { DataError } from '../errors.js';
+import { numericValues, requireComplete } from './design-matrix.js';
 import { Contingency } from './metrics.js';
 import type { ModelHeader } from './model.js';
 
@@ -19,9 +20,11 @@ export class MetricAccumulator {
   constructor(private readonly model: ModelHeader, private readonly truth: string, private readonly prediction = 'prediction') {}
 
   add(batch: Batch): void {
-    const col = (name: string) => numericValues(batch.columns[batch.schema.findIndex((f) => f.name === name)], name);
-    const y = col(this.truth);
-    const p = col(this.prediction);
+    const column = (name: string) => batch.columns[batch.schema.findIndex((f) => f.name === name)];
+    const [truth, predicted] = [column(this.truth), column(this.prediction)];
+    if (predicted.type === 'string') return this.addLabels(truth, predicted);
+    const y = numericValues(truth, this.truth);
+    const p = numericValues(predicted, this.prediction);
     for (let i = 0; i < y.length; i++) {
       this.rows++;
       if (this.model.kind === 'kmeans') {
@@ -34,6 +37,16 @@ export class MetricAccumulator {
         this.m2 += delta * (y[i] - this.mean);
         this.sse += (y[i] - p[i]) ** 2;
       }
+    }
+  }
+
+  /** A classifier of string classes: its predictions against the target's strings. */
+  private addLabels(truth: Column, predicted: StringColumn): void {
+    if (truth.type !== 'string') throw new DataError(`column '${this.truth}' holds ${truth.type} values, but the model's classes are strings`, { column: this.truth });
+    requireComplete(truth, this.truth);
+    for (let i = 0; i < predicted.offsets.length - 1; i++) {
+      this.rows++;
+      if (stringAt(truth, i) === stringAt(predicted, i)) this.correct++;
     }
   }
 
