@@ -19,6 +19,7 @@ const cases: Case[] = [
   { name: 'unparsable value for a --dtypes type', args: ['read-csv', file('badint.csv', 'k,v\na,1\nb,x7\n'), '--dtypes', 'v=int64'], code: 3, message: /badint\.csv:3:2.*x7.*'v'/ },
   { name: 'unknown --by column names the closest', args: ['groupby', good, '--by', 'kk', '--agg', 'count()'], code: 2, message: /unknown.*'kk'.*did you mean 'k'/ },
   { name: 'unknown aggregate column', args: ['groupby', good, '--by', 'k', '--agg', 'sum(vv)'], code: 2, message: /'vv'.*did you mean 'v'/ },
+  { name: 'a key given twice', args: ['groupby', good, '--by', 'k,k', '--agg', 'count()'], code: 2, message: /key column 'k' is given twice in --by/ },
   { name: 'bad aggregate expression', args: ['groupby', good, '--by', 'k', '--agg', 'median(v)'], code: 2, message: /median/ },
   { name: 'missing file', args: ['read-csv', join(dir, 'nope.csv')], code: 3, message: /nope\.csv.*no such file/i },
   { name: 'empty file', args: ['read-csv', file('empty.csv', '')], code: 3, message: /empty\.csv.*empty/i },

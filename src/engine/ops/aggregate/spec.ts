@@ -69,6 +69,8 @@ export function aggregateOutputSchema(input: Schema, spec: AggregateSpec): Schem
   const typeOf = (name: string): DType => input.find((f) => f.name === name)!.type;
   if (spec.keys.length === 0) throw new UsageError('groupby needs at least one key column (--by)');
   for (const k of spec.keys) requireColumn(k, names, 'key column');
+  const twice = spec.keys.find((k, i) => spec.keys.indexOf(k) !== i);
+  if (twice !== undefined) throw new UsageError(`key column '${twice}' is given twice in --by`);
   const out: Schema = spec.keys.map((k) => ({ name: k, type: typeOf(k) }));
   for (const a of spec.aggs) {
     if (a.column !== null) requireColumn(a.column, names);
