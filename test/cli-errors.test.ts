@@ -64,6 +64,19 @@ describe('bad input', () => {
     expect((await gpuframe(['predict', input, '--model', model, '--keep', 'a,b', '-o', out])).code).toBe(0);
   });
 
+  it('predict --labels with a model other than k-means: exit 2; k-means labels may be strings', async () => {
+    const input = file('clusters.csv', 'a,b,lab\n1,1,x\n1.1,1,x\n9,9,y\n9.2,9,y\n');
+    const km = join(dir, 'clusters-km.json'), lr = join(dir, 'clusters-lr.json');
+    expect((await gpuframe(['kmeans', input, '--features', 'a,b', '--k', '2', '--model-out', km, '-q'])).code).toBe(0);
+    const scored = await gpuframe(['predict', input, '--model', km, '--labels', 'lab', '-o', join(dir, 'clusters-out.csv')]);
+    expect(scored.code, scored.stderr).toBe(0);
+    expect(scored.stderr).toMatch(/adjusted Rand index 1 over 4 rows/);
+    expect((await gpuframe(['linreg', input, '--features', 'a', '--target', 'b', '--model-out', lr, '-q'])).code).toBe(0);
+    const res = await gpuframe(['predict', input, '--model', lr, '--labels', 'lab', '-o', join(dir, 'clusters-lr-out.csv')]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/--labels is for k-means models/);
+  });
+
   it('predict --json: the metric as JSON on stdout; without -o (the rows would share stdout) exit 2', async () => {
     const input = file('fit.csv', 'a,b\n1,2\n3,5\n5,8\n');
     const model = join(dir, 'fit-lr.json'), out = join(dir, 'fit-out.csv');

@@ -40,6 +40,7 @@ export default class Predict extends GpuframeCommand {
     if (flags.proba && !(model.kind === 'random-forest' && model.task === 'classification')) throw new UsageError('--proba needs a classifier model');
     schemaOf(plan); // checks --keep now, in this stage
     const truth = flags.labels ?? model.target;
+    if (flags.labels && model.kind !== 'kmeans') throw new UsageError(`--labels is for k-means models (the true clusters); a ${model.kind} model is scored against its target '${model.target}'`);
     if (flags.labels) requireColumn(flags.labels, names, '--labels column');
     const metric = truth !== null && names.includes(truth) ? new MetricAccumulator(model, truth) : null;
     await finishStage(plan, flags, metric ? (batch) => metric.add(batch) : undefined);

@@ -23,7 +23,7 @@ export class MetricAccumulator {
     const column = (name: string) => batch.columns[batch.schema.findIndex((f) => f.name === name)];
     const [truth, predicted] = [column(this.truth), column(this.prediction)];
     if (predicted.type === 'string') return this.addLabels(truth, predicted);
-    const y = numericValues(truth, this.truth);
+    const y = this.model.kind === 'kmeans' && truth.type === 'string' ? this.labelIds(truth) : numericValues(truth, this.truth);
     const p = numericValues(predicted, this.prediction);
     for (let i = 0; i < y.length; i++) {
       this.rows++;
@@ -38,6 +38,18 @@ export class MetricAccumulator {
         this.sse += (y[i] - p[i]) ** 2;
       }
     }
+  }
+
+  /** String labels of the true clusters (k-means) as ids, the same for a label in every batch. */
+  private readonly ids = new Map<string, number>();
+  private labelIds(truth: StringColumn): Float64Array {
+    requireComplete(truth, this.truth);
+    return Float64Array.from({ length: truth.offsets.length - 1 }, (_, i) => {
+      const label = stringAt(truth, i);
+      let id = this.ids.get(label);
+      if (id === undefined) this.ids.set(label, id = this.ids.size);
+      return id;
+    });
   }
 
   /** A classifier of string classes: its predictions against the target's strings. */
