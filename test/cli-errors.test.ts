@@ -77,13 +77,17 @@ describe('bad input', () => {
     expect(res.stderr).toMatch(/--labels is for k-means models/);
   });
 
-  it('predict --json: the metric as JSON on stdout; without -o (the rows would share stdout) exit 2', async () => {
+  it('--json: the summary (and predict\'s metric) as JSON on stdout; without -o (the rows would share stdout) exit 2', async () => {
     const input = file('fit.csv', 'a,b\n1,2\n3,5\n5,8\n');
     const model = join(dir, 'fit-lr.json'), out = join(dir, 'fit-out.csv');
     expect((await gpuframe(['linreg', input, '--features', 'a', '--target', 'b', '--model-out', model, '-q'])).code).toBe(0);
     const res = await gpuframe(['predict', input, '--model', model, '-o', out, '--json', '-q']);
     expect(res.code, res.stderr).toBe(0);
-    expect(JSON.parse(res.stdout)).toEqual({ metric: 'R²', value: 1, rows: 3, target: 'b', output: out });
+    expect(JSON.parse(res.stdout)).toEqual({ rows: 3, output: out, seconds: expect.any(Number), metric: 'R²', value: 1, target: 'b' });
+    expect(res.stderr).toBe('');
+    // The other stages' summaries too.
+    const grouped = await gpuframe(['groupby', input, '--by', 'a', '--agg', 'count()', '-o', join(dir, 'fit-groups.csv'), '--json']);
+    expect(JSON.parse(grouped.stdout)).toEqual({ rows: 3, output: join(dir, 'fit-groups.csv'), seconds: expect.any(Number) });
     const bare = await gpuframe(['predict', input, '--model', model, '--json']);
     expect(bare.code).toBe(2);
     expect(bare.stderr).toMatch(/--json.*-o/);

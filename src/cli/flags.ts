@@ -29,6 +29,7 @@ export const outputFlags = {
   format: Flags.string({ description: 'force the stdout format', options: ['csv', 'jsonl', 'arrow', 'parquet', 'table', 'plan'] }),
   explain: Flags.boolean({ description: 'print the optimised plan instead of running it' }),
   dot: Flags.boolean({ description: 'with --explain: print the plan as Graphviz dot' }),
+  json: Flags.boolean({ description: 'print the summary (rows written, file, seconds) as JSON on stdout; needs -o' }),
 };
 
 export const runFlags = {

@@ -32,6 +32,7 @@ export interface StageFlags extends RunFlagValues {
   format?: string;
   explain: boolean;
   dot: boolean;
+  json: boolean;
 }
 
 export function runSettings(flags: RunFlagValues): RunSettings {
@@ -74,10 +75,14 @@ export function printExplain(plan: PlanNode, flags: RunFlagValues & { dot: boole
   process.stdout.write(flags.dot ? explainDot(optimised) : explainText(optimised));
 }
 
-/** Runs or hands on the plan; `observe` sees every result batch before it is written. */
-export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (batch: Batch) => void): Promise<void> {
+/**
+ * Runs or hands on the plan; `observe` sees every result batch before it is written. The summary
+ * (rows, file, seconds, and what `summary` adds) goes to stderr, or as JSON to stdout with --json.
+ */
+export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (batch: Batch) => void, summary?: () => Record<string, unknown>): Promise<void> {
   if (flags.explain || flags.dot) return printExplain(plan, flags);
   const dest = destination(flags);
+  if (flags.json && dest.kind !== 'file') throw new UsageError('--json prints the summary on stdout, where the rows would go: write them with -o');
   if (dest.kind === 'plan') {
     process.stdout.write(serializePlan(plan));
     return;
@@ -106,8 +111,9 @@ export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (
   } finally {
     unregister();
   }
-  if (dest.kind === 'file' && !flags.quiet) {
-    process.stderr.write(`gpuframe: wrote ${rows} rows to ${dest.path} in ${((performance.now() - started) / 1000).toFixed(2)} s\n`);
+  if (dest.kind === 'file') {
+    const seconds = (performance.now() - started) / 1000;
+    report(flags, `gpuframe: wrote ${rows} rows to ${dest.path} in ${seconds.toFixed(2)} s`, { rows, output: dest.path, seconds: Number(seconds.toFixed(3)), ...summary?.() });
   }
 }
 

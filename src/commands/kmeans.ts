@@ -37,7 +37,7 @@ export default class KMeans extends GpuframeCommand {
     report(flags, `k-means: k=${flags.k}, inertia ${inertia}, ${iterations} iterations; model written to ${flags['model-out']}`, { inertia, iterations, k: flags.k, model: flags['model-out'] });
     if (flags.output) {
       await finishStage({ kind: 'predict', input: plan, modelPath: flags['model-out'], modelText: serializeModel(model), modelStamp: null, keep: null, proba: false, outputName: 'label' },
-        { ...flags, output: flags.output, explain: false, dot: false });
+        { ...flags, output: flags.output, explain: false, dot: false, json: false, quiet: flags.quiet || flags.json });
     }
   }
 }

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, outputFlags, runFlags } from '../cli/flags.js';
 import { inputPlan, splitList } from '../cli/inputs.js';
-import { finishStage, report } from '../cli/stage.js';
+import { finishStage } from '../cli/stage.js';
 import { DataError, UsageError, requireColumn } from '../engine/errors.js';
 import { MetricAccumulator } from '../engine/ml/streaming-metrics.js';
 import { readModelFile } from '../engine/ml/model-file.js';
@@ -19,13 +19,11 @@ export default class Predict extends GpuframeCommand {
     keep: Flags.string({ description: 'input columns to keep in front of the predictions (default: all)' }),
     proba: Flags.boolean({ description: 'classifiers: add proba_<class> columns' }),
     labels: Flags.string({ description: 'k-means: a column of true labels; prints the adjusted Rand index' }),
-    json: Flags.boolean({ description: 'print the summary (the metric, when the rows hold the target) as JSON on stdout; needs -o' }),
     ...csvFlags, ...outputFlags, ...runFlags,
   };
 
   async run(): Promise<void> {
     const { argv, flags } = await this.parse(Predict);
-    if (flags.json && !flags.output) throw new UsageError('--json prints the summary on stdout, where the rows would go: write them with -o');
     let modelFile: ReturnType<typeof readModelFile>;
     try {
       modelFile = readModelFile(flags.model);
@@ -43,10 +41,8 @@ export default class Predict extends GpuframeCommand {
     if (flags.labels && model.kind !== 'kmeans') throw new UsageError(`--labels is for k-means models (the true clusters); a ${model.kind} model is scored against its target '${model.target}'`);
     if (flags.labels) requireColumn(flags.labels, names, '--labels column');
     const metric = truth !== null && names.includes(truth) ? new MetricAccumulator(model, truth) : null;
-    await finishStage(plan, flags, metric ? (batch) => metric.add(batch) : undefined);
-    const scored = metric && metric.rows > 0 ? metric.value() : null;
-    if (scored || flags.json) {
-      report(flags, `gpuframe: ${metric?.describe()}`, { metric: scored?.name ?? null, value: scored?.value ?? null, rows: scored ? metric!.rows : null, target: scored ? truth : null, output: flags.output });
-    }
+    const scored = () => (metric && metric.rows > 0 ? metric.value() : null);
+    await finishStage(plan, flags, metric ? (batch) => metric.add(batch) : undefined, () => ({ metric: scored()?.name ?? null, value: scored()?.value ?? null, target: scored() ? truth : null }));
+    if (scored() && !flags.json && !flags.quiet) process.stderr.write(`gpuframe: ${metric!.describe()}\n`);
   }
 }
