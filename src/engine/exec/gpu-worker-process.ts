@@ -33,6 +33,11 @@ export const GPU_WORKER_THREADPOOL = 12;
  */
 export const GPU_WORKER_NODE_FLAGS: string[] = ['--max-semi-space-size=32'];
 
+/** The flags a GPU worker starts with: GPU_WORKER_NODE_FLAGS, then GPUFRAME_GPU_NODE_FLAGS (space-separated; to measure others). */
+function gpuWorkerNodeFlags(): string[] {
+  return [...GPU_WORKER_NODE_FLAGS, ...(process.env.GPUFRAME_GPU_NODE_FLAGS ?? '').split(/\s+/).filter((f) => f !== '')];
+}
+
 /**
  * A started GPU worker; what it writes and sends before its owner listens is kept. Its stdout is
  * not the command's: dawn.node prints Dawn's messages there (a shader's compilation warnings), and
@@ -52,7 +57,7 @@ export class GpuWorkerProcess {
       ...(gpu.busId ? { GPUFRAME_GPU_BUS_ID: gpu.busId } : {}) };
     this.child = fork(workerEntry('gpu-worker-main.js'), [], {
       env,
-      execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...GPU_WORKER_NODE_FLAGS],
+      execArgv: [...process.execArgv.filter((a) => !a.startsWith('--inspect')), ...gpuWorkerNodeFlags()],
       serialization: 'advanced',
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
