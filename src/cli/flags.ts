@@ -5,14 +5,14 @@ import { Flags } from '@oclif/core';
 import { UsageError } from '../engine/errors.js';
 
 /** Bounds of a numeric flag (scikit-learn's, for the generators and trainers). */
-export interface NumberRange { min?: number; max?: number; minExclusive?: boolean }
+export interface NumberRange { min?: number; max?: number }
 
 /** The number `text` stands for, or a usage message naming the flag and what it takes. */
 export function parseNumber(text: string, flag: string, range: NumberRange = {}): number {
   const v = text.trim() === '' ? Number.NaN : Number(text);
-  const { min, max, minExclusive = false } = range;
-  const wanted = [min === undefined ? '' : `${minExclusive ? '>' : '≥'} ${min}`, max === undefined ? '' : `≤ ${max}`].filter(Boolean).join(' and ');
-  if (!Number.isFinite(v) || (min !== undefined && (minExclusive ? v <= min : v < min)) || (max !== undefined && v > max)) {
+  const { min, max } = range;
+  const wanted = [min === undefined ? '' : `≥ ${min}`, max === undefined ? '' : `≤ ${max}`].filter(Boolean).join(' and ');
+  if (!Number.isFinite(v) || (min !== undefined && v < min) || (max !== undefined && v > max)) {
     throw new UsageError(`${flag} expects a number${wanted ? ` ${wanted}` : ''}, got '${text}'`);
   }
   return v;

@@ -8,10 +8,10 @@ export interface DesignMatrix { rows: number; cols: number; x: Float64Array; y: 
 /** The same values column by column, as the batch holds them (float64 columns are not copied). */
 export interface DesignColumns { rows: number; columns: Float64Array[]; y: Float64Array | null }
 
-/** Numeric (float64, int64, bool, timestamp) columns `features` and optional `target` of a batch; nulls are data errors. */
 /**
- * The batch's feature columns and target as float64 columns; `targetLabels`: the target holds
- * strings, read as their indices in this list (a classifier's classes).
+ * Numeric (float64, int64, bool, timestamp) columns `features` and optional `target` of a batch as
+ * float64; nulls are data errors. `targetLabels`: the target holds strings, read as their indices
+ * in this list (a classifier's classes).
  */
 export function designColumns(batch: Batch, features: readonly string[], target: string | null, file?: string, targetLabels: readonly string[] | null = null): DesignColumns {
   const names = batch.schema.map((f) => f.name);
