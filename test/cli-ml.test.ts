@@ -18,6 +18,17 @@ async function ok(args: string[], env?: Record<string, string>) {
 }
 
 describe('generators', () => {
+  it('make-classification --weights gives each class its share of the rows, the same bytes for 1 and 2 workers', async () => {
+    const args = ['make-classification', '--n-samples', '60000', '--n-features', '5', '--n-informative', '3', '--n-classes', '3', '--weights', '0.6,0.3', '--flip-y', '0', '--seed', '4'];
+    await ok([...args, '-o', path('w1.csv'), '--workers', '1']);
+    await ok([...args, '-o', path('w2.csv'), '--workers', '2', '--blocksize', '64KB']);
+    expect(readFileSync(path('w2.csv')).equals(readFileSync(path('w1.csv')))).toBe(true);
+    const counts = [0, 0, 0];
+    for (const line of readFileSync(path('w1.csv'), 'utf8').trim().split('\n').slice(1)) counts[Number(line.split(',').at(-1))]++;
+    // Shares 0.6, 0.3 and the rest (0.1), each within 0.1% of the rows.
+    [0.6, 0.3, 0.1].forEach((share, k) => expect(Math.abs(counts[k] - share * 60000)).toBeLessThan(60));
+  });
+
   it('make-blobs takes one --cluster-std per centre, as scikit-learn does', async () => {
     await ok(['make-blobs', '--n-samples', '30000', '--n-features', '2', '--centers', '3', '--cluster-std', '0.1,1,5', '--seed', '3', '-o', path('stds.csv'), '--workers', '0']);
     const rows = readFileSync(path('stds.csv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split(',').map(Number));

@@ -16,8 +16,13 @@ export function pair(text: string, flag: string): [number, number] {
   return [parts[0], parts[1]];
 }
 
-/** make-blobs' --cluster-std: one standard deviation for every centre, or one per centre (scikit-learn takes either; the generator checks the count). */
+/** A comma-separated list of numbers ≥ 0 (the generator checks how many). */
+export function shareList(text: string, flag: string): number[] {
+  return text.split(',').map((t) => parseNumber(t, flag, { min: 0 }));
+}
+
+/** make-blobs' --cluster-std: one standard deviation for every centre, or one per centre (scikit-learn takes either). */
 export function clusterStds(text: string): number | number[] {
-  const values = text.split(',').map((t) => parseNumber(t, '--cluster-std', { min: 0 }));
+  const values = shareList(text, '--cluster-std');
   return values.length === 1 ? values[0] : values;
 }

@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { outputFlags, runFlags, numberFlag } from '../cli/flags.js';
-import { generatorFlags } from '../cli/generate.js';
+import { generatorFlags, shareList } from '../cli/generate.js';
 import { finishStage } from '../cli/stage.js';
 import type { PlanNode } from '../engine/plan/nodes.js';
 
@@ -16,6 +16,7 @@ export default class MakeClassification extends GpuframeCommand {
     'n-clusters-per-class': Flags.integer({ description: 'clusters per class', default: 2, min: 1 }),
     'class-sep': numberFlag({ description: 'hypercube size factor', default: 1 }),
     'flip-y': numberFlag({ description: 'share of labels assigned at random', default: 0.01, min: 0, max: 1 }),
+    weights: Flags.string({ description: 'share of the rows in each class, e.g. 0.9,0.1 (n-classes values, or one fewer and the last is the rest; default equal)' }),
     ...generatorFlags, ...outputFlags, ...runFlags,
   };
 
@@ -23,7 +24,7 @@ export default class MakeClassification extends GpuframeCommand {
     const { flags } = await this.parse(MakeClassification);
     const plan: PlanNode = {
       kind: 'generate', generator: 'classification', columns: null,
-      params: { nSamples: flags['n-samples'], nFeatures: flags['n-features'] ?? 20, seed: flags.seed, nInformative: flags['n-informative'], nRedundant: flags['n-redundant'], nRepeated: flags['n-repeated'], nClasses: flags['n-classes'], nClustersPerClass: flags['n-clusters-per-class'], classSep: flags['class-sep'], flipY: flags['flip-y'], },
+      params: { nSamples: flags['n-samples'], nFeatures: flags['n-features'] ?? 20, seed: flags.seed, nInformative: flags['n-informative'], nRedundant: flags['n-redundant'], nRepeated: flags['n-repeated'], nClasses: flags['n-classes'], nClustersPerClass: flags['n-clusters-per-class'], classSep: flags['class-sep'], flipY: flags['flip-y'], weights: flags.weights === undefined ? undefined : shareList(flags.weights, '--weights') },
     };
     await finishStage(plan, flags);
   }

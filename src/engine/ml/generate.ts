@@ -28,6 +28,8 @@ export interface GenerateParams {
   classSep?: number;
   flipY?: number;
   hypercube?: boolean;
+  /** Share of the rows in each class (scikit-learn's `weights`; the last may be left out); default equal. */
+  weights?: number[];
   // make_regression
   bias?: number;
   noise?: number;
@@ -114,12 +116,26 @@ function blobsRows(m: BlobsModel, x: Float64Array, rows: number, d: number, firs
 
 interface ClassificationModel {
   nInf: number; nRed: number; nClusters: number; nClasses: number;
+  /** Running sums of the class shares, or null for equal shares. */
+  cumulativeWeights: Float64Array | null;
   /** nClusters × nInf vertex centroids, and one nInf × nInf mixing matrix per cluster. */
   centroids: Float64Array; mixing: Float64Array[];
   /** nInf × nRed: redundant features are linear combinations of the informative ones. */
   redundant: Float64Array;
   /** Source column of each repeated feature. */
   repeatedFrom: Int32Array;
+}
+
+/** Running sums of scikit-learn's `weights` (n_classes values, or n_classes - 1 with the last implied), normalised. */
+function cumulativeWeights(weights: number[] | undefined, nClasses: number): Float64Array | null {
+  if (weights === undefined) return null;
+  if (weights.length !== nClasses && weights.length !== nClasses - 1) throw new UsageError(`--weights has ${weights.length} values for ${nClasses} classes (give ${nClasses}, or ${nClasses - 1} and the last is the rest)`);
+  const all = weights.length === nClasses ? weights : [...weights, 1 - weights.reduce((a, b) => a + b, 0)];
+  if (all.some((w) => !(w >= 0))) throw new UsageError(`--weights must be shares ≥ 0${weights.length < nClasses ? ' summing to at most 1' : ''}, got ${weights.join(',')}`);
+  const total = all.reduce((a, b) => a + b, 0);
+  if (!(total > 0)) throw new UsageError('--weights must not all be 0');
+  let run = 0;
+  return Float64Array.from(all, (w) => (run += w / total));
 }
 
 function classificationModel(p: GenerateParams): ClassificationModel {
@@ -145,8 +161,25 @@ function classificationModel(p: GenerateParams): ClassificationModel {
   const mixing = Array.from({ length: nClusters }, () => Float64Array.from({ length: nInf * nInf }, () => 2 * rng.nextFloat() - 1));
   const redundant = Float64Array.from({ length: nInf * nRed }, () => 2 * rng.nextFloat() - 1);
   const repeatedFrom = Int32Array.from({ length: nRepeated }, () => Math.floor((nInf + nRed - 1) * rng.nextFloat() + 0.5));
-  return { nInf, nRed, nClusters, nClasses, centroids, mixing, redundant, repeatedFrom };
+  return { nInf, nRed, nClusters, nClasses, centroids, mixing, redundant, repeatedFrom, cumulativeWeights: cumulativeWeights(p.weights, nClasses) };
 }
+
+/**
+ * Row i's cluster: in turn (i mod clusters) when the classes are equally likely; else class k for
+ * a share weights[k] of the rows, from a golden-ratio sequence (so every stretch of rows holds the
+ * classes in their shares, whatever the chunking), and its clusters in turn.
+ */
+function clusterOfRow(m: ClassificationModel, i: number): number {
+  if (m.cumulativeWeights === null) return i % m.nClusters;
+  const u = ((i + 0.5) * GOLDEN_FRACTION) % 1;
+  let k = 0;
+  while (k < m.nClasses - 1 && u >= m.cumulativeWeights[k]) k++;
+  const perClass = m.nClusters / m.nClasses;
+  // Cluster j of class k is k + j × nClasses (label = cluster mod nClasses, as for equal shares).
+  return k + (Math.floor(i / m.nClasses) % perClass) * m.nClasses;
+}
+
+const GOLDEN_FRACTION = (Math.sqrt(5) - 1) / 2;
 
 function classificationRows(m: ClassificationModel, p: GenerateParams, x: Float64Array, rows: number, d: number, first: number, rng: Rng): Column {
   const { nInf, nRed } = m;
@@ -154,7 +187,7 @@ function classificationRows(m: ClassificationModel, p: GenerateParams, x: Float6
   const labels = new BigInt64Array(rows);
   const z = new Float64Array(nInf);
   for (let r = 0; r < rows; r++) {
-    const c = (first + r) % m.nClusters;
+    const c = clusterOfRow(m, first + r);
     const base = r * d;
     for (let i = 0; i < nInf; i++) z[i] = rng.normal();
     const a = m.mixing[c];
