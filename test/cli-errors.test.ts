@@ -33,6 +33,7 @@ const cases: Case[] = [
   { name: '--cluster-std list of the wrong length', args: ['make-blobs', '--n-samples', '5', '--cluster-std', '1,2'], code: 2, message: /--cluster-std has 2 values for 3 centres/ },
   { name: 'text for --class-sep', args: ['make-classification', '--n-samples', '5', '--class-sep', 'abc'], code: 2, message: /^gpuframe: --class-sep expects a number, got 'abc'\n$/ },
   { name: '--flip-y above 1', args: ['make-classification', '--n-samples', '5', '--flip-y', '2'], code: 2, message: /--flip-y expects a number ≥ 0 and ≤ 1, got '2'/ },
+  { name: 'centres of different lengths', args: ['make-blobs', '--n-samples', '5', '--centers', '0,0;1,1,1'], code: 2, message: /--centers: every centre needs the same number of coordinates/ },
   { name: '--weights of the wrong length', args: ['make-classification', '--n-samples', '5', '--weights', '0.2,0.3,0.5'], code: 2, message: /--weights has 3 values for 2 classes/ },
   { name: '--weights summing past 1 with the last left out', args: ['make-classification', '--n-samples', '5', '--n-classes', '3', '--n-informative', '3', '--weights', '0.7,0.6'], code: 2, message: /--weights must be shares ≥ 0 summing to at most 1/ },
   { name: 'text for --bias', args: ['make-regression', '--n-samples', '5', '--bias', 'x'], code: 2, message: /--bias expects a number, got 'x'/ },

@@ -29,6 +29,17 @@ describe('generators', () => {
     [0.6, 0.3, 0.1].forEach((share, k) => expect(Math.abs(counts[k] - share * 60000)).toBeLessThan(60));
   });
 
+  it('make-blobs takes the centres themselves (--centers \'x,y;x,y\'), which set the number of features', async () => {
+    await ok(['make-blobs', '--n-samples', '3000', '--centers', '0,0,0;50,-50,5', '--cluster-std', '0.5', '--seed', '2', '-o', path('placed.csv'), '--workers', '0']);
+    const [header, ...lines] = readFileSync(path('placed.csv'), 'utf8').trim().split('\n');
+    expect(header).toBe('x0,x1,x2,y');
+    const rows = lines.map((l) => l.split(',').map(Number));
+    for (const [label, centre] of [[0, [0, 0, 0]], [1, [50, -50, 5]]] as const) {
+      const mine = rows.filter((r) => r[3] === label);
+      centre.forEach((c, j) => expect(Math.abs(mine.reduce((s, r) => s + r[j], 0) / mine.length - c)).toBeLessThan(0.05));
+    }
+  });
+
   it('make-blobs takes one --cluster-std per centre, as scikit-learn does', async () => {
     await ok(['make-blobs', '--n-samples', '30000', '--n-features', '2', '--centers', '3', '--cluster-std', '0.1,1,5', '--seed', '3', '-o', path('stds.csv'), '--workers', '0']);
     const rows = readFileSync(path('stds.csv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split(',').map(Number));

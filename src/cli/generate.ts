@@ -16,6 +16,21 @@ export function pair(text: string, flag: string): [number, number] {
   return [parts[0], parts[1]];
 }
 
+/**
+ * make-blobs' --centers: how many (placed at random in --center-box), or the centres themselves,
+ * ';' between centres and ',' between coordinates ('0,0;5,5'), as scikit-learn takes either.
+ */
+export function blobCenters(text: string): number | number[][] {
+  if (/^\s*\d+\s*$/.test(text)) {
+    const k = Number(text);
+    if (k < 1) throw new UsageError(`--centers expects a count ≥ 1 or coordinates like '0,0;5,5', got '${text}'`);
+    return k;
+  }
+  const centres = text.split(';').map((c) => c.split(',').map((t) => parseNumber(t, '--centers')));
+  if (centres.some((c) => c.length !== centres[0].length)) throw new UsageError(`--centers: every centre needs the same number of coordinates, got '${text}'`);
+  return centres;
+}
+
 /** A comma-separated list of numbers ≥ 0 (the generator checks how many). */
 export function shareList(text: string, flag: string): number[] {
   return text.split(',').map((t) => parseNumber(t, flag, { min: 0 }));
