@@ -4,7 +4,7 @@
 
 import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
@@ -72,9 +72,7 @@ async function scanPlan(paths: string[], csvFlags: CsvFlagValues, displayNames =
       if (e instanceof DataError) throw e;
       throw new DataError('no such file', { file: displayNames[i] });
     }
-    // Absolute, so that a later stage of the pipe may run in another directory; messages keep the user's spelling.
-    const file = { path: resolve(path), displayName: displayNames[i], bytes };
-    return temporary ? { ...file, temporary } : file;
+    return temporary ? { path, displayName: displayNames[i], bytes, temporary } : { path, displayName: displayNames[i], bytes };
   });
   const columns = csvFlags.columns ? splitList(csvFlags.columns) : null;
   if (format === 'csv') {
