@@ -37,6 +37,21 @@ describe('plans over pipes', () => {
     expect(plan.plan.kind).toBe('scan');
   });
 
+  it('a merge\'s suffixed columns and predict\'s plan reach the next stage of a pipe', async () => {
+    const both = join(dir, 'both.csv');
+    writeFileSync(both, 'x,y\n1,a\n2,b\n2,c\n');
+    // Only y_x is asked for; the right side's y must still be read, or y would lose its suffix.
+    const piped = await shell(`gpuframe merge '${both}' '${both}' --on x | gpuframe groupby --by x --agg 'nunique(y_x)' --format csv`);
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.stdout).toBe('x,nunique_y_x\n1,1\n2,2\n');
+    const data = join(dir, 'lin.csv'), model = join(dir, 'lin.json');
+    writeFileSync(data, 'a,b\n1,2\n2,4\n3,6\n');
+    expect((await gpuframe(['linreg', data, '--features', 'a', '--target', 'b', '--model-out', model, '-q'])).code).toBe(0);
+    const scored = await shell(`gpuframe predict '${data}' --model '${model}' | gpuframe groupby --by a --agg 'count(),sum(prediction)' --format csv`);
+    expect(scored.code, scored.stderr).toBe(0);
+    expect(scored.stdout.split('\n')[0]).toBe('a,count,sum_prediction');
+  });
+
   it('a malformed plan on stdin is a usage error naming where, not an internal error', async () => {
     const real = JSON.parse((await gpuframe(['read-csv', facts])).stdout);
     const broken = { ...real, plan: { kind: 'project', columns: ['b'], input: { ...real.plan, files: undefined } } };

@@ -31,7 +31,7 @@ export default class Predict extends GpuframeCommand {
       throw new DataError('cannot read the model file', { file: flags.model });
     }
     const input = await inputPlan(argv as string[], flags);
-    const plan: PlanNode = { kind: 'predict', input, modelPath: flags.model, modelText: modelFile.text, modelStamp: modelFile.stamp, keep: flags.keep ? splitList(flags.keep) : null, proba: flags.proba, outputName: 'prediction' };
+    const plan: PlanNode = { kind: 'predict', input, modelPath: flags.model, modelText: modelFile.text, modelStamp: modelFile.stamp, keep: flags.keep ? splitList(flags.keep) : null, proba: flags.proba === true, outputName: 'prediction' };
     const model = modelOf(plan);
     const names = schemaOf(input).map((f) => f.name);
     for (const f of model.featureNames) requireColumn(f, names, `feature column of model ${flags.model}`);

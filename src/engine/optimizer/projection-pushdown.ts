@@ -47,6 +47,11 @@ function push(node: PlanNode, needed: readonly string[]): PlanNode {
         if (s.left !== null) leftNeeded.add(s.left);
         if (s.right !== null) rightNeeded.add(s.right);
       }
+      // A name read on one side stays on the other too: whether it is on both sides decides its
+      // suffix, and so the output names the plan above was built against.
+      const leftNames = new Set(leftSchema.map((f) => f.name)), rightNames = new Set(rightSchema.map((f) => f.name));
+      for (const c of leftNeeded) if (rightNames.has(c)) rightNeeded.add(c);
+      for (const c of rightNeeded) if (leftNames.has(c)) leftNeeded.add(c);
       return {
         ...node,
         left: push(node.left, leftSchema.map((f) => f.name).filter((c) => leftNeeded.has(c))),
