@@ -1,7 +1,7 @@
 // Bad input: each case gets the contract's exit code, a message naming what and where, no stack
 // trace, and no output file.
 
-import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gpuframe } from './helpers/cli.js';
@@ -65,6 +65,16 @@ describe('bad input', () => {
     expect(res.stderr).toMatch(/already has a column 'prediction'.*--keep/);
     expect(existsSync(out)).toBe(false);
     expect((await gpuframe(['predict', input, '--model', model, '--keep', 'a,b', '-o', out])).code).toBe(0);
+  });
+
+  it('predict --keep without the target still prints the metric, and writes only the kept columns', async () => {
+    const input = file('keep.csv', 'id,a,b\n7,1,2\n8,2,4\n9,3,6\n');
+    const model = join(dir, 'keep-lr.json'), out = join(dir, 'keep-out.csv');
+    expect((await gpuframe(['linreg', input, '--features', 'a', '--target', 'b', '--model-out', model, '-q'])).code).toBe(0);
+    const res = await gpuframe(['predict', input, '--model', model, '--keep', 'id', '-o', out]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toMatch(/R² 1 over 3 rows \(target 'b'\)/);
+    expect(readFileSync(out, 'utf8').split('\n')[0]).toBe('id,prediction');
   });
 
   it('predict --labels with a model other than k-means: exit 2; k-means labels may be strings', async () => {

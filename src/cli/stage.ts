@@ -3,7 +3,7 @@
 
 import { availableParallelism, totalmem } from 'node:os';
 import { resolve } from 'node:path';
-import type { Batch, Schema } from '../engine/batch.js';
+import { selectColumns, type Batch, type Schema } from '../engine/batch.js';
 import { UsageError } from '../engine/errors.js';
 import { formatFromPath, openFileWriter, openStreamWriter, type BatchWriter, type OutputFormat } from '../engine/io/output/index.js';
 import { optimize } from '../engine/optimizer/index.js';
@@ -69,17 +69,31 @@ function destination(flags: StageFlags): Destination {
   return { kind: 'stdout', format: 'csv' };
 }
 
+/** Whether the stage runs its plan here (rather than explaining it or handing it on down a pipe). */
+export function runsHere(flags: StageFlags): boolean {
+  return !flags.explain && !flags.dot && destination(flags).kind !== 'plan';
+}
+
 /** Prints the optimised plan (Graphviz with `dot`) instead of running it. */
 export function printExplain(plan: PlanNode, flags: RunFlagValues & { dot: boolean }): void {
   const optimised = optimize(plan, { memoryLimit: runSettings(flags).memoryLimit });
   process.stdout.write(flags.dot ? explainDot(optimised) : explainText(optimised));
 }
 
+/** What a stage's caller watches: every result batch before it is written, columns it sees but are not written, more summary fields. */
+export interface StageWatch {
+  observe?: (batch: Batch) => void;
+  hidden?: readonly string[];
+  summary?: () => Record<string, unknown>;
+}
+
 /**
- * Runs or hands on the plan; `observe` sees every result batch before it is written. The summary
- * (rows, file, seconds, and what `summary` adds) goes to stderr, or as JSON to stdout with --json.
+ * Runs or hands on the plan; `watch.observe` sees every result batch before it is written (and
+ * `watch.hidden` columns, which are not). The summary (rows, file, seconds, and what
+ * `watch.summary` adds) goes to stderr, or as JSON to stdout with --json.
  */
-export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (batch: Batch) => void, summary?: () => Record<string, unknown>): Promise<void> {
+export async function finishStage(plan: PlanNode, flags: StageFlags, watch: StageWatch = {}): Promise<void> {
+  const { observe, hidden = [], summary } = watch;
   if (flags.explain || flags.dot) return printExplain(plan, flags);
   const dest = destination(flags);
   if (flags.json && dest.kind !== 'file') throw new UsageError('--json prints the summary on stdout, where the rows would go: write them with -o');
@@ -96,11 +110,13 @@ export async function finishStage(plan: PlanNode, flags: StageFlags, observe?: (
   const unregister = onInterrupt(() => { void opened.writer?.abort(); });
   try {
     await runPlan(plan, settings, async (schema: Schema) => {
-      const w = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, schema) : openStreamWriter(process.stdout, dest.format, schema);
+      const written = schema.filter((f) => !hidden.includes(f.name));
+      const names = written.map((f) => f.name);
+      const w = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, written) : openStreamWriter(process.stdout, dest.format, written);
       opened.writer = w;
-      const textFormat = (dest.format === 'csv' || dest.format === 'jsonl') && !observe && w.writeEncoded ? dest.format : null;
+      const textFormat = (dest.format === 'csv' || dest.format === 'jsonl') && !observe && hidden.length === 0 && w.writeEncoded ? dest.format : null;
       return {
-        write: async (b) => { rows += b.length; observe?.(b); await w.write(b); },
+        write: async (b) => { rows += b.length; observe?.(b); await w.write(hidden.length === 0 ? b : selectColumns(b, names)); },
         encoded: textFormat === null ? undefined : { format: textFormat, write: async (bytes, n) => { rows += n; await w.writeEncoded!(bytes); } },
       };
     });

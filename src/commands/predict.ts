@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, outputFlags, runFlags } from '../cli/flags.js';
 import { inputPlan, splitList } from '../cli/inputs.js';
-import { finishStage } from '../cli/stage.js';
+import { finishStage, runsHere } from '../cli/stage.js';
 import { DataError, UsageError, requireColumn } from '../engine/errors.js';
 import { MetricAccumulator } from '../engine/ml/streaming-metrics.js';
 import { readModelFile } from '../engine/ml/model-file.js';
@@ -41,8 +41,15 @@ export default class Predict extends GpuframeCommand {
     if (flags.labels && model.kind !== 'kmeans') throw new UsageError(`--labels is for k-means models (the true clusters); a ${model.kind} model is scored against its target '${model.target}'`);
     if (flags.labels) requireColumn(flags.labels, names, '--labels column');
     const metric = truth !== null && names.includes(truth) ? new MetricAccumulator(model, truth) : null;
+    // The metric needs the truth column: kept for it when --keep leaves it out, but not written.
+    const hidden = metric && runsHere(flags) && plan.keep !== null && !plan.keep.includes(truth!) ? [truth!] : [];
+    if (hidden.length > 0) plan.keep = [...plan.keep!, truth!];
     const scored = () => (metric && metric.rows > 0 ? metric.value() : null);
-    await finishStage(plan, flags, metric ? (batch) => metric.add(batch) : undefined, () => ({ metric: scored()?.name ?? null, value: scored()?.value ?? null, target: scored() ? truth : null }));
+    await finishStage(plan, flags, {
+      observe: metric ? (batch) => metric.add(batch) : undefined,
+      hidden,
+      summary: () => ({ metric: scored()?.name ?? null, value: scored()?.value ?? null, target: scored() ? truth : null }),
+    });
     if (scored() && !flags.json && !flags.quiet) process.stderr.write(`gpuframe: ${metric!.describe()}\n`);
   }
 }
