@@ -52,6 +52,16 @@ describe('plans over pipes', () => {
     expect(scored.stdout.split('\n')[0]).toBe('a,count,sum_prediction');
   });
 
+  it('stdin of fewer than 4 bytes is read as CSV; -o onto a FIFO writes into it and leaves it a FIFO', async () => {
+    const tiny = await shell(`printf 'a\\n' | gpuframe read-csv --format csv`);
+    expect(tiny.code, tiny.stderr).toBe(0);
+    expect(tiny.stdout).toBe('a\n');
+    const fifo = join(dir, 'out.fifo'), got = join(dir, 'from-fifo.csv');
+    const res = await shell(`rm -f '${fifo}' && mkfifo '${fifo}' && (cat '${fifo}' > '${got}' &) && gpuframe read-csv '${dims}' -o '${fifo}' --format csv -q && sleep 0.3 && test -p '${fifo}'`);
+    expect(res.code, res.stderr).toBe(0);
+    expect(readFileSync(got, 'utf8')).toBe(readFileSync(dims, 'utf8'));
+  });
+
   it('a malformed plan on stdin is a usage error naming where, not an internal error', async () => {
     const real = JSON.parse((await gpuframe(['read-csv', facts])).stdout);
     const broken = { ...real, plan: { kind: 'project', columns: ['b'], input: { ...real.plan, files: undefined } } };

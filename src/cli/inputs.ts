@@ -194,7 +194,7 @@ async function stdinPlan(csv: CsvFlagValues): Promise<PlanNode> {
   }
   // Arrow IPC stream starts with a 0xFFFFFFFF continuation marker, an Arrow file with ARROW1.
   const b = head.bytes;
-  const format: InputFormat = b.subarray(0, 6).toString('latin1') === 'ARROW1' ? 'arrow' : b.readUInt32LE(0) === 0xffffffff ? 'arrows' : 'csv';
+  const format: InputFormat = b.subarray(0, 6).toString('latin1') === 'ARROW1' ? 'arrow' : b.length >= 4 && b.readUInt32LE(0) === 0xffffffff ? 'arrows' : 'csv';
   const path = `${spooled}.${format === 'csv' ? 'csv' : format}`;
   renameSync(spooled, path);
   return scanPlan([path], csv, ['-'], true);

@@ -73,21 +73,26 @@ process.on('exit', () => {
   }
 });
 
-/** Writes `<dir>/.<name>.gpuframe-<pid>-<random>.tmp`; close() fsyncs and renames it onto the
- *  destination, so the destination never holds a partial file. */
+/**
+ * Writes `<dir>/.<name>.gpuframe-<pid>-<random>.tmp`; close() fsyncs and renames it onto the
+ * destination, so the destination never holds a partial file. A destination that exists and is
+ * not a regular file (a FIFO, /dev/stdout, a terminal) is written in place: a rename would
+ * replace it with a file nobody reads.
+ */
 export class AtomicFileSink extends BufferedSink {
   private closed = false;
-  private constructor(private readonly path: string, private readonly tempPath: string, private readonly handle: FileHandle) {
+  private constructor(private readonly path: string, private readonly tempPath: string, private readonly handle: FileHandle, private readonly inPlace: boolean) {
     super();
   }
 
   static async open(path: string): Promise<AtomicFileSink> {
     const existing = await stat(path).catch(() => null);
     if (existing?.isDirectory()) throw new RuntimeFailure(`cannot write output '${path}': it is a directory`);
-    const tempPath = tempPathFor(path);
+    const inPlace = existing !== null && !existing.isFile();
+    const tempPath = inPlace ? path : tempPathFor(path);
     try {
-      const sink = new AtomicFileSink(path, tempPath, await open(tempPath, 'wx'));
-      liveTempPaths.add(tempPath);
+      const sink = new AtomicFileSink(path, tempPath, await open(tempPath, inPlace ? 'w' : 'wx'), inPlace);
+      if (!inPlace) liveTempPaths.add(tempPath);
       return sink;
     } catch (err) {
       throw cannotWrite(path, err);
@@ -111,10 +116,10 @@ export class AtomicFileSink extends BufferedSink {
     if (this.closed) return;
     try {
       await this.flush();
-      await this.handle.sync();
+      if (!this.inPlace) await this.handle.sync();
       await this.handle.close();
       this.closed = true;
-      await rename(this.tempPath, this.path);
+      if (!this.inPlace) await rename(this.tempPath, this.path);
       liveTempPaths.delete(this.tempPath);
     } catch (err) {
       await this.abort();
@@ -127,6 +132,7 @@ export class AtomicFileSink extends BufferedSink {
       this.closed = true;
       await this.handle.close().catch(() => {});
     }
+    if (this.inPlace) return;
     await unlink(this.tempPath).catch(() => {});
     liveTempPaths.delete(this.tempPath);
   }
