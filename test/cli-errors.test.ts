@@ -75,6 +75,21 @@ describe('bad input', () => {
     expect(res.code, res.stderr).toBe(0);
     expect(res.stderr).toMatch(/R² 1 over 3 rows \(target 'b'\)/);
     expect(readFileSync(out, 'utf8').split('\n')[0]).toBe('id,prediction');
+    const twice = await gpuframe(['predict', input, '--model', model, '--keep', 'id,id', '-o', join(dir, 'keep-twice.csv')]);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toMatch(/column 'id' is given twice in --keep/);
+  });
+
+  it('kmeans -o onto rows that have a label column is refused before training; a null string target names file and row', async () => {
+    const labelled = file('labelled.csv', 'a,label\n1,2\n3,4\n'), model = join(dir, 'labelled.json');
+    const res = await gpuframe(['kmeans', labelled, '--features', 'a', '--k', '1', '--model-out', model, '-o', join(dir, 'labelled-out.csv')]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/already has a column 'label'.*predict/);
+    expect(existsSync(model)).toBe(false);
+    const holed = file('holed.csv', 'x,y\n1,a\n2,b\n3,\n4,a\n');
+    const forest = await gpuframe(['rf-train', holed, '--target', 'y', '--model-out', join(dir, 'holed.json'), '--null-values', '']);
+    expect(forest.code).toBe(3);
+    expect(forest.stderr).toMatch(/holed\.csv.*null in column 'y' \(row 3/);
   });
 
   it('predict --labels with a model other than k-means: exit 2; k-means labels may be strings', async () => {

@@ -7,6 +7,7 @@ import { chooseFeatures, explainedTraining, featureFlags, withTrainingMatrix, wr
 import { fitKMeans } from '../engine/ml/kmeans.js';
 import { serializeModel } from '../engine/ml/model-file.js';
 import { schemaOf } from '../engine/plan/schema.js';
+import { UsageError } from '../engine/errors.js';
 
 export default class KMeans extends GpuframeCommand {
   static summary = 'Cluster rows with k-means (k-means++ seeding, Lloyd iterations); prints inertia and iterations.';
@@ -27,6 +28,7 @@ export default class KMeans extends GpuframeCommand {
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, null, flags);
     if (explainedTraining(plan, features, null, flags)) return;
+    if (flags.output && schemaOf(plan).some((f) => f.name === 'label')) throw new UsageError("the input already has a column 'label', which -o adds: train without -o, then write the rows with predict --model … --keep (its column is 'prediction')");
     const model = await withTrainingMatrix(plan, features, null, flags, { trainer: 'kmeans', k: flags.k }, (matrix) => fitKMeans(matrix, {
       k: flags.k, maxIter: flags['max-iter'], tol: flags.tol, init: flags.init as 'k-means++' | 'random', nInit: flags['n-init'], seed: flags.seed,
     }));

@@ -28,6 +28,8 @@ export function schemaOf(node: PlanNode): Schema {
     }
     case 'predict': {
       const input = schemaOf(node.input);
+      const twice = node.keep?.find((k, i) => node.keep!.indexOf(k) !== i);
+      if (twice !== undefined) throw new UsageError(`column '${twice}' is given twice in --keep`);
       const kept = node.keep === null ? input : pick(input, node.keep);
       const added = predictionFields(modelOf(node), node.outputName, node.proba);
       // Two columns of one name would make a file that no reader (gpuframe included) takes back.
