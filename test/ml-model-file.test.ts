@@ -54,6 +54,7 @@ describe('model files', () => {
     rejects(edit((o) => { o.classes = [0, 'one']; }), 'classes');
     rejects(edit((o) => { o.classes = ['a', null]; }), 'classes');
     rejects(edit((o) => { o.classes = [true, 1]; }), 'classes');
+    rejects(edit((o) => { o.classes = ['a', 'a']; }), 'classes');
     rejects(JSON.stringify(good).replace('"params":{', '"params":{"__proto__":{"x":1},'), '__proto__');
     rejects(JSON.stringify(good).replace('"metrics":{', '"metrics":{"constructor":1,'), 'constructor');
     rejects(JSON.stringify(good).replace(/"intercept":[^,}]+/, '"intercept":"1e999"'), 'intercept');

@@ -9,7 +9,8 @@ export interface NumberRange { min?: number; max?: number }
 
 /** The number `text` stands for, or a usage message naming the flag and what it takes. */
 export function parseNumber(text: string, flag: string, range: NumberRange = {}): number {
-  const v = text.trim() === '' ? Number.NaN : Number(text);
+  // Decimal only: Number() would also take '0x1', '0b1' and ''.
+  const v = /^\s*[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?\s*$/i.test(text) ? Number(text) : Number.NaN;
   const { min, max } = range;
   const wanted = [min === undefined ? '' : `≥ ${min}`, max === undefined ? '' : `≤ ${max}`].filter(Boolean).join(' and ');
   if (!Number.isFinite(v) || (min !== undefined && v < min) || (max !== undefined && v > max)) {

@@ -305,7 +305,7 @@ class Reader {
     });
     return out;
   }
-  /** Class labels: all finite numbers, all strings or all booleans. */
+  /** Class labels: all finite numbers, all strings or all booleans, each once. */
   classLabels(field: string, maxLength: number): ClassLabel[] {
     const a = this.array(field, maxLength);
     const kind = typeof a[0];
@@ -313,6 +313,7 @@ class Reader {
       if (typeof v !== kind || !(kind === 'string' || kind === 'boolean' || (kind === 'number' && Number.isFinite(v)))) {
         this.fail(field, `entry ${i} is not a ${kind === 'string' || kind === 'boolean' ? kind : 'finite number'} like the first`);
       }
+      if (a.indexOf(v) !== i) this.fail(field, `entry ${i} repeats entry ${a.indexOf(v)}`);
     });
     return a as ClassLabel[];
   }
