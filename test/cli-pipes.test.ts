@@ -1,7 +1,7 @@
 // The lazy plan over shell pipes: earlier stages emit a one-line plan and read no data; the last
 // stage runs the whole DAG once. Plus output format selection and determinism of output bytes.
 
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { gpuframe, shell } from './helpers/cli.js';
@@ -60,6 +60,20 @@ describe('plans over pipes', () => {
     const res = await shell(`rm -f '${fifo}' && mkfifo '${fifo}' && (cat '${fifo}' > '${got}' &) && gpuframe read-csv '${dims}' -o '${fifo}' --format csv -q && sleep 0.3 && test -p '${fifo}'`);
     expect(res.code, res.stderr).toBe(0);
     expect(readFileSync(got, 'utf8')).toBe(readFileSync(dims, 'utf8'));
+  });
+
+  it('a stage that fails after spooling stdin leaves no copy of it behind, alone or after a stage that handed it on', async () => {
+    const spool = join(dir, 'spool-tmp');
+    mkdirSync(spool, { recursive: true });
+    const env = { TMPDIR: spool };
+    for (const script of [`cat '${dims}' | gpuframe groupby --by nope --agg 'count()' --format csv`, `cat '${dims}' | gpuframe read-csv | gpuframe groupby --by nope --agg 'count()' --format csv`]) {
+      const res = await shell(script, { env });
+      expect(res.code).toBe(2);
+      expect(readdirSync(spool)).toEqual([]);
+    }
+    const ok = await shell(`cat '${dims}' | gpuframe read-csv | gpuframe groupby --by ki --agg 'count()' --format csv`, { env });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(readdirSync(spool)).toEqual([]);
   });
 
   it('a malformed plan on stdin is a usage error naming where, not an internal error', async () => {

@@ -13,7 +13,7 @@ import { DataError, UsageError, requireColumn } from '../engine/errors.js';
 import { DEFAULT_CSV_OPTIONS, inferCsvLayout, isGzipFile, type CsvOptions } from '../engine/io/csv/index.js';
 import { planArrowChunks } from '../engine/io/arrow.js';
 import { planParquetChunks } from '../engine/io/parquet.js';
-import type { InputFormat, PlanNode, ScanFile, ScanNode } from '../engine/plan/nodes.js';
+import { scansOf, type InputFormat, type PlanNode, type ScanFile, type ScanNode } from '../engine/plan/nodes.js';
 import { looksLikePlan, parsePlan } from '../engine/plan/serialize.js';
 
 export interface CsvFlagValues {
@@ -179,6 +179,19 @@ export function splitList(text: string): string[] {
 
 // ---- stdin ---------------------------------------------------------------------------------
 
+/**
+ * Spooled copies of stdin this process holds (its own, or named by the plan it read): removed when
+ * it exits, unless it handed them on down the pipe in its plan. A run removes them itself when it
+ * ends; this covers a stage that fails before (a usage error after stdin was read).
+ */
+const heldSpools = new Set<string>();
+process.on('exit', () => { for (const p of heldSpools) rmSync(p, { force: true }); });
+
+/** The plan goes on down the pipe with the spooled inputs it names: the next stage removes them. */
+export function handOnSpooledInputs(): void {
+  heldSpools.clear();
+}
+
 async function stdinPlan(csv: CsvFlagValues): Promise<PlanNode> {
   if (process.stdin.isTTY) throw new UsageError('no INPUT given and stdin is a terminal: name a file, or pipe data or a gpuframe plan in');
   const spooled = join(tmpdir(), `gpuframe-stdin-${process.pid}-${randomBytes(6).toString('hex')}`);
@@ -186,7 +199,9 @@ async function stdinPlan(csv: CsvFlagValues): Promise<PlanNode> {
   if (looksLikePlan(head.bytes)) {
     const text = readFileSync(spooled, 'utf8');
     rmSync(spooled, { force: true });
-    return parsePlan(text);
+    const plan = parsePlan(text);
+    for (const scan of scansOf(plan)) for (const f of scan.files) if (f.temporary) heldSpools.add(f.path);
+    return plan;
   }
   if (head.total === 0) {
     rmSync(spooled, { force: true });
@@ -197,6 +212,7 @@ async function stdinPlan(csv: CsvFlagValues): Promise<PlanNode> {
   const format: InputFormat = b.subarray(0, 6).toString('latin1') === 'ARROW1' ? 'arrow' : b.length >= 4 && b.readUInt32LE(0) === 0xffffffff ? 'arrows' : 'csv';
   const path = `${spooled}.${format === 'csv' ? 'csv' : format}`;
   renameSync(spooled, path);
+  heldSpools.add(path);
   return scanPlan([path], csv, ['-'], true);
 }
 

@@ -15,6 +15,7 @@ import type { DeviceMode } from '../engine/exec/gpu-select.js';
 import { parseGpuList } from '../engine/gpu/pci.js';
 import { stdoutIsPipe } from './early-gpu-workers.js';
 import { parseSize } from './sizes.js';
+import { handOnSpooledInputs } from './inputs.js';
 
 export interface RunFlagValues {
   device: string;
@@ -98,6 +99,7 @@ export async function finishStage(plan: PlanNode, flags: StageFlags, watch: Stag
   const dest = destination(flags);
   if (flags.json && dest.kind !== 'file') throw new UsageError('--json prints the summary on stdout, where the rows would go: write them with -o');
   if (dest.kind === 'plan') {
+    handOnSpooledInputs();
     process.stdout.write(serializePlan(plan));
     return;
   }
