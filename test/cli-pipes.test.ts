@@ -57,7 +57,7 @@ describe('plans over pipes', () => {
     expect(tiny.code, tiny.stderr).toBe(0);
     expect(tiny.stdout).toBe('a\n');
     const fifo = join(dir, 'out.fifo'), got = join(dir, 'from-fifo.csv');
-    const res = await shell(`rm -f '${fifo}' && mkfifo '${fifo}' && (cat '${fifo}' > '${got}' &) && gpuframe read-csv '${dims}' -o '${fifo}' --format csv -q && sleep 0.3 && test -p '${fifo}'`);
+    const res = await shell(`rm -f '${fifo}' && mkfifo '${fifo}' && { cat '${fifo}' > '${got}' & reader=$!; } && gpuframe read-csv '${dims}' -o '${fifo}' --format csv -q && wait $reader && test -p '${fifo}'`);
     expect(res.code, res.stderr).toBe(0);
     expect(readFileSync(got, 'utf8')).toBe(readFileSync(dims, 'utf8'));
   });
