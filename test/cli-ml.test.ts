@@ -68,12 +68,22 @@ describe('--explain and --dot on the training commands', () => {
       const text = await ok([command, data, ...extra, '--model-out', model, '--explain']);
       expect(text.stdout).toMatch(command === 'kmeans' ? /Scan csv .*breast-cancer\.csv \(columns \[mean_radius, mean_area\] of 31\)/ : /\(columns \[mean_radius, mean_area, y\] of 31\)/);
       expect((await ok([command, data, ...extra, '--model-out', model, '--explain', '--dot'])).stdout).toMatch(/^digraph/);
+      expect(JSON.parse((await ok([command, data, ...extra, '--model-out', model, '--explain', '--json'])).stdout)).toHaveProperty('kind');
       expect(existsSync(model)).toBe(false);
     }
   });
 });
 
 describe('kmeans', () => {
+  it('--json with -o: one JSON line, the labelled rows\' summary and the training\'s', async () => {
+    const data = join(ROOT, 'fixtures/ml/breast-cancer.csv');
+    const res = await ok(['kmeans', data, '--features', 'mean_radius,mean_area', '--k', '2', '--model-out', path('km-json.json'), '-o', path('km-json.csv'), '--json']);
+    const lines = res.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0])).toMatchObject({ rows: 569, output: path('km-json.csv'), k: 2, model: path('km-json.json') });
+    expect(res.stderr).toBe('');
+  });
+
   it('recovers well-separated blobs (ARI >= 0.99) with identical models for any workers and block size', async () => {
     await ok(['make-blobs', '--n-samples', '60000', '--n-features', '6', '--centers', '5', '--cluster-std', '0.5', '--seed', '2', '-o', path('blobs.csv')]);
     const models: string[] = [];

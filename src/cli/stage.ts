@@ -75,10 +75,10 @@ export function runsHere(flags: StageFlags): boolean {
   return !flags.explain && !flags.dot && destination(flags).kind !== 'plan';
 }
 
-/** Prints the optimised plan (Graphviz with `dot`) instead of running it. */
-export function printExplain(plan: PlanNode, flags: RunFlagValues & { dot: boolean }): void {
+/** Prints the optimised plan (Graphviz with `dot`, the plan's JSON with `json`) instead of running it. */
+export function printExplain(plan: PlanNode, flags: RunFlagValues & { dot: boolean; json?: boolean }): void {
   const optimised = optimize(plan, { memoryLimit: runSettings(flags).memoryLimit });
-  process.stdout.write(flags.dot ? explainDot(optimised) : explainText(optimised));
+  process.stdout.write(flags.dot ? explainDot(optimised) : flags.json ? `${JSON.stringify(optimised)}\n` : explainText(optimised));
 }
 
 /** What a stage's caller watches: every result batch before it is written, columns it sees but are not written, more summary fields. */

@@ -36,10 +36,12 @@ export default class KMeans extends GpuframeCommand {
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
     writeModelFile(flags['model-out'], model);
     const { inertia, iterations } = model.metrics;
-    report(flags, `k-means: k=${flags.k}, inertia ${inertia}, ${iterations} iterations; model written to ${flags['model-out']}`, { inertia, iterations, k: flags.k, model: flags['model-out'] });
+    const summary = { inertia, iterations, k: flags.k, model: flags['model-out'] };
+    // With -o and --json, one JSON line: the labelled rows' summary and the training's.
+    if (!(flags.output && flags.json)) report(flags, `k-means: k=${flags.k}, inertia ${inertia}, ${iterations} iterations; model written to ${flags['model-out']}`, summary);
     if (flags.output) {
       await finishStage({ kind: 'predict', input: plan, modelPath: flags['model-out'], modelText: serializeModel(model), modelStamp: null, keep: null, proba: false, outputName: 'label' },
-        { ...flags, output: flags.output, explain: false, dot: false, json: false, quiet: flags.quiet || flags.json });
+        { ...flags, output: flags.output, explain: false, dot: false }, { summary: () => summary });
     }
   }
 }
