@@ -5,7 +5,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'csv-parse/sync';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { gpuframe } from './helpers/cli.js';
+import { gpuframe, shell } from './helpers/cli.js';
 import { rng, tempDir } from './helpers/data.js';
 import { query } from './helpers/duckdb.js';
 
@@ -52,6 +52,28 @@ describe('merge against DuckDB', () => {
         expect(canonical(rows)).toEqual(canonical(ref));
       });
     }
+  }
+
+  // Chained in one plan, the first join's unmatched right rows must go through the second join's
+  // probe (they were dropped: the second join's epilogue replaced the first's).
+  for (const [first, second] of [['right', 'outer'], ['outer', 'outer'], ['outer', 'right'], ['right', 'left']] as const) {
+    it(`${first} join, then ${second} join, in one plan (broadcast)`, async () => {
+      const third = join(dir, 'third.csv');
+      const t = ['id,tv'];
+      for (let i = 0; i < 5000; i += 3) t.push(`${i},t${i}`);
+      writeFileSync(third, t.join('\n') + '\n');
+      const out = join(dir, `chain-${first}-${second}.csv`);
+      const res = await shell(`gpuframe merge '${left}' '${right}' --on id --how ${first} --memory-limit 1GB | gpuframe merge - '${third}' --on id --how ${second} --memory-limit 1GB -o '${out}'`);
+      expect(res.code, res.stderr).toBe(0);
+      const { header, rows } = ours(out);
+      expect(header).toEqual(['id', 'k2_x', 'lv', 'name_x', 'k2_y', 'rv', 'name_y', 'tv']);
+      const duck = (how: string) => ({ inner: 'inner', left: 'left', right: 'right', outer: 'full outer' }[how]);
+      const ref = await query(`select coalesce(j.id, t.id) as id, j.lk2, j.lv, j.lname, j.rk2, j.rv, j.rname, t.tv from
+        (select coalesce(l.id, r.id) as id, l.k2 as lk2, l.lv, l.name as lname, r.k2 as rk2, r.rv, r.name as rname
+          from read_csv('${left}', ${TYPES}) l ${duck(first)} join read_csv('${right}', ${TYPES}) r on l.id = r.id) j
+        ${duck(second)} join read_csv('${third}', types={'id':'BIGINT'}) t on j.id = t.id`);
+      expect(canonical(rows)).toEqual(canonical(ref));
+    });
   }
 
   it('multi-column keys with --left-on/--right-on keep both key columns', async () => {

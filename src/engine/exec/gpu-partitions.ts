@@ -17,7 +17,7 @@ export function inGpuPartitions(stream: Stream, terminal: Terminal, ctx: RunCont
   const per = Math.round((ctx.gpuBlocksize ?? 0) / ctx.blocksize);
   const first = stream.fragments[0];
   // An epilogue numbers its fragments after the stream's: left as they are.
-  if (per < 2 || first === undefined || stream.epilogue || !stream.fragments.every((f) => f.source.kind === 'csv')) return stream;
+  if (per < 2 || first === undefined || (stream.epilogues?.length ?? 0) > 0 || !stream.fragments.every((f) => f.source.kind === 'csv')) return stream;
   if (!ctx.runner.prefersGpu?.({ fragment: first, terminal })) return stream;
   const merged: Fragment[] = [];
   let run = 0;

@@ -120,14 +120,14 @@ async function broadcastJoin(node: JoinNode, ctx: RunContext): Promise<Stream> {
   const stream = withOp(left, { kind: 'probe', broadcastId: id, spec: node.spec, leftSchema: left.schema, rightSchema: right.schema }, schemaOf(node));
   if (node.spec.how !== 'right' && node.spec.how !== 'outer') return stream;
   const leftSchema = left.schema;
-  return {
-    ...stream,
-    epilogue: (matched) => {
-      const table = new JoinBuildTable(right, node.spec);
-      const batch = unmatchedRightRows(table, matched[id] ?? new Uint8Array(right.length), leftSchema, node.spec);
-      return [{ index: stream.fragments.length, source: { kind: 'batch', batch }, ops: [], bytes: 0 }];
-    },
+  // After the left side's own epilogues (an earlier right/outer join's unmatched rows, probed here too).
+  const earlier = stream.epilogues ?? [];
+  const unmatched = (matched: Record<string, Uint8Array>): Fragment[] => {
+    const table = new JoinBuildTable(right, node.spec);
+    const batch = unmatchedRightRows(table, matched[id] ?? new Uint8Array(right.length), leftSchema, node.spec);
+    return [{ index: stream.fragments.length + earlier.length, source: { kind: 'batch', batch }, ops: [], bytes: 0 }];
   };
+  return { ...stream, epilogues: [...earlier, unmatched] };
 }
 
 async function partitionedJoin(node: JoinNode, ctx: RunContext): Promise<Stream> {

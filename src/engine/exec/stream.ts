@@ -9,9 +9,13 @@ import type { Fragment, FragmentResult, OpSpec, Task, Terminal } from './fragmen
 export interface Stream {
   schema: Schema;
   fragments: Fragment[];
-  /** Fragments that can only be built after all others ran (the unmatched build rows of a
-   *  right/outer broadcast join), given the build rows every fragment matched, by broadcast id. */
-  epilogue?: (matched: Record<string, Uint8Array>) => Fragment[];
+  /**
+   * Fragments that can only be built after all others ran (the unmatched build rows of a
+   * right/outer broadcast join), given the build rows every fragment so far matched, by broadcast
+   * id; in order, each after the fragments of the one before (joins chained: the first join's
+   * unmatched rows go through the second join's probe before the second's are known).
+   */
+  epilogues?: ((matched: Record<string, Uint8Array>) => Fragment[])[];
   /** Fragments cut at guessed CSV record ends (guessCsvChunks): resolves when the guesses are
    *  known right, rejects with GuessedCutsWrong when not. Results consumed in fragment order are
    *  right without it; a task error counts only after it. */
@@ -20,11 +24,10 @@ export interface Stream {
 
 export function withOp(stream: Stream, op: OpSpec, schema: Schema): Stream {
   const add = (f: Fragment): Fragment => ({ ...f, ops: [...f.ops, op] });
-  const epilogue = stream.epilogue;
   return {
     schema,
     fragments: stream.fragments.map(add),
-    epilogue: epilogue && ((matched) => epilogue(matched).map(add)),
+    epilogues: stream.epilogues?.map((epilogue) => (matched: Record<string, Uint8Array>) => epilogue(matched).map(add)),
     confirm: stream.confirm,
   };
 }
@@ -56,9 +59,11 @@ export async function runStream(
       ctx.progress.advance(fragment.bytes, result.rows);
       await consume(result, fragment);
     });
-    if (stream.epilogue) {
-      const extra = stream.epilogue(matched);
-      await runOrdered(ctx, extra, terminal, `${label} (epilogue)`, null, false, async (result, fragment) => consume(result, fragment));
+    for (const epilogue of stream.epilogues ?? []) {
+      await runOrdered(ctx, epilogue(matched), terminal, `${label} (epilogue)`, null, false, async (result, fragment) => {
+        for (const [id, flags] of Object.entries(result.matched ?? {})) orInto(matched, id, flags);
+        await consume(result, fragment);
+      });
     }
   } finally {
     ctx.progress.stop();
