@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { GpuframeCommand } from '../cli/base-command.js';
-import { csvFlags, runFlags } from '../cli/flags.js';
+import { csvFlags, parseNumber, runFlags } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { report } from '../cli/stage.js';
 import { chooseFeatures, explainedTraining, featureFlags, withTrainingMatrix, writeModelFile } from '../cli/train.js';
@@ -58,7 +58,9 @@ export default class RfTrain extends GpuframeCommand {
 
 function parseMaxFeatures(text: string): ForestParams['maxFeatures'] {
   if (text === 'sqrt' || text === 'log2' || text === 'all') return text;
-  const x = Number(text);
-  if (!(x > 0) || (x > 1 && !Number.isInteger(x))) throw new UsageError(`--max-features expects sqrt, log2, all, a fraction in (0, 1] or a count, got '${text}'`);
+  const refuse = () => new UsageError(`--max-features expects sqrt, log2, all, a fraction in (0, 1] or a count, got '${text}'`);
+  let x: number;
+  try { x = parseNumber(text, '--max-features'); } catch { throw refuse(); }
+  if (!(x > 0) || (x > 1 && !Number.isInteger(x))) throw refuse();
   return x;
 }
