@@ -36,7 +36,6 @@ const cases: Case[] = [
   { name: 'centres of different lengths', args: ['make-blobs', '--n-samples', '5', '--centers', '0,0;1,1,1'], code: 2, message: /--centers: every centre needs the same number of coordinates/ },
   { name: '--weights of the wrong length', args: ['make-classification', '--n-samples', '5', '--weights', '0.2,0.3,0.5'], code: 2, message: /--weights has 3 values for 2 classes/ },
   { name: '--weights summing past 1 with the last left out', args: ['make-classification', '--n-samples', '5', '--n-classes', '3', '--n-informative', '3', '--weights', '0.7,0.6'], code: 2, message: /--weights must be shares ≥ 0 summing to at most 1/ },
-  { name: 'a hex number for --max-features', args: ['rf-train', file('forest.csv', 'a,b,y\n1,2,0\n2,3,1\n'), '--target', 'y', '--max-features', '0x1', '--model-out', join(dir, 'mf.json')], code: 2, message: /--max-features expects sqrt, log2, all, a fraction in \(0, 1\] or a count, got '0x1'/ },
   { name: 'a hex number for --noise', args: ['make-regression', '--n-samples', '5', '--noise', '0x1'], code: 2, message: /--noise expects a number ≥ 0, got '0x1'/ },
   { name: 'text for --bias', args: ['make-regression', '--n-samples', '5', '--bias', 'x'], code: 2, message: /--bias expects a number, got 'x'/ },
   { name: 'negative --noise', args: ['make-regression', '--n-samples', '5', '--noise', '-1'], code: 2, message: /--noise expects a number ≥ 0, got '-1'/ },
@@ -67,6 +66,12 @@ describe('bad input', () => {
     expect(res.stderr).toMatch(/already has a column 'prediction'.*--keep/);
     expect(existsSync(out)).toBe(false);
     expect((await gpuframe(['predict', input, '--model', model, '--keep', 'a,b', '-o', out])).code).toBe(0);
+  });
+
+  it('rf-train --max-features takes decimal text only', async () => {
+    const res = await gpuframe(['rf-train', file('forest.csv', 'a,b,y\n1,2,0\n2,3,1\n'), '--target', 'y', '--max-features', '0x1', '--model-out', join(dir, 'mf.json')]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/--max-features expects sqrt, log2, all, a fraction in \(0, 1\] or a count, got '0x1'/);
   });
 
   it('predict --keep without the target still prints the metric, and writes only the kept columns', async () => {
