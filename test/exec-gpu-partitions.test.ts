@@ -54,7 +54,7 @@ describe('inGpuPartitions', () => {
     expect(inGpuPartitions(stream, terminal, context(undefined, 256 * MB))).toBe(stream);
     expect(inGpuPartitions(stream, terminal, context(true, undefined))).toBe(stream);
     expect(inGpuPartitions(stream, terminal, context(true, 64 * MB))).toBe(stream);
-    const withEpilogue: Stream = { ...stream, epilogue: () => [] };
+    const withEpilogue: Stream = { ...stream, epilogues: [() => []] };
     expect(inGpuPartitions(withEpilogue, terminal, context(true, 256 * MB))).toBe(withEpilogue);
     const mixed: Stream = { schema: [], fragments: [...chunks('a.csv', 2, 64 * MB), { index: 2, source: { kind: 'none' }, ops: [], bytes: 0 }] };
     expect(inGpuPartitions(mixed, terminal, context(true, 256 * MB))).toBe(mixed);
