@@ -92,6 +92,12 @@ export function columnIndices(schemaNames: readonly string[], wanted: readonly s
   });
 }
 
+/** Throws a UsageError naming the first column given twice in `names` (the list a flag `flag` gave). */
+export function requireDistinct(names: readonly string[], what: string, flag: string): void {
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice !== undefined) throw new UsageError(`${what} '${twice}' is given twice in ${flag}`);
+}
+
 /** Throws a UsageError naming the closest existing column when `name` is not in `schemaNames`. */
 export function requireColumn(name: string, schemaNames: readonly string[], what = 'column'): void {
   if (schemaNames.includes(name)) return;

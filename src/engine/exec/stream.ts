@@ -47,6 +47,7 @@ export async function runStream(
   confirmFirst = false,
 ): Promise<void> {
   const matched: Record<string, Uint8Array> = {};
+  const markMatched = (result: FragmentResult) => { for (const [id, flags] of Object.entries(result.matched ?? {})) orInto(matched, id, flags); };
   const totalBytes = stream.fragments.reduce((s, f) => s + f.bytes, 0);
   // Streams built in the parent (aggregate results) cover no input bytes: nothing to show.
   if (totalBytes > 0) ctx.progress.start(totalBytes, label);
@@ -54,14 +55,14 @@ export async function runStream(
     const confirm = stream.confirm ?? null;
     if (confirmFirst) void confirm?.().catch(() => {}); // starts it now; awaited before the first result
     await runOrdered(ctx, stream.fragments, terminal, label, confirm, confirmFirst, async (result, fragment) => {
-      for (const [id, flags] of Object.entries(result.matched ?? {})) orInto(matched, id, flags);
+      markMatched(result);
       for (const w of result.warnings) ctx.warn(w);
       ctx.progress.advance(fragment.bytes, result.rows);
       await consume(result, fragment);
     });
     for (const epilogue of stream.epilogues ?? []) {
       await runOrdered(ctx, epilogue(matched), terminal, `${label} (epilogue)`, null, false, async (result, fragment) => {
-        for (const [id, flags] of Object.entries(result.matched ?? {})) orInto(matched, id, flags);
+        markMatched(result);
         await consume(result, fragment);
       });
     }

@@ -1,7 +1,7 @@
 // The output schema of each plan node, derived (never stored) so that a plan cannot disagree with itself.
 
 import type { Schema } from '../batch.js';
-import { columnIndices, UsageError } from '../errors.js';
+import { columnIndices, requireDistinct, UsageError } from '../errors.js';
 import { aggregateOutputSchema } from '../ops/aggregate/index.js';
 import { joinOutputSchema } from '../ops/join/index.js';
 import type { PlanNode } from './nodes.js';
@@ -28,8 +28,7 @@ export function schemaOf(node: PlanNode): Schema {
     }
     case 'predict': {
       const input = schemaOf(node.input);
-      const twice = node.keep?.find((k, i) => node.keep!.indexOf(k) !== i);
-      if (twice !== undefined) throw new UsageError(`column '${twice}' is given twice in --keep`);
+      if (node.keep !== null) requireDistinct(node.keep, 'column', '--keep');
       const kept = node.keep === null ? input : pick(input, node.keep);
       const added = predictionFields(modelOf(node), node.outputName, node.proba);
       // Two columns of one name would make a file that no reader (gpuframe included) takes back.

@@ -5,13 +5,13 @@
 // int64 (DuckDB would widen to int128), and a silently rounded float would break exactness.
 import { int64Words, type Column, type Int64Column } from '../../batch.js';
 import { RuntimeFailure } from '../../errors.js';
+import { ddDiv } from './double-double.js';
+import { float64Column, floatValues, growFloat64, validityFromFlags, type Accumulator, type AggState } from './state.js';
 
 /** An aggregate whose exact result leaves its type, in group `group` (the caller names the group by its keys). */
 export class GroupOverflow extends RuntimeFailure {
   constructor(readonly detail: string, readonly group: number) { super(`${detail} in a group`); }
 }
-import { ddDiv } from './double-double.js';
-import { float64Column, floatValues, growFloat64, validityFromFlags, type Accumulator, type AggState } from './state.js';
 
 const TWO32 = 4294967296;
 const CARRY_AT = 4503599627370496; // 2^52

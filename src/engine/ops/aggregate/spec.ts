@@ -1,6 +1,6 @@
 // What a groupby computes: the aggregate list syntax, its validation and the output schema.
 import type { DType, Schema } from '../../batch.js';
-import { requireColumn, UsageError } from '../../errors.js';
+import { requireColumn, requireDistinct, UsageError } from '../../errors.js';
 
 export type AggFunc = 'count' | 'sum' | 'mean' | 'min' | 'max' | 'var' | 'std' | 'nunique';
 export const AGG_FUNCS: readonly AggFunc[] = ['count', 'sum', 'mean', 'min', 'max', 'var', 'std', 'nunique'];
@@ -69,8 +69,7 @@ export function aggregateOutputSchema(input: Schema, spec: AggregateSpec): Schem
   const typeOf = (name: string): DType => input.find((f) => f.name === name)!.type;
   if (spec.keys.length === 0) throw new UsageError('groupby needs at least one key column (--by)');
   for (const k of spec.keys) requireColumn(k, names, 'key column');
-  const twice = spec.keys.find((k, i) => spec.keys.indexOf(k) !== i);
-  if (twice !== undefined) throw new UsageError(`key column '${twice}' is given twice in --by`);
+  requireDistinct(spec.keys, 'key column', '--by');
   const out: Schema = spec.keys.map((k) => ({ name: k, type: typeOf(k) }));
   for (const a of spec.aggs) {
     if (a.column !== null) requireColumn(a.column, names);
