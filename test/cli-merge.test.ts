@@ -86,6 +86,37 @@ describe('merge against DuckDB', () => {
     expect(canonical(rows)).toEqual(canonical(ref));
   });
 
+  // --memory-limit picks the strategy and the bucket count; neither may change the bytes.
+  for (const how of ['inner', 'outer'] as const) {
+    it(`${how} join: the same bytes broadcast and hash-partitioned into any number of buckets`, async () => {
+      const outs: Buffer[] = [];
+      for (const [limit, workers] of [['1GB', '2'], ['512KB', '2'], ['256KB', '1'], ['64KB', '2']]) {
+        const out = join(dir, `strategy-${how}-${limit}.csv`);
+        const explained = await gpuframe(['merge', left, right, '--on', 'id', '--how', how, '--memory-limit', limit, '--explain']);
+        expect(explained.stdout).toMatch(limit === '1GB' ? /broadcast right/ : /hash-partitioned/);
+        const res = await gpuframe(['merge', left, right, '--on', 'id', '--how', how, '-o', out, '--memory-limit', limit, '--workers', workers, '--blocksize', '64KB']);
+        expect(res.code, res.stderr).toBe(0);
+        outs.push(readFileSync(out));
+      }
+      for (const o of outs.slice(1)) expect(o.equals(outs[0])).toBe(true);
+    });
+  }
+
+  it('chained right and outer joins: the same bytes broadcast and hash-partitioned', async () => {
+    const third = join(dir, 'third-order.csv');
+    const t = ['id,tv'];
+    for (let i = 0; i < 5000; i += 7) t.push(`${i},t${i}`);
+    writeFileSync(third, t.join('\n') + '\n');
+    const outs: Buffer[] = [];
+    for (const limit of ['1GB', '256KB', '96KB']) {
+      const out = join(dir, `chain-order-${limit}.csv`);
+      const res = await shell(`gpuframe merge '${left}' '${right}' --on id --how right | gpuframe merge - '${third}' --on id --how outer --memory-limit ${limit} --blocksize 32KB -o '${out}'`);
+      expect(res.code, res.stderr).toBe(0);
+      outs.push(readFileSync(out));
+    }
+    for (const o of outs.slice(1)) expect(o.equals(outs[0])).toBe(true);
+  });
+
   it('output order does not depend on workers or block size', async () => {
     const outs: Buffer[] = [];
     for (const [workers, bs] of [['1', '1MB'], ['2', '32KB'], ['0', '7KB']]) {

@@ -4,7 +4,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { columnFromValues, concatBatches, sliceBatch, type Batch, type DType, type Schema } from '../src/engine/batch.js';
 import { UsageError } from '../src/engine/errors.js';
-import { hashPartition, joinOutputSchema, JoinBuildTable, probeJoin, unmatchedRightRows, type JoinHow, type JoinSpec } from '../src/engine/ops/join/index.js';
+import { hashPartition, inPositionOrder, joinBucket, joinOutputSchema, JoinBuildTable, probeJoin, unmatchedRightRows, type JoinHow, type HashPart, type JoinSpec, type TaggedRows } from '../src/engine/ops/join/index.js';
 import { batchRows, duckdb, expectRowsClose, loadTable, queryRows, rng } from './ops-reference.js';
 
 function makeBatch(fields: [string, DType, unknown[]][]): Batch {
@@ -25,16 +25,33 @@ function broadcastJoin(left: Batch, right: Batch, spec: JoinSpec, blockRows: num
   return concatBatches(joinOutputSchema(left.schema, right.schema, spec), out);
 }
 
-/** Partitioned join: both sides hash-partitioned, bucket pairs joined independently. */
-function partitionedJoin(left: Batch, right: Batch, spec: JoinSpec, parts: number): Batch {
-  const lp = hashPartition(left, spec.leftOn, parts), rp = hashPartition(right, spec.rightOn, parts);
-  return concatBatches(joinOutputSchema(left.schema, right.schema, spec), lp.map((l, i) => broadcastJoin(l, rp[i], spec, 1000)));
-}
-
-/** Rows ordered by (lid, rid), nulls last: the order a broadcast join emits. */
-function byIds(rows: unknown[][], lid: number, rid: number): unknown[][] {
-  const key = (v: unknown) => (v === null ? Infinity : Number(v));
-  return [...rows].sort((a, b) => key(a[lid]) - key(b[lid]) || key(a[rid]) - key(b[rid]));
+/**
+ * Partitioned join as the executor runs it: each side cut into fragments of `fragmentRows`, each
+ * fragment hash-partitioned, bucket pairs joined, then every fragment's pieces put back in order.
+ */
+function partitionedJoin(left: Batch, right: Batch, spec: JoinSpec, parts: number, fragmentRows = 97): Batch {
+  const ints = (arrays: Int32Array[]) => {
+    const out = new Int32Array(arrays.reduce((s, a) => s + a.length, 0));
+    arrays.reduce((at, a) => (out.set(a, at), at + a.length), 0);
+    return out;
+  };
+  const shuffle = (side: Batch, keys: string[]): TaggedRows[] => {
+    const perBucket: TaggedRows[][] = Array.from({ length: parts }, () => []);
+    for (let start = 0, seq = 0; start < side.length; start += fragmentRows, seq++) {
+      const fragment = sliceBatch(side, start, Math.min(side.length, start + fragmentRows));
+      hashPartition(fragment, keys, parts).forEach((p, b) => perBucket[b].push({ batch: p.batch, seq: new Int32Array(p.rows.length).fill(seq), pos: p.rows }));
+    }
+    return perBucket.map((list) => ({ batch: concatBatches(side.schema, list.map((t) => t.batch)), seq: ints(list.map((t) => t.seq)), pos: ints(list.map((t) => t.pos)) }));
+  };
+  const l = shuffle(left, spec.leftOn), r = shuffle(right, spec.rightOn);
+  const pieces = l.flatMap((bucket, b) => joinBucket(bucket, r[b], spec));
+  const schema = joinOutputSchema(left.schema, right.schema, spec);
+  const out: Batch[] = [];
+  for (const side of ['left', 'right'] as const) {
+    const seqs = [...new Set(pieces.filter((p) => p.side === side).map((p) => p.seq))].sort((a, b) => a - b);
+    for (const seq of seqs) out.push(inPositionOrder(schema, pieces.filter((p) => p.side === side && p.seq === seq)));
+  }
+  return concatBatches(schema, out);
 }
 
 function sides(seed: number, leftRows: number, rightRows: number, rightKeyType: DType = 'int64') {
@@ -98,7 +115,8 @@ describe('joins against DuckDB', () => {
       const ours = broadcastJoin(left, right, spec, 777);
       expect(ours.schema.map((f) => f.name)).toEqual(['lid', 'k', 't_x', 'v_x', 'rid', 't_y', 'v_y']);
       expectRowsClose(batchRows(ours), ref);
-      expectRowsClose(byIds(batchRows(partitionedJoin(left, right, spec, 5)), 0, 4), ref);
+      // The broadcast join's order exactly, whatever the bucket count.
+      for (const parts of [1, 2, 5, 16]) expect(batchRows(partitionedJoin(left, right, spec, parts))).toEqual(batchRows(ours));
     });
 
     test(`${how} join on multi-column keys (k, t) with left-on/right-on names`, async () => {
@@ -120,7 +138,7 @@ describe('joins against DuckDB', () => {
       const ref = await queryRows(conn, `SELECT ml.lid, COALESCE(ml.k::DOUBLE, mr.k), ml.t, ml.v, mr.rid, mr.t, mr.v
         FROM ml ${SQL_JOIN[how]} mr ON ml.k = mr.k ORDER BY ml.lid NULLS LAST, mr.rid NULLS LAST`);
       expectRowsClose(batchRows(broadcastJoin(mixed.left, mixed.right, spec, 400)), ref);
-      expectRowsClose(byIds(batchRows(partitionedJoin(mixed.left, mixed.right, spec, 3)), 0, 4), ref);
+      expectRowsClose(batchRows(partitionedJoin(mixed.left, mixed.right, spec, 3, 50)), ref);
     }
   });
 });
@@ -130,12 +148,13 @@ describe('hashPartition', () => {
     const ints = makeBatch([['k', 'int64', [0, 1, -2, 3, null, 2 ** 40, 5, 1]], ['row', 'int64', [0, 1, 2, 3, 4, 5, 6, 7]]]);
     const floats = makeBatch([['k', 'float64', [-0, 1, -2, 3, null, 2 ** 40, 5.5, 1]]]);
     const ip = hashPartition(ints, ['k'], 4), fp = hashPartition(floats, ['k'], 4);
-    expect(ip.reduce((s, b) => s + b.length, 0)).toBe(8);
-    const bucketOf = (parts: Batch[], v: unknown) => parts.findIndex((b) => batchRows(b).some((row) => row[0] === v || (typeof row[0] === 'bigint' && Number(row[0]) === v)));
+    expect(ip.reduce((s, p) => s + p.batch.length, 0)).toBe(8);
+    const bucketOf = (parts: HashPart[], v: unknown) => parts.findIndex((p) => batchRows(p.batch).some((row) => row[0] === v || (typeof row[0] === 'bigint' && Number(row[0]) === v)));
     for (const v of [0, 1, -2, 3, 2 ** 40]) expect(bucketOf(ip, v)).toBe(bucketOf(fp, v));
-    for (const b of ip) {
-      const rows = batchRows(b).map((r) => Number(r[1]));
+    for (const p of ip) {
+      const rows = batchRows(p.batch).map((r) => Number(r[1]));
       expect(rows).toEqual([...rows].sort((a, c) => a - c));
+      expect([...p.rows]).toEqual(rows); // each row's position in the batch
     }
   });
 });

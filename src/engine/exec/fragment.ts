@@ -27,10 +27,16 @@ export type SourceSpec =
   | { kind: 'none' }
   /** A batch the parent spilled to the run's temp dir (v8-serialised). */
   | { kind: 'spilled'; file: string }
-  /** One bucket of a hash-partitioned join: spill files of both sides, in partition order. */
-  | { kind: 'join-bucket'; left: SpillSet; right: SpillSet; spec: JoinSpec };
+  /** One bucket pair of a partitioned join, read only by the join-bucket terminal (it keeps each row's origin). */
+  | { kind: 'bucket-pair'; left: ShuffledSide; right: ShuffledSide }
+  /** One fragment's rows of a partitioned join: its pieces from every bucket (ops/join/bucket-join.ts). */
+  | { kind: 'joined'; schema: Schema; pieces: SpillRange[] };
 
-export interface SpillSet { schema: Schema; files: string[] }
+/** One bucket's rows of a join side, as the shuffle spilled them: a file per fragment, in stream order. */
+export interface ShuffledSide { schema: Schema; pieces: { file: string; seq: number }[] }
+
+/** Bytes [offset, offset + length) of a spill file: one v8-serialised value. */
+export interface SpillRange { file: string; offset: number; length: number }
 
 /** The input file a source reads, for messages about its data. */
 export function sourceFile(source: SourceSpec): string | undefined {
@@ -67,7 +73,10 @@ export type Terminal =
   /** Forget a matrix. */
   | { kind: 'drop-matrix'; matrixId: string }
   | { kind: 'partial-aggregate'; spec: AggregateSpec; inputSchema: Schema }
-  | { kind: 'hash-partition'; keys: string[]; buckets: number; dir: string; prefix: string };
+  /** Split the rows by key hash into spill files, one per bucket, each row with its position (partition.ts). */
+  | { kind: 'hash-partition'; keys: string[]; buckets: number; dir: string; prefix: string }
+  /** Join the fragment's bucket pair into a spill file, cut by the fragment placing each row (bucket-join.ts). */
+  | { kind: 'join-bucket'; spec: JoinSpec; dir: string; prefix: string };
 
 export interface Fragment {
   /** Position in its stream: results are combined in this order. */
@@ -86,7 +95,9 @@ export interface FragmentResult {
   encoded?: Uint8Array;
   partial?: PartialAggregate;
   /** hash-partition: for each bucket, the spill file written (or null when the bucket got no rows). */
-  spills?: (string | null)[];
+  spills?: ({ file: string; bytes: number } | null)[];
+  /** join-bucket: where each piece of the output lies in the terminal's file. */
+  joined?: { side: 'left' | 'right'; seq: number; range: SpillRange }[];
   /** load-matrix: which process holds the partition now. */
   holder?: number;
   /** map-matrix: each held partition's result, by partition index. */

@@ -3,6 +3,7 @@
 // by executing their inputs' streams; everything else stays a chain of per-fragment operators.
 
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { concatBatches, emptyBatch, type Batch, type Schema } from '../batch.js';
 import { DataError } from '../errors.js';
@@ -16,7 +17,7 @@ import type { GenerateNode, JoinNode, PlanNode, ScanNode } from '../plan/nodes.j
 import { aggregateStream } from './aggregate-stage.js';
 import { schemaOf } from '../plan/schema.js';
 import type { RunContext } from './context.js';
-import type { Fragment, SpillSet } from './fragment.js';
+import type { Fragment, ShuffledSide, SpillRange } from './fragment.js';
 import { runStream, withOp, type Stream } from './stream.js';
 import { traced } from './trace.js';
 
@@ -130,24 +131,57 @@ async function broadcastJoin(node: JoinNode, ctx: RunContext): Promise<Stream> {
   return { ...stream, epilogues: [...earlier, unmatched] };
 }
 
+/**
+ * Both sides hash-partitioned into spilled buckets, each bucket pair joined into a spill file, then
+ * one fragment per input fragment gathering its rows from every bucket: the broadcast join's row
+ * order whatever the bucket count (ops/join/bucket-join.ts).
+ */
 async function partitionedJoin(node: JoinNode, ctx: RunContext): Promise<Stream> {
   const buckets = node.buckets ?? 16;
-  const shuffle = async (side: PlanNode, keys: string[], prefix: string): Promise<SpillSet[]> => {
-    const stream = await physical(side, ctx);
-    const perBucket: string[][] = Array.from({ length: buckets }, () => []);
-    await runStream(ctx, stream, { kind: 'hash-partition', keys, buckets, dir: ctx.tmpDir, prefix }, `merge: partition ${prefix}`, (r) => {
-      r.spills!.forEach((file, b) => { if (file !== null) perBucket[b].push(file); });
-    });
-    return perBucket.map((files) => ({ schema: stream.schema, files }));
-  };
   const tag = randomUUID().slice(0, 8);
+  const shuffle = async (side: PlanNode, keys: string[], prefix: string): Promise<{ sides: ShuffledSide[]; bytes: number[] }> => {
+    const stream = await physical(side, ctx);
+    const sides: ShuffledSide[] = Array.from({ length: buckets }, () => ({ schema: stream.schema, pieces: [] }));
+    const bytes = new Array<number>(buckets).fill(0);
+    let seq = 0; // fragments in the order the stream yields them, epilogues last
+    await runStream(ctx, stream, { kind: 'hash-partition', keys, buckets, dir: ctx.tmpDir, prefix }, `merge: partition ${prefix}`, (r) => {
+      r.spills!.forEach((spill, b) => {
+        if (spill === null) return;
+        sides[b].pieces.push({ file: spill.file, seq });
+        bytes[b] += spill.bytes;
+      });
+      seq++;
+    });
+    return { sides, bytes };
+  };
   const left = await shuffle(node.left, node.spec.leftOn, `${tag}-left`);
   const right = await shuffle(node.right, node.spec.rightOn, `${tag}-right`);
-  const fragments: Fragment[] = left.map((l, b) => ({
-    index: b,
-    source: { kind: 'join-bucket', left: l, right: right[b], spec: node.spec },
-    ops: [],
-    bytes: 0,
-  }));
-  return { schema: schemaOf(node), fragments };
+  const bucketPairs: Stream = {
+    schema: schemaOf(node),
+    fragments: left.sides.map((l, b) => ({ index: b, source: { kind: 'bucket-pair', left: l, right: right.sides[b] }, ops: [], bytes: left.bytes[b] + right.bytes[b] })),
+  };
+  const pieces = { left: new Map<number, SpillRange[]>(), right: new Map<number, SpillRange[]>() };
+  await runStream(ctx, bucketPairs, { kind: 'join-bucket', spec: node.spec, dir: ctx.tmpDir, prefix: `${tag}-joined` }, 'merge: join buckets', (r) => {
+    for (const { side, seq, range } of r.joined!) {
+      const held = pieces[side].get(seq);
+      if (held) held.push(range);
+      else pieces[side].set(seq, [range]);
+    }
+  });
+  removeSpills([...left.sides, ...right.sides].flatMap((s) => s.pieces.map((p) => p.file)));
+  // Left fragments' rows first, then the unmatched right rows; each fragment's in position order.
+  const schema = schemaOf(node);
+  const fragments: Fragment[] = [];
+  for (const side of ['left', 'right'] as const) {
+    for (const seq of [...pieces[side].keys()].sort((a, b) => a - b)) {
+      const ranges = pieces[side].get(seq)!;
+      fragments.push({ index: fragments.length, source: { kind: 'joined', schema, pieces: ranges }, ops: [], bytes: ranges.reduce((s, r) => s + r.length, 0) });
+    }
+  }
+  return { schema, fragments };
+}
+
+/** Shuffle files no task reads any more; the run's temp dir goes at its end anyway. */
+function removeSpills(files: string[]): void {
+  for (const f of files) rmSync(f, { force: true });
 }

@@ -10,15 +10,15 @@ import { readCsvChunk } from '../io/csv/index.js';
 import { readParquetChunk } from '../io/parquet.js';
 import { encodeRows } from '../io/output/index.js';
 import { PartialAggregator } from '../ops/aggregate/index.js';
-import { JoinBuildTable, hashPartition, probeJoin, unmatchedRightRows } from '../ops/join/index.js';
+import { JoinBuildTable, hashPartition, inPositionOrder, joinBucket, probeJoin, type HashPart, type TaggedRows } from '../ops/join/index.js';
 import { designMatrix } from '../ml/design-matrix.js';
 import { generateChunk } from '../ml/generate.js';
 import { appendPredictions, modelInFile } from '../ml/predict-columns.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
-import { sourceFile, type Broadcast, type FragmentResult, type OpSpec, type SourceSpec, type Task } from './fragment.js';
+import { sourceFile, type Broadcast, type Fragment, type FragmentResult, type OpSpec, type ShuffledSide, type SourceSpec, type Task, type Terminal } from './fragment.js';
 import { growTreesTask } from './forest-trees.js';
 import { aggregateBelowJoin, runAggregateBelowJoin } from './join-aggregate.js';
-import { writeSpillFile } from './spill-file.js';
+import { readSpillRange, writeSpillFile } from './spill-file.js';
 
 /** Build tables of broadcast joins, kept for the life of the worker. */
 export class BroadcastCache {
@@ -56,6 +56,7 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
     return { rows: 0, warnings };
   }
   if (terminal.kind === 'grow-trees') return growTreesTask(terminal);
+  if (terminal.kind === 'join-bucket') return joinBucketToFile(fragment, terminal);
   const below = aggregateBelowJoin(task);
   if (below !== null) return runAggregateBelowJoin(below, cache, (t) => runTask(t, cache));
   let batches = await readSource(fragment.source, warnings);
@@ -87,20 +88,64 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
       for (const b of batches) agg.add(b);
       return { partial: agg.finish(), matched, rows, warnings };
     }
-    case 'hash-partition': {
-      const spills: (string | null)[] = new Array(terminal.buckets).fill(null);
-      const perBucket: Batch[][] = Array.from({ length: terminal.buckets }, () => []);
-      for (const b of batches) hashPartition(b, terminal.keys, terminal.buckets).forEach((part, i) => perBucket[i].push(part));
-      perBucket.forEach((parts, i) => {
-        const nonEmpty = parts.filter((p) => p.length > 0);
-        if (nonEmpty.length === 0) return;
-        const file = joinPath(terminal.dir, `${terminal.prefix}-f${fragment.index}-b${i}.v8`);
-        writeSpillFile(file, serialize(concatBatches(nonEmpty[0].schema, nonEmpty)));
-        spills[i] = file;
-      });
-      return { spills, matched, rows, warnings };
-    }
+    case 'hash-partition':
+      return { spills: hashPartitionToFiles(batches, terminal, fragment.index), matched, rows, warnings };
   }
+}
+
+/** Each bucket's rows of this fragment, with their positions among its rows, in a spill file. */
+function hashPartitionToFiles(batches: Batch[], terminal: Extract<Terminal, { kind: 'hash-partition' }>, fragmentIndex: number): FragmentResult['spills'] {
+  const perBucket: HashPart[][] = Array.from({ length: terminal.buckets }, () => []);
+  let offset = 0;
+  for (const b of batches) {
+    hashPartition(b, terminal.keys, terminal.buckets).forEach((part, i) => {
+      if (part.batch.length > 0) perBucket[i].push({ batch: part.batch, rows: part.rows.map((r) => r + offset) });
+    });
+    offset += b.length;
+  }
+  return perBucket.map((parts, i) => {
+    if (parts.length === 0) return null;
+    const file = joinPath(terminal.dir, `${terminal.prefix}-f${fragmentIndex}-b${i}.v8`);
+    const pos = new Int32Array(parts.reduce((s, p) => s + p.rows.length, 0));
+    let at = 0;
+    for (const p of parts) { pos.set(p.rows, at); at += p.rows.length; }
+    const bytes = serialize({ batch: concatBatches(parts[0].batch.schema, parts.map((p) => p.batch)), pos });
+    writeSpillFile(file, bytes);
+    return { file, bytes: bytes.byteLength };
+  });
+}
+
+/** Joins one bucket pair into one spill file, its pieces one after another. */
+function joinBucketToFile(fragment: Fragment, terminal: Extract<Terminal, { kind: 'join-bucket' }>): FragmentResult {
+  const { source } = fragment;
+  if (source.kind !== 'bucket-pair') throw new Error(`join-bucket task over a ${source.kind} source`);
+  const pieces = joinBucket(readShuffled(source.left), readShuffled(source.right), terminal.spec);
+  const encoded = pieces.map((p) => serialize({ batch: p.batch, pos: p.pos }));
+  const file = joinPath(terminal.dir, `${terminal.prefix}-b${fragment.index}.v8`);
+  writeSpillFile(file, Buffer.concat(encoded));
+  let offset = 0;
+  const joined = pieces.map((p, i) => {
+    const range = { file, offset, length: encoded[i].byteLength };
+    offset += range.length;
+    return { side: p.side, seq: p.seq, range };
+  });
+  return { joined, rows: pieces.reduce((s, p) => s + p.batch.length, 0), warnings: [] };
+}
+
+/** A bucket's spilled rows of one side, each tagged with its fragment ordinal and position. */
+function readShuffled(side: ShuffledSide): TaggedRows {
+  const parts = side.pieces.map(({ file, seq }) => ({ seq, ...(deserialize(readFileSync(file)) as { batch: Batch; pos: Int32Array }) }));
+  const n = parts.reduce((s, p) => s + p.batch.length, 0);
+  const seq = new Int32Array(n);
+  const pos = new Int32Array(n);
+  let at = 0;
+  for (const p of parts) {
+    seq.fill(p.seq, at, at + p.batch.length);
+    pos.set(p.pos, at);
+    at += p.batch.length;
+  }
+  const batch = parts.length === 0 ? emptyBatch(side.schema) : concatBatches(side.schema, parts.map((p) => p.batch));
+  return { batch, seq, pos };
 }
 
 async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch[]> {
@@ -121,23 +166,11 @@ async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch
       return [source.batch];
     case 'spilled':
       return [deserialize(readFileSync(source.file)) as Batch];
-    case 'join-bucket': {
-      const left = readSpills(source.left.files, source.left.schema);
-      const right = readSpills(source.right.files, source.right.schema);
-      const table = new JoinBuildTable(right, source.spec);
-      const matchedRight = new Uint8Array(right.length);
-      const out = [probeJoin(table, left, source.spec, matchedRight)];
-      if (source.spec.how === 'right' || source.spec.how === 'outer') {
-        out.push(unmatchedRightRows(table, matchedRight, source.left.schema, source.spec));
-      }
-      return out;
-    }
+    case 'bucket-pair':
+      throw new Error('a bucket pair is read by its join-bucket terminal only');
+    case 'joined':
+      return [inPositionOrder(source.schema, source.pieces.map((range) => readSpillRange<{ batch: Batch; pos: Int32Array }>(range)))];
   }
-}
-
-function readSpills(files: string[], schema: Batch['schema']): Batch {
-  if (files.length === 0) return emptyBatch(schema);
-  return concatBatches(schema, files.map((f) => deserialize(readFileSync(f)) as Batch));
 }
 
 async function applyOp(op: OpSpec, batch: Batch, cache: BroadcastCache, matched: Record<string, Uint8Array>): Promise<Batch> {

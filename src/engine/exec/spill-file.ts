@@ -1,10 +1,12 @@
 // Spill files (join buckets, aggregate ranges) under the run's temp dir. A write that fails (full
 // disk, quota) stops the run with a message naming the temp dir, not an internal error.
 
-import { writeFileSync } from 'node:fs';
+import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { deserialize } from 'node:v8';
 import { RuntimeFailure } from '../errors.js';
 import { chargeWrite } from './fault-hook.js';
+import type { SpillRange } from './fragment.js';
 
 export function writeSpillFile(path: string, bytes: Uint8Array): void {
   try {
@@ -15,4 +17,20 @@ export function writeSpillFile(path: string, bytes: Uint8Array): void {
     const why = e.code === 'ENOSPC' ? 'no space left on device' : e.message;
     throw new RuntimeFailure(`cannot write spill file in ${dirname(path)}: ${why} (point TMPDIR at a larger disk or raise --memory-limit)`);
   }
+}
+
+/** The value serialised at one range of a spill file. */
+export function readSpillRange<T>({ file, offset, length }: SpillRange): T {
+  const bytes = Buffer.allocUnsafe(length);
+  const fd = openSync(file, 'r');
+  try {
+    for (let at = 0; at < length;) {
+      const got = readSync(fd, bytes, at, length - at, offset + at);
+      if (got === 0) throw new Error(`spill file ${file} ends before byte ${offset + length}`);
+      at += got;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return deserialize(bytes) as T;
 }

@@ -1,8 +1,8 @@
 // Chooses how each join runs: broadcast the right side when it is small (every worker gets a copy
 // and probes it with its own partitions of the left side, no shuffle), otherwise hash-partition both
 // sides into buckets that each fit in memory, spilling them to the temp dir.
-// The choice depends only on input sizes and --memory-limit, never on the worker count or block
-// size, so output bytes do not change with them.
+// The choice depends only on input sizes and --memory-limit, and the output bytes not even on
+// that: a partitioned join gathers its rows back into the broadcast join's order (bucket-join.ts).
 
 import type { JoinNode, PlanNode } from '../plan/nodes.js';
 import { scansOf } from '../plan/nodes.js';

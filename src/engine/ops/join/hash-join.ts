@@ -33,6 +33,20 @@ export class JoinBuildTable {
 /** Joins one left batch against the build table; marks the right rows it matched in matchedRight. */
 export function probeJoin(table: JoinBuildTable, left: Batch, spec: JoinSpec, matchedRight: Uint8Array): Batch {
   const layout = joinLayout(left.schema, table.right.schema, spec);
+  const { leftRows, rightRows } = probeRows(table, left, layout, spec, matchedRight);
+  return joinedBatch(table, left, layout, leftRows, rightRows);
+}
+
+/** The output rows of probeRows' pairs. */
+export function joinedBatch(table: JoinBuildTable, left: Batch, layout: JoinLayout, leftRows: Int32Array, rightRows: Int32Array): Batch {
+  return assemble(layout, left.columns.map((c) => takeColumn(c, leftRows)), table.right, rightRows);
+}
+
+/**
+ * The probe as row pairs: output row o joins left row leftRows[o] with right row rightRows[o]
+ * (-1: none, a left/outer join's unmatched left row). Ascending in the left row.
+ */
+export function probeRows(table: JoinBuildTable, left: Batch, layout: JoinLayout, spec: JoinSpec, matchedRight: Uint8Array): { leftRows: Int32Array; rightRows: Int32Array } {
   const n = left.length;
   const keyCols = layout.leftKeys.map((i) => left.columns[i]);
   const ids = table.keys.lookup(keyCols, hashKeys(keyCols, n), n, nullKeyMask(keyCols, n));
@@ -59,17 +73,25 @@ export function probeJoin(table: JoinBuildTable, left: Batch, spec: JoinSpec, ma
       matchedRight[r] = 1;
     }
   }
-  const leftCols = left.columns.map((c) => takeColumn(c, leftRows));
-  return assemble(layout, leftCols, table.right, rightRows);
+  return { leftRows, rightRows };
 }
 
 /** Right rows no probe matched (null keys included), with nulls for the left columns; for right/outer joins. */
 export function unmatchedRightRows(table: JoinBuildTable, matchedRight: Uint8Array, leftSchema: Schema, spec: JoinSpec): Batch {
-  const layout = joinLayout(leftSchema, table.right.schema, spec);
+  return unmatchedRightBatch(table, unmatchedRows(matchedRight), leftSchema, spec);
+}
+
+/** The right rows no probe matched, ascending. */
+export function unmatchedRows(matchedRight: Uint8Array): Int32Array {
   const picked: number[] = [];
-  for (let r = 0; r < table.right.length; r++) if (matchedRight[r] === 0) picked.push(r);
-  const rightRows = Int32Array.from(picked);
-  const noLeft = new Int32Array(picked.length).fill(-1);
+  for (let r = 0; r < matchedRight.length; r++) if (matchedRight[r] === 0) picked.push(r);
+  return Int32Array.from(picked);
+}
+
+/** These right rows with nulls for the left columns (a shared --on key taken from the right). */
+export function unmatchedRightBatch(table: JoinBuildTable, rightRows: Int32Array, leftSchema: Schema, spec: JoinSpec): Batch {
+  const layout = joinLayout(leftSchema, table.right.schema, spec);
+  const noLeft = new Int32Array(rightRows.length).fill(-1);
   const leftCols = leftSchema.map((f, i) => {
     const from = layout.coalesceFrom[i];
     // A shared --on key column takes the right side's key where the left side is missing.

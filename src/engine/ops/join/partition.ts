@@ -1,10 +1,14 @@
 // Hash partitioning for partitioned joins: both sides split by the same key hash, so equal keys
-// (int64 and float64 alike when equal as numbers) land in the same bucket. Rows keep their order.
+// (int64 and float64 alike when equal as numbers) land in the same bucket. Rows keep their order,
+// and each part says where its rows were in the batch (bucket-join.ts restores that order).
 import { takeBatch, type Batch } from '../../batch.js';
 import { requireColumn } from '../../errors.js';
 import { bucketOf, hashKeys } from '../keys.js';
 
-export function hashPartition(batch: Batch, keyColumns: string[], parts: number): Batch[] {
+/** One bucket's rows of a batch, and their positions in it (ascending). */
+export interface HashPart { batch: Batch; rows: Int32Array }
+
+export function hashPartition(batch: Batch, keyColumns: string[], parts: number): HashPart[] {
   const names = batch.schema.map((f) => f.name);
   const keyCols = keyColumns.map((k) => {
     requireColumn(k, names, 'key column');
@@ -17,5 +21,5 @@ export function hashPartition(batch: Batch, keyColumns: string[], parts: number)
   const rows = Array.from(sizes, (s) => new Int32Array(s));
   const fill = new Int32Array(parts);
   for (let i = 0; i < batch.length; i++) rows[bucket[i]][fill[bucket[i]]++] = i;
-  return rows.map((r) => takeBatch(batch, r));
+  return rows.map((r) => ({ batch: takeBatch(batch, r), rows: r }));
 }
