@@ -2,10 +2,10 @@
 // workers and block size, a worker killed mid-training costing a reload (not the run), and
 // generators that produce the same bytes however they are parallelised.
 
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { gpuframe, ROOT } from './helpers/cli.js';
+import { gpuframe, ROOT, shell } from './helpers/cli.js';
 import { tempDir } from './helpers/data.js';
 
 const dir = tempDir('ml');
@@ -207,5 +207,33 @@ describe('random forest', () => {
     expect(res.code).toBe(3);
     expect(res.stderr).toMatch(/rf-bad\.json/);
     expect(existsSync(path('never.csv'))).toBe(false);
+  });
+});
+
+describe('the model file', () => {
+  it('--model-out that cannot be written fails before the training, leaving nothing behind', async () => {
+    // Row 3 000 holds text in a feature: training would fail on it (exit 3) if it ran first.
+    const rows = ['a,b,y'];
+    for (let i = 0; i < 4000; i++) rows.push(i === 3000 ? 'x,1,2' : `${i % 7},${i % 11},${i % 3}`);
+    writeFileSync(path('late-bad.csv'), rows.join('\n') + '\n');
+    for (const cmd of [['kmeans', '--k', '3'], ['linreg', '--target', 'y'], ['rf-train', '--target', 'y']]) {
+      const res = await gpuframe([cmd[0], path('late-bad.csv'), ...cmd.slice(1), '--dtypes', 'a=float64', '--model-out', path('no-such-dir/m.json')]);
+      expect(res.code, res.stderr).toBe(1);
+      expect(res.stderr).toMatch(/cannot write output '.*no-such-dir\/m\.json': its directory does not exist/);
+    }
+    const res = await gpuframe(['linreg', path('late-bad.csv'), '--target', 'y', '--dtypes', 'a=float64', '--model-out', path('late-bad.json')]);
+    expect(res.code, res.stderr).toBe(3); // the data error, once the file can be written
+    expect(existsSync(path('late-bad.json'))).toBe(false);
+    expect(readdirSync(dir).filter((f) => f.includes('late-bad.json') && f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('--model-out onto a FIFO writes into it and leaves it a FIFO', async () => {
+    await ok(['make-regression', '--n-samples', '2000', '--n-features', '3', '--seed', '2', '-o', path('fifo-reg.csv')]);
+    const fifo = path('model.fifo');
+    const res = await shell(`mkfifo '${fifo}' && (cat '${fifo}' > '${path('from-fifo.json')}' &) && gpuframe linreg '${path('fifo-reg.csv')}' --target y --model-out '${fifo}' && sleep 0.2`);
+    expect(res.code, res.stderr).toBe(0);
+    expect(statSync(fifo).isFIFO()).toBe(true);
+    await ok(['linreg', path('fifo-reg.csv'), '--target', 'y', '--model-out', path('fifo-ref.json')]);
+    expect(readFileSync(path('from-fifo.json'), 'utf8')).toBe(readFileSync(path('fifo-ref.json'), 'utf8'));
   });
 });

@@ -1,10 +1,9 @@
 // What the training commands share: choosing feature columns, loading the rows into the workers
 // as a resident design matrix, and writing the model file atomically.
 
-import { closeSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import { Flags } from '@oclif/core';
-import { RuntimeFailure, UsageError, requireColumn } from '../engine/errors.js';
+import { UsageError, requireColumn } from '../engine/errors.js';
+import { AtomicFileSink } from '../engine/io/output/byte-sink.js';
 import { loadResidentMatrix, type ResidentMatrix } from '../engine/exec/matrix.js';
 import { collect, physical } from '../engine/exec/physical.js';
 import { stringAt, type StringColumn } from '../engine/batch.js';
@@ -98,19 +97,22 @@ async function distinctStrings(plan: PlanNode, column: string, ctx: RunContext, 
   return Array.from({ length: batch.length }, (_, i) => stringAt(values, i));
 }
 
-/** Writes the model file whole or not at all (temp file, then rename). */
-export function writeModelFile(path: string, model: Model): void {
-  const tmp = join(dirname(path), `.${basename(path)}.gpuframe-${process.pid}.tmp`);
+/**
+ * Trains with the model file open first, so a path that cannot be written fails before the
+ * training, not after it; the file is written whole or not at all (temp file, then rename; a
+ * FIFO or device in place). The model's feature types are the plan's.
+ */
+export async function trainModelFile<M extends Model>(path: string, plan: PlanNode, features: string[], train: () => Promise<M>): Promise<M> {
+  const sink = await AtomicFileSink.open(path);
   try {
-    const fd = openSync(tmp, 'w');
-    try {
-      for (const part of modelFileParts(model)) writeSync(fd, part.text, null, part.ascii ? 'latin1' : 'utf8');
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
+    const model = await train();
+    const types = schemaOf(plan);
+    model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
+    for (const part of modelFileParts(model)) await sink.write(Buffer.from(part.text, part.ascii ? 'latin1' : 'utf8'));
+    await sink.close();
+    return model;
   } catch (err) {
-    rmSync(tmp, { force: true });
-    throw new RuntimeFailure(`cannot write the model to ${path}: ${(err as Error).message}`);
+    await sink.abort();
+    throw err;
   }
 }

@@ -3,7 +3,7 @@ import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, runFlags, numberFlag } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { finishStage, report } from '../cli/stage.js';
-import { chooseFeatures, explainedTraining, featureFlags, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { chooseFeatures, explainedTraining, featureFlags, trainModelFile, withTrainingMatrix } from '../cli/train.js';
 import { fitKMeans } from '../engine/ml/kmeans.js';
 import { serializeModel } from '../engine/ml/model-file.js';
 import { schemaOf } from '../engine/plan/schema.js';
@@ -29,12 +29,9 @@ export default class KMeans extends GpuframeCommand {
     const features = chooseFeatures(plan, null, flags);
     if (explainedTraining(plan, features, null, flags)) return;
     if (flags.output && schemaOf(plan).some((f) => f.name === 'label')) throw new UsageError("the input already has a column 'label', which -o adds: train without -o, then write the rows with predict --model … --keep (its column is 'prediction')");
-    const model = await withTrainingMatrix(plan, features, null, flags, { trainer: 'kmeans', k: flags.k }, (matrix) => fitKMeans(matrix, {
+    const model = await trainModelFile(flags['model-out'], plan, features, () => withTrainingMatrix(plan, features, null, flags, { trainer: 'kmeans', k: flags.k }, (matrix) => fitKMeans(matrix, {
       k: flags.k, maxIter: flags['max-iter'], tol: flags.tol, init: flags.init as 'k-means++' | 'random', nInit: flags['n-init'], seed: flags.seed,
-    }));
-    const types = schemaOf(plan);
-    model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
-    writeModelFile(flags['model-out'], model);
+    })));
     const { inertia, iterations } = model.metrics;
     const summary = { inertia, iterations, k: flags.k, model: flags['model-out'] };
     // With -o and --json, one JSON line: the labelled rows' summary and the training's.

@@ -3,9 +3,8 @@ import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, runFlags, numberFlag } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { report } from '../cli/stage.js';
-import { chooseFeatures, explainedTraining, featureFlags, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { chooseFeatures, explainedTraining, featureFlags, trainModelFile, withTrainingMatrix } from '../cli/train.js';
 import { fitLinReg } from '../engine/ml/linreg.js';
-import { schemaOf } from '../engine/plan/schema.js';
 
 export default class LinReg extends GpuframeCommand {
   static summary = 'Fit a linear regression (ordinary least squares, or ridge with --alpha); prints coefficients and R².';
@@ -23,11 +22,8 @@ export default class LinReg extends GpuframeCommand {
     const plan = await inputPlan(argv as string[], flags);
     const features = chooseFeatures(plan, flags.target, flags);
     if (explainedTraining(plan, features, flags.target, flags)) return;
-    const model = await withTrainingMatrix(plan, features, flags.target, flags, { trainer: 'linreg' }, (matrix) =>
-      fitLinReg(matrix, { fitIntercept: flags.intercept, alpha: flags.alpha, target: flags.target }));
-    const types = schemaOf(plan);
-    model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
-    writeModelFile(flags['model-out'], model);
+    const model = await trainModelFile(flags['model-out'], plan, features, () => withTrainingMatrix(plan, features, flags.target, flags, { trainer: 'linreg' }, (matrix) =>
+      fitLinReg(matrix, { fitIntercept: flags.intercept, alpha: flags.alpha, target: flags.target })));
     const coefficients = Object.fromEntries(features.map((f, i) => [f, model.coefficients[i]]));
     const lines = features.map((f, i) => `  ${f}: ${model.coefficients[i]}`).join('\n');
     report(flags, `linreg on ${flags.target}: R² ${model.metrics.r2}, intercept ${model.intercept}\n${lines}\nmodel written to ${flags['model-out']}`,

@@ -3,7 +3,7 @@ import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, parseNumber, runFlags } from '../cli/flags.js';
 import { inputPlan } from '../cli/inputs.js';
 import { report } from '../cli/stage.js';
-import { chooseFeatures, explainedTraining, featureFlags, withTrainingMatrix, writeModelFile } from '../cli/train.js';
+import { chooseFeatures, explainedTraining, featureFlags, trainModelFile, withTrainingMatrix } from '../cli/train.js';
 import { UsageError } from '../engine/errors.js';
 import { workerTreeGrower } from '../engine/exec/forest-trees.js';
 import { fitRandomForest, type ForestParams } from '../engine/ml/forest.js';
@@ -39,16 +39,13 @@ export default class RfTrain extends GpuframeCommand {
       maxFeatures: parseMaxFeatures(flags['max-features']), minSamplesLeaf: flags['min-samples-leaf'],
       bootstrap: flags.bootstrap, criterion: flags.criterion as 'gini' | 'entropy', seed: flags.seed, target: flags.target,
     };
-    const model = await withTrainingMatrix(plan, features, flags.target, flags, null, async (matrix, ctx, labels) => {
+    const model = await trainModelFile(flags['model-out'], plan, features, () => withTrainingMatrix(plan, features, flags.target, flags, null, async (matrix, ctx, labels) => {
       const forest = await fitRandomForest(matrix, params, workerTreeGrower(ctx));
       // The forest learnt class indices (string targets) or 0 and 1 (bool targets): its classes are the target's values.
       if (task === 'classification' && labels) forest.classes = forest.classes.map((c) => labels[c as number]);
       if (task === 'classification' && targetType === 'bool') forest.classes = forest.classes.map((c) => c === 1);
       return forest;
-    });
-    const types = schemaOf(plan);
-    model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
-    writeModelFile(flags['model-out'], model);
+    }));
     const trees = model.trees.treeOffsets.length - 1;
     const nodes = model.trees.feature.length;
     report(flags, `random forest (${task}) on ${flags.target}: ${trees} trees, ${nodes} nodes${task === 'classification' ? `, classes ${model.classes.join(', ')}` : ''}; model written to ${flags['model-out']}`,
