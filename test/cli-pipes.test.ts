@@ -1,8 +1,9 @@
 // The lazy plan over shell pipes: earlier stages emit a one-line plan and read no data; the last
 // stage runs the whole DAG once. Plus output format selection and determinism of output bytes.
 
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { gpuframe, shell } from './helpers/cli.js';
 import { factCsv, tempDir } from './helpers/data.js';
@@ -142,6 +143,92 @@ describe('plans over pipes', () => {
     expect(table.code).toBe(2);
     expect(table.stderr).toMatch(/--format table.*stdout/);
     expect(existsSync(join(dir, 'counts-table.csv'))).toBe(false);
+  });
+});
+
+describe('stages in other directories; messages name files as the user wrote them', () => {
+  // Inputs named relative to `here`; later stages run in `elsewhere`, which holds none of them.
+  const here = tempDir('pipes-here');
+  const elsewhere = tempDir('pipes-elsewhere');
+  const escaped = (name: string) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+  beforeAll(async () => {
+    writeFileSync(join(here, 'rel.csv'), 'k,x\na,1\nb,2\na,3\n');
+    for (const name of ['rel.parquet', 'rel.arrow']) {
+      expect((await gpuframe(['read-csv', 'rel.csv', '-o', name, '-q'], { cwd: here })).code).toBe(0);
+    }
+  });
+
+  it('a later stage may run in another directory: CSV, Parquet and Arrow inputs, output relative to that stage', async () => {
+    for (const name of ['rel.csv', 'rel.parquet', 'rel.arrow']) {
+      const res = await shell(`gpuframe read-csv ${name} | (cd '${elsewhere}' && gpuframe groupby --by k --agg 'sum(x)' -o sums-${name}.csv -q)`, { cwd: here });
+      expect(res.code, `${name}: ${res.stderr}`).toBe(0);
+      expect(readFileSync(join(elsewhere, `sums-${name}.csv`), 'utf8')).toBe('k,sum_x\na,4\nb,2\n');
+    }
+  });
+
+  it('explain and --dot in another directory show the relative spelling, not the absolute path the plan opens', async () => {
+    const text = await shell(`gpuframe read-csv rel.csv | gpuframe groupby --by k --agg 'sum(x)' | (cd '${elsewhere}' && gpuframe explain)`, { cwd: here });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/Scan csv rel\.csv \(/);
+    const dot = await shell(`gpuframe read-csv rel.parquet | (cd '${elsewhere}' && gpuframe groupby --by k --agg 'count()' --explain --dot)`, { cwd: here });
+    expect(dot.code, dot.stderr).toBe(0);
+    expect(dot.stdout).toMatch(/Scan parquet rel\.parquet/);
+    for (const out of [text.stdout, dot.stdout]) expect(out).not.toContain(here);
+  });
+
+  it('a Parquet or Arrow file that turned bad between the stages is named by its relative spelling', async () => {
+    for (const name of ['later.parquet', 'later.arrow']) {
+      expect((await gpuframe(['read-csv', 'rel.csv', '-o', name, '-q'], { cwd: here })).code).toBe(0);
+      const plan = (await gpuframe(['read-csv', name], { cwd: here })).stdout;
+      writeFileSync(join(here, name), 'no longer what it was when the plan was made');
+      const res = await gpuframe(['groupby', '--by', 'k', '--agg', 'count()', '--format', 'csv'], { stdin: plan, cwd: elsewhere });
+      expect(res.code, res.stderr).toBe(3);
+      expect(res.stderr).toMatch(new RegExp(`^gpuframe: ${escaped(name)}: not a readable (Parquet|Arrow IPC) file`));
+    }
+  });
+
+  it('machine-learning data errors name the input as written, also when it is gzipped (not its decompressed copy)', async () => {
+    writeFileSync(join(here, 'holes.csv'), 'a,b\n1,2\n,3\n4,5\n');
+    writeFileSync(join(here, 'holes.csv.gz'), gzipSync('a,b\n1,2\n,3\n4,5\n'));
+    for (const name of ['holes.csv', 'holes.csv.gz']) {
+      const res = await shell(`gpuframe read-csv ${name} | (cd '${elsewhere}' && gpuframe kmeans --features a,b --k 2 --model-out m.json)`, { cwd: here });
+      expect(res.code, res.stderr).toBe(3);
+      expect(res.stderr).toMatch(new RegExp(`^gpuframe: ${escaped(name)} \\(column 'a'\\): null in column 'a'`));
+    }
+  });
+
+  it('predict --model: a stage in another directory scores with the model file the first stage read, not a same-named one there', async () => {
+    writeFileSync(join(here, 'lin.csv'), 'a,b\n1,2\n2,4\n3,6\n');
+    expect((await gpuframe(['linreg', 'lin.csv', '--features', 'a', '--target', 'b', '--model-out', 'model.json', '-q'], { cwd: here })).code).toBe(0);
+    // A decoy of the same name, size and modification time: a stamp without the directory would take it for the model.
+    const model = join(here, 'model.json'), decoy = join(elsewhere, 'model.json');
+    writeFileSync(decoy, 'x'.repeat(statSync(model).size));
+    for (const f of [model, decoy]) utimesSync(f, 1_700_000_000, 1_700_000_000);
+    const direct = await gpuframe(['predict', 'lin.csv', '--model', 'model.json', '--format', 'csv'], { cwd: here });
+    expect(direct.code, direct.stderr).toBe(0);
+    const piped = await shell(`gpuframe predict lin.csv --model model.json | (cd '${elsewhere}' && gpuframe read-csv --format csv)`, { cwd: here });
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.stdout).toBe(direct.stdout);
+  });
+
+  it('errors about gzip or Arrow data on stdin name -, not the spooled copy', async () => {
+    // Large enough that the schema sample (8 MB decompressed) ends before the damage: the run finds it.
+    const lines = ['k,v'];
+    for (let i = 0; i < 700_000; i++) lines.push(`key${i % 100},${i}`);
+    const big = gzipSync(lines.join('\n') + '\n');
+    const inputs: [string, Buffer, RegExp][] = [
+      ['damaged gzip', gzipSync('k,v\n1,2\n').subarray(0, 15), /not a valid gzip file/],
+      ['gzip cut short past the sample', big.subarray(0, big.length - 50), /cannot decompress gzip input/],
+      ['Arrow file garbage', Buffer.from('ARROW1 and then nothing an Arrow reader could use'), /not a readable Arrow IPC file/],
+      ['Arrow stream garbage', Buffer.concat([Buffer.from([0xff, 0xff, 0xff, 0xff]), Buffer.from('not a message at all, just bytes')]), /not a readable Arrow IPC file/],
+    ];
+    for (const [what, stdin, message] of inputs) {
+      const res = await gpuframe(['groupby', '--by', 'k', '--agg', 'count()', '--format', 'csv'], { stdin });
+      expect(res.code, `${what}: ${res.stderr}`).toBe(3);
+      expect(res.stderr, what).toMatch(new RegExp(`^gpuframe: -: ${message.source}`));
+      expect(res.stderr, what).not.toMatch(/gpuframe-stdin/);
+    }
   });
 });
 

@@ -147,16 +147,18 @@ describe('options', () => {
     expect(rows(batch)).toEqual([['5\'11"', '007'], ['"a"', '8']]);
   });
 
-  it('gzip input is recognised by its bytes and decompressed once', async () => {
+  it('gzip input is recognised by its bytes and decompressed once; a damaged one is named as the user wrote it', async () => {
     const path = csvFile(gzipSync('a,b\n1,x\n2,y\n'), 'data.csv.gz');
-    const plain = await materializeCsvInput(path, dir);
+    const plain = await materializeCsvInput(path, path, dir);
     expect(plain).not.toBe(path);
     const layout = await inferCsvLayout(plain, path, DEFAULT_CSV_OPTIONS);
     expect(layout.fileSize).toBe(statSync(plain).size);
     const [chunk] = await planCsvChunks(layout, DEFAULT_CSV_OPTIONS, 1 << 20);
     expect(rows(readCsvChunk(chunk, layout, DEFAULT_CSV_OPTIONS, ['b', 'a']))).toEqual([['x', 1n], ['y', 2n]]);
     const notGzip = csvFile('a\n1\n', 'plain.csv.gz');
-    expect(await materializeCsvInput(notGzip, dir)).toBe(notGzip);
+    expect(await materializeCsvInput(notGzip, notGzip, dir)).toBe(notGzip);
+    const damaged = csvFile(gzipSync('a,b\n1,x\n2,y\n').subarray(0, 20), 'damaged.csv.gz');
+    await expect(materializeCsvInput(damaged, 'in/damaged.csv.gz', dir)).rejects.toThrow(/^in\/damaged\.csv\.gz: cannot decompress gzip input/);
   });
 
   it('a header-only file is an empty result of string columns', async () => {

@@ -12,7 +12,7 @@ import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable } from '../sr
 // The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
 import { arrow } from '../src/engine/io/apache-arrow.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
-import { batchRows, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
+import { asGiven, batchRows, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('arrow');
 
@@ -75,10 +75,10 @@ describe('Arrow IPC files and streams', () => {
     const w = await openFileWriter(path, 'arrow', parts[0].schema);
     for (const p of parts) await w.write(p);
     await w.close();
-    const small = await planArrowChunks(path, 'file', 1);
+    const small = await planArrowChunks(asGiven(path), 'file', 1);
     expect(small.chunks.map((c) => c.batchIndices)).toEqual([[0], [1], [2]]);
     expect(small.chunks.map((c) => c.rows)).toEqual([400, 400, 400]);
-    const big = await planArrowChunks(path, 'file', 1 << 30);
+    const big = await planArrowChunks(asGiven(path), 'file', 1 << 30);
     expect(big.chunks.map((c) => c.batchIndices)).toEqual([[0, 1, 2]]);
     // A blocksize of 1/n of the file gives n chunks (a chunk holds the batches that start in its
     // share), not n and a remainder: 8 equal batches at a third of the file, three chunks.
@@ -86,7 +86,7 @@ describe('Arrow IPC files and streams', () => {
     const w8 = await openFileWriter(eight, 'arrow', floats);
     for (let i = 0; i < 8; i++) await w8.write({ schema: floats, length: 1000, columns: [{ type: 'float64', values: new Float64Array(1000).fill(i), valid: null }] });
     await w8.close();
-    const thirds = await planArrowChunks(eight, 'file', Math.ceil(statSync(eight).size / 3));
+    const thirds = await planArrowChunks(asGiven(eight), 'file', Math.ceil(statSync(eight).size / 3));
     expect(thirds.chunks.map((c) => c.batchIndices)).toEqual([[0, 1, 2], [3, 4, 5], [6, 7]]);
     const names = small.schema.map((f) => f.name);
     const back = concatBatches(parts[0].schema, (await Promise.all(small.chunks.map((c) => readArrowChunk(c, names)))).flat());
@@ -122,7 +122,7 @@ describe('Arrow IPC files and streams', () => {
     // Three record batches sharing the one dictionary.
     const batches = [[0, 3], [3, 5], [5, 6]].map(([a, b]) => table.slice(a, b).batches[0]);
     writeFileSync(path, arrow.tableToIPC(new arrow.Table(batches), 'file'));
-    const { chunks } = await planArrowChunks(path, 'file', 1 << 30);
+    const { chunks } = await planArrowChunks(asGiven(path), 'file', 1 << 30);
     const got = concatBatches([{ name: 'k', type: 'string' }, { name: 'v', type: 'float64' }], await readArrowChunk(chunks[0], ['k', 'v']));
     expect(batchRows(got)).toEqual([['a', 0], ['b', 1], [null, 2], ['b', 10], ['c', 11], ['a', 20]]);
   });
@@ -130,7 +130,7 @@ describe('Arrow IPC files and streams', () => {
   test('.arrows streams: chunks and selected columns', async () => {
     const path = join(dir, 'in.arrows');
     writeFileSync(path, arrow.tableToIPC(new arrow.Table(parts.map((p) => batchToArrowTable(p).batches[0])), 'stream'));
-    const { chunks } = await planArrowChunks(path, 'stream', 1);
+    const { chunks } = await planArrowChunks(asGiven(path), 'stream', 1);
     expect(chunks.map((c) => c.batchIndices)).toEqual([[0], [1], [2]]);
     const read = await readArrowChunk(chunks[1], ['ts', 'id']);
     expect(read.length).toBe(1); // a batch per record batch
@@ -143,14 +143,15 @@ describe('Arrow IPC files and streams', () => {
     const good = arrow.tableToIPC(batchToArrowTable(sampleBatch(100)), 'file');
     const truncated = join(dir, 'truncated.arrow');
     writeFileSync(truncated, good.subarray(0, good.length - 40));
-    await expect(planArrowChunks(truncated, 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining(truncated) });
+    // Named as the user wrote them (displayName), not by the path the reader opened.
+    await expect(planArrowChunks(asGiven(truncated, 'in/truncated.arrow'), 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringMatching(/^in\/truncated\.arrow: /) });
     const garbage = join(dir, 'garbage.arrow');
     writeFileSync(garbage, 'definitely,not\narrow,data\n');
-    await expect(planArrowChunks(garbage, 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining(garbage) });
+    await expect(planArrowChunks(asGiven(garbage, 'in/garbage.arrow'), 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringMatching(/^in\/garbage\.arrow: /) });
     const streamAsFile = join(dir, 'stream.arrow');
     writeFileSync(streamAsFile, arrow.tableToIPC(batchToArrowTable(sampleBatch(10)), 'stream'));
-    await expect(planArrowChunks(streamAsFile, 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining('.arrows') });
-    await expect(planArrowChunks(join(dir, 'missing.arrow'), 'file', 1)).rejects.toMatchObject({ exitCode: 2 });
+    await expect(planArrowChunks(asGiven(streamAsFile, 'in/stream.arrow'), 'file', 1)).rejects.toMatchObject({ exitCode: 3, message: expect.stringMatching(/^in\/stream\.arrow: .*\.arrows/) });
+    await expect(planArrowChunks(asGiven(join(dir, 'missing.arrow'), 'in/missing.arrow'), 'file', 1)).rejects.toMatchObject({ exitCode: 2, message: 'input file not found: in/missing.arrow' });
   });
 });
 
@@ -186,11 +187,11 @@ describe('float64 columns read where they lie in an Arrow IPC file', () => {
   test('extents of float64 columns: pieces, whole columns and single rows read from them are the values written', async () => {
     const path = join(dir, 'mixed.arrow');
     const { a, c } = await mixedFile(path);
-    const plan = await planArrowChunks(path, 'file', 1 << 30);
+    const plan = await planArrowChunks(asGiven(path), 'file', 1 << 30);
     const extents = await float64Extents(plan.chunks[0], ['c', 'a']);
     expect(extents).not.toBeNull();
     expect(extents!.batchRows).toEqual([5, 300, 1]);
-    const file = new ArrowFileColumns(path, extents!);
+    const file = new ArrowFileColumns(plan.chunks[0], extents!);
     expect(file.rows).toBe(306);
     expect(Array.from(file.column(0))).toEqual(c);
     expect(Array.from(file.column(1))).toEqual(a);
@@ -217,18 +218,18 @@ describe('float64 columns read where they lie in an Arrow IPC file', () => {
   test('a file that changes after its extents were read: reads from it fail with a message naming it', async () => {
     const path = join(dir, 'changing.arrow');
     await mixedFile(path);
-    const chunk = (await planArrowChunks(path, 'file', 1 << 30)).chunks[0];
-    const file = new ArrowFileColumns(path, (await float64Extents(chunk, ['a']))!);
+    const chunk = (await planArrowChunks(asGiven(path, 'in/changing.arrow'), 'file', 1 << 30)).chunks[0];
+    const file = new ArrowFileColumns(chunk, (await float64Extents(chunk, ['a']))!);
     expect(file.column(0).length).toBe(306);
     utimesSync(path, new Date(), new Date(Date.now() + 5000));
-    expect(() => file.row(3, 1)).toThrow(/changing\.arrow|changed during the run/);
+    expect(() => file.row(3, 1)).toThrow(/^in\/changing\.arrow: the file changed during the run/);
     await expect(file.open()).rejects.toThrow(/changed during the run/);
   });
 
   test('no extents when a column has a null, is not float64, or the data is an IPC stream', async () => {
     const path = join(dir, 'mixed2.arrow');
     await mixedFile(path);
-    const chunk = (await planArrowChunks(path, 'file', 1 << 30)).chunks[0];
+    const chunk = (await planArrowChunks(asGiven(path), 'file', 1 << 30)).chunks[0];
     expect(await float64Extents(chunk, ['a', 'holes'])).toBeNull();
     expect(await float64Extents(chunk, ['a', 'i'])).toBeNull();
     expect(await float64Extents(chunk, ['missing'])).toBeNull();

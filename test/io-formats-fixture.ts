@@ -24,6 +24,11 @@ export function sampleBatch(n: number, offset = 0): Batch {
   return { schema: spec.map(([name, type]) => ({ name, type })), length: n, columns };
 }
 
+/** A file as the readers take it: the path they open and the name their messages use (the user's spelling). */
+export function asGiven(path: string, displayName = path): { path: string; displayName: string } {
+  return { path, displayName };
+}
+
 /** Rows of a batch as JS values (bigint, number, string, boolean, null), for comparisons. */
 export function batchRows(batch: Batch): unknown[][] {
   return Array.from({ length: batch.length }, (_, r) => batch.columns.map((c) => valueAt(c, r)));

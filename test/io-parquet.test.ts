@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { concatBatches } from '../src/engine/batch.js';
 import { planParquetChunks, readParquetChunk } from '../src/engine/io/parquet.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
-import { batchRows, duckdb, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
+import { asGiven, batchRows, duckdb, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('parquet');
 
@@ -27,7 +27,7 @@ async function duckParquet(): Promise<string> {
 describe('reading parquet', () => {
   test('chunks cover every row group; values match DuckDB', async () => {
     const path = await duckParquet();
-    const { schema, chunks } = await planParquetChunks(path, 200_000);
+    const { schema, chunks } = await planParquetChunks(asGiven(path), 200_000);
     expect(schema.map((f) => f.type)).toEqual(['int64', 'int64', 'int64', 'int64', 'float64', 'float64', 'timestamp', 'timestamp', 'timestamp', 'string', 'bool']);
     expect(chunks.flatMap((c) => c.rowGroups)).toEqual(Array.from({ length: 10 }, (_, i) => i));
     expect(chunks.length).toBeGreaterThan(1);
@@ -41,7 +41,7 @@ describe('reading parquet', () => {
 
   test('reads only the asked columns, in the asked order', async () => {
     const path = await duckParquet();
-    const { chunks } = await planParquetChunks(path, 1);
+    const { chunks } = await planParquetChunks(asGiven(path), 1);
     expect(chunks.length).toBe(10);
     const b = await readParquetChunk(chunks[3], ['s', 'id']);
     expect(b.schema.map((f) => f.name)).toEqual(['s', 'id']);
@@ -57,7 +57,7 @@ describe('reading parquet', () => {
     const w = await openFileWriter(path, 'parquet', parts[0].schema);
     for (const p of parts) await w.write(p);
     await w.close();
-    const { schema, chunks } = await planParquetChunks(path, 64 << 20);
+    const { schema, chunks } = await planParquetChunks(asGiven(path), 64 << 20);
     const back = concatBatches(parts[0].schema, await Promise.all(chunks.map((c) => readParquetChunk(c, schema.map((f) => f.name)))));
     const expected = [...batchRows(parts[0]), ...batchRows(parts[1])];
     expect(batchRows(back)).toEqual(expected);
@@ -68,12 +68,13 @@ describe('reading parquet', () => {
     const good = readFileSync(await duckParquet());
     const truncated = join(dir, 'truncated.parquet');
     writeFileSync(truncated, good.subarray(0, good.length - 100));
-    await expect(planParquetChunks(truncated, 1 << 20)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining(truncated) });
+    // Named as the user wrote them (displayName), not by the path the reader opened.
+    await expect(planParquetChunks(asGiven(truncated, 'in/truncated.parquet'), 1 << 20)).rejects.toMatchObject({ exitCode: 3, message: expect.stringMatching(/^in\/truncated\.parquet: not a readable Parquet file/) });
     const garbage = join(dir, 'garbage.parquet');
     writeFileSync(garbage, 'this is not parquet at all');
-    await expect(planParquetChunks(garbage, 1 << 20)).rejects.toMatchObject({ exitCode: 3, message: expect.stringContaining(garbage) });
+    await expect(planParquetChunks(asGiven(garbage, 'in/garbage.parquet'), 1 << 20)).rejects.toMatchObject({ exitCode: 3, message: expect.stringMatching(/^in\/garbage\.parquet: not a readable Parquet file/) });
     // Not tested: damaged page data under an intact footer makes parquet-wasm 0.8.0's async
     // reader panic (uncaught wasm 'unreachable'); see the known gaps in parquet.ts.
-    await expect(planParquetChunks(join(dir, 'missing.parquet'), 1)).rejects.toMatchObject({ exitCode: 2 });
+    await expect(planParquetChunks(asGiven(join(dir, 'missing.parquet'), 'in/missing.parquet'), 1)).rejects.toMatchObject({ exitCode: 2, message: 'input file not found: in/missing.parquet' });
   });
 });

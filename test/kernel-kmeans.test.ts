@@ -121,7 +121,8 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
     const w = await openFileWriter(path, 'arrow', schema);
     for (let i = 0; i + 1 < cuts.length; i++) await w.write({ schema, length: cuts[i + 1] - cuts[i], columns: [0, 1, 2].map((j) => ({ type: 'float64' as const, values: column(j).slice(cuts[i], cuts[i + 1]), valid: null })) });
     await w.close();
-    const file = new ArrowFileColumns(path, (await float64Extents((await planArrowChunks(path, 'file', 1 << 30)).chunks[0], ['a', 'b', 'y']))!);
+    const chunk = (await planArrowChunks({ path, displayName: path }, 'file', 1 << 30)).chunks[0];
+    const file = new ArrowFileColumns(chunk, (await float64Extents(chunk, ['a', 'b', 'y']))!);
     const handle = await open(path, 'r');
     const fromFile = await uploadColumns(ctx, ring, [0, 1, 2].map((j) => file.pieces(handle, j)), rows, true);
     // And whole batches read at once, decoded from where each column lies in them.
@@ -149,12 +150,12 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
     const strings = { type: 'string' as const, offsets: Int32Array.from({ length: rows + 1 }, (_, i) => i * text.length), data: new TextEncoder().encode(text.repeat(rows)), valid: null };
     await w.write({ schema, length: rows, columns: [{ type: 'float64' as const, values: new Float64Array(rows), valid: null }, strings, { type: 'float64' as const, values: new Float64Array(rows), valid: null }] });
     await w.close();
-    const chunk = (await planArrowChunks(path, 'file', 1 << 30)).chunks[0];
+    const chunk = (await planArrowChunks({ path, displayName: path }, 'file', 1 << 30)).chunks[0];
     const handle = await open(path, 'r');
     try {
       // a and b have 100 bytes of text a row between them: read column by column.
-      expect(new ArrowFileColumns(path, (await float64Extents(chunk, ['a', 'b']))!).blocks(handle)).toBeNull();
-      const one = new ArrowFileColumns(path, (await float64Extents(chunk, ['b']))!).blocks(handle)!;
+      expect(new ArrowFileColumns(chunk, (await float64Extents(chunk, ['a', 'b']))!).blocks(handle)).toBeNull();
+      const one = new ArrowFileColumns(chunk, (await float64Extents(chunk, ['b']))!).blocks(handle)!;
       expect(one.map((b) => [b.rows, b.byteLength, ...b.columnOffsets])).toEqual([[rows, rows * 8, 0]]);
     } finally {
       await handle.close();

@@ -151,15 +151,15 @@ describe('model files', () => {
     writeModelFile(source, model);
     const read = readModelFile(source);
     expect(read.text).toBe(serializeModel(model));
-    saveModelText(copied, read.text, { path: source, stamp: read.stamp });
+    saveModelText(copied, read.text, read.stamp);
     expect(readFileSync(copied, 'utf8')).toBe(read.text);
     // The file changes after it was read (same size, later time): the text read is what the run uses.
     writeFileSync(source, read.text.replace('"kind"', '"kinD"'));
     utimesSync(source, new Date(), new Date(Date.now() + 5000));
-    saveModelText(rewritten, read.text, { path: source, stamp: read.stamp });
+    saveModelText(rewritten, read.text, read.stamp);
     expect(readFileSync(rewritten, 'utf8')).toBe(read.text);
     // Plans without a stamp (a model made in the same run) are written out.
-    saveModelText(rewritten, 'x', { path: source, stamp: null });
+    saveModelText(rewritten, 'x', null);
     expect(readFileSync(rewritten, 'utf8')).toBe('x');
   });
 });

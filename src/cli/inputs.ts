@@ -4,7 +4,7 @@
 
 import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
@@ -72,7 +72,9 @@ async function scanPlan(paths: string[], csvFlags: CsvFlagValues, displayNames =
       if (e instanceof DataError) throw e;
       throw new DataError('no such file', { file: displayNames[i] });
     }
-    return temporary ? { path, displayName: displayNames[i], bytes, temporary } : { path, displayName: displayNames[i], bytes };
+    // Absolute, so a later stage of the pipe may run in another directory; messages use displayName.
+    const file = { path: resolve(path), displayName: displayNames[i], bytes };
+    return temporary ? { ...file, temporary } : file;
   });
   const columns = csvFlags.columns ? splitList(csvFlags.columns) : null;
   if (format === 'csv') {
@@ -84,7 +86,7 @@ async function scanPlan(paths: string[], csvFlags: CsvFlagValues, displayNames =
     const frozen: CsvOptions = { ...options, dtypes: Object.fromEntries(schema.map((f) => [f.name, f.type])) };
     return { kind: 'scan', format, files, csv: frozen, schema, columns };
   }
-  const { schema } = format === 'parquet' ? await planParquetChunks(files[0].path, Number.MAX_SAFE_INTEGER) : await planArrowChunks(files[0].path, format === 'arrow' ? 'file' : 'stream', Number.MAX_SAFE_INTEGER);
+  const { schema } = format === 'parquet' ? await planParquetChunks(files[0], Number.MAX_SAFE_INTEGER) : await planArrowChunks(files[0], format === 'arrow' ? 'file' : 'stream', Number.MAX_SAFE_INTEGER);
   if (columns) for (const c of columns) requireColumn(c, schema.map((f) => f.name), '--columns column');
   return { kind: 'scan', format, files, schema, columns };
 }
@@ -94,7 +96,7 @@ async function inferCsvSchema(file: ScanFile, options: CsvOptions) {
   if (!isGzipFile(file.path, file.displayName)) return (await inferCsvLayout(file.path, file.displayName, options)).schema;
   const sample = join(tmpdir(), `gpuframe-sample-${process.pid}-${randomBytes(4).toString('hex')}.csv`);
   try {
-    await copyGunzipPrefix(file.path, sample, 8 << 20);
+    await copyGunzipPrefix(file, sample, 8 << 20);
     return (await inferCsvLayout(sample, file.displayName, options)).schema;
   } finally {
     rmSync(sample, { force: true });
@@ -102,11 +104,11 @@ async function inferCsvSchema(file: ScanFile, options: CsvOptions) {
 }
 
 /** Decompresses up to `limit` bytes, cut at the last newline so no record is truncated. */
-async function copyGunzipPrefix(src: string, dst: string, limit: number): Promise<void> {
+async function copyGunzipPrefix(src: ScanFile, dst: string, limit: number): Promise<void> {
   const chunks: Buffer[] = [];
   let have = 0;
   const gunzip = createGunzip();
-  const input = createReadStream(src);
+  const input = createReadStream(src.path);
   try {
     for await (const chunk of input.pipe(gunzip)) {
       chunks.push(chunk as Buffer);
@@ -114,7 +116,7 @@ async function copyGunzipPrefix(src: string, dst: string, limit: number): Promis
       if (have >= limit) break;
     }
   } catch (e) {
-    throw new DataError(`not a valid gzip file (${(e as Error).message})`, { file: src });
+    throw new DataError(`not a valid gzip file (${(e as Error).message})`, { file: src.displayName });
   } finally {
     input.destroy();
     gunzip.destroy();

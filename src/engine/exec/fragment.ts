@@ -38,9 +38,9 @@ export interface ShuffledSide { schema: Schema; pieces: { file: string; seq: num
 /** Bytes [offset, offset + length) of a spill file: one v8-serialised value. */
 export interface SpillRange { file: string; offset: number; length: number }
 
-/** The input file a source reads, for messages about its data. */
+/** The input file a source reads, as messages about its data name it (the user's spelling, not the path opened). */
 export function sourceFile(source: SourceSpec): string | undefined {
-  return source.kind === 'csv' || source.kind === 'parquet' || source.kind === 'arrow' ? source.chunk.path : undefined;
+  return source.kind === 'csv' || source.kind === 'parquet' || source.kind === 'arrow' ? source.chunk.displayName : undefined;
 }
 
 export type OpSpec =

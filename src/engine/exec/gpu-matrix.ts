@@ -166,7 +166,7 @@ async function columnsInFile(fragment: Task['fragment'], names: readonly string[
   const { source, ops } = fragment;
   if (source.kind !== 'arrow' || !ops.every((op) => op.kind === 'project' && names.every((n) => op.columns.includes(n)))) return null;
   const extents = await float64Extents(source.chunk, names);
-  return extents && new ArrowFileColumns(source.chunk.path, extents);
+  return extents && new ArrowFileColumns(source.chunk, extents);
 }
 
 /** A partition whose rows stay in its file: whole columns and single rows are read again when CPU code asks. */

@@ -39,7 +39,7 @@ export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream>
     case 'predict': {
       const { modelPath, keep, proba, outputName } = node;
       const modelFile = join(ctx.tmpDir, `model-${randomUUID()}.json`);
-      saveModelText(modelFile, node.modelText, { path: modelPath, stamp: node.modelStamp });
+      saveModelText(modelFile, node.modelText, node.modelStamp);
       return withOp(await physical(node.input, ctx), { kind: 'predict', modelFile, modelPath, modelKind: modelOf(node).kind, keep, proba, outputName }, schemaOf(node));
     }
   }
@@ -60,7 +60,7 @@ async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
   for (const file of scan.files) {
     if (scan.format === 'csv') {
       const options = scan.csv!;
-      const plain = await materializeCsvInput(file.path, ctx.tmpDir);
+      const plain = await materializeCsvInput(file.path, file.displayName, ctx.tmpDir);
       const layout = await inferCsvLayout(plain, file.displayName, options);
       checkSameColumns(scan, layout.schema, file.displayName);
       const { chunks, confirm } = await traced(ctx.tracer, `plan chunks of ${file.displayName}`, async () => (
@@ -71,12 +71,12 @@ async function scanStream(scan: ScanNode, ctx: RunContext): Promise<Stream> {
         add({ source: { kind: 'csv', chunk, layout, options, columns }, bytes: chunk.end - chunk.start });
       }
     } else if (scan.format === 'parquet') {
-      const { schema, chunks } = await planParquetChunks(file.path, ctx.blocksize);
+      const { schema, chunks } = await planParquetChunks(file, ctx.blocksize);
       checkSameColumns(scan, schema, file.displayName);
       const per = file.bytes / Math.max(1, chunks.length);
       for (const chunk of chunks) add({ source: { kind: 'parquet', chunk, columns }, bytes: per });
     } else {
-      const { schema, chunks } = await planArrowChunks(file.path, scan.format === 'arrow' ? 'file' : 'stream', ctx.blocksize);
+      const { schema, chunks } = await planArrowChunks(file, scan.format === 'arrow' ? 'file' : 'stream', ctx.blocksize);
       checkSameColumns(scan, schema, file.displayName);
       const per = file.bytes / Math.max(1, chunks.length);
       for (const chunk of chunks) add({ source: { kind: 'arrow', chunk, columns }, bytes: per });

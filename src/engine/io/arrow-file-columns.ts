@@ -8,6 +8,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { DataError } from '../errors.js';
 import type { Float64Extents } from './arrow-ipc.js';
 import type { BytePiece, ColumnBlock } from './byte-pieces.js';
+import type { InputName } from './input-error.js';
 import { readInto, readIntoAsync } from './csv/input-file.js';
 
 /** How much larger than the columns' own bytes a batch's range may be and still be read whole (the columns lie close together). */
@@ -20,16 +21,16 @@ export class ArrowFileColumns {
   /** The file's size and modification time when its extents were read: every later read checks them. */
   private readonly stamp: { size: number; mtimeMs: number };
 
-  constructor(readonly path: string, private readonly extents: Float64Extents) {
+  constructor(private readonly file: InputName, private readonly extents: Float64Extents) {
     for (const n of extents.batchRows) this.starts.push(this.starts[this.starts.length - 1] + n);
     this.rows = this.starts[this.starts.length - 1];
-    const { size, mtimeMs } = statSync(path);
+    const { size, mtimeMs } = statSync(file.path);
     this.stamp = { size, mtimeMs };
   }
 
   /** The file, opened for `pieces` (the caller closes it); DataError if it changed since the extents were read. */
   async open(): Promise<FileHandle> {
-    const handle = await open(this.path, 'r');
+    const handle = await open(this.file.path, 'r');
     try {
       this.checkUnchanged(await handle.stat());
       return handle;
@@ -84,7 +85,7 @@ export class ArrowFileColumns {
   }
 
   private withFile(read: (fd: number) => void): void {
-    const fd = openSync(this.path, 'r');
+    const fd = openSync(this.file.path, 'r');
     try {
       this.checkUnchanged(fstatSync(fd));
       read(fd);
@@ -95,7 +96,7 @@ export class ArrowFileColumns {
 
   private checkUnchanged(now: { size: number; mtimeMs: number }): void {
     if (now.size !== this.stamp.size || now.mtimeMs !== this.stamp.mtimeMs) {
-      throw new DataError('the file changed during the run (its rows are read again from it when needed); run again on a file that stays as it is', { file: this.path });
+      throw new DataError('the file changed during the run (its rows are read again from it when needed); run again on a file that stays as it is', { file: this.file.displayName });
     }
   }
 
@@ -104,6 +105,6 @@ export class ArrowFileColumns {
   }
 
   private truncated(): DataError {
-    return new DataError('the file ended before the rows it held when the run began (changed or truncated during the run?)', { file: this.path });
+    return new DataError('the file ended before the rows it held when the run began (changed or truncated during the run?)', { file: this.file.displayName });
   }
 }

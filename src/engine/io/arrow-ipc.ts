@@ -9,12 +9,12 @@ import type { Batch, Schema } from '../batch.js';
 import { DataError } from '../errors.js';
 import type { ArrowChunk } from './arrow.js';
 import { arrowSchemaToSchema, arrowTableToBatches } from './arrow-batch.js';
-import { inputError } from './input-error.js';
+import { inputError, type InputName } from './input-error.js';
 
 interface BatchInfo { rows: number; bytes: number }
 
-function asDataError(err: unknown, path: string): Error {
-  return inputError(err, path, 'Arrow IPC');
+function asDataError(err: unknown, name: InputName): Error {
+  return inputError(err, name, 'Arrow IPC');
 }
 
 /**
@@ -23,13 +23,13 @@ function asDataError(err: unknown, path: string): Error {
  * chunk holds at least one batch), so a blocksize of total / n gives n chunks where batches are
  * small, not n and a remainder.
  */
-function groupIntoChunks(path: string, kind: 'file' | 'stream', infos: BatchInfo[], blocksize: number): ArrowChunk[] {
+function groupIntoChunks({ path, displayName }: InputName, kind: 'file' | 'stream', infos: BatchInfo[], blocksize: number): ArrowChunk[] {
   const chunks: ArrowChunk[] = [];
   let cur: ArrowChunk | null = null, slot = -1, start = 0;
   infos.forEach((info, i) => {
     const at = Math.floor(start / blocksize);
     if (cur === null || at !== slot) {
-      cur = { path, kind, batchIndices: [], rows: 0 };
+      cur = { path, displayName, kind, batchIndices: [], rows: 0 };
       chunks.push(cur);
       slot = at;
     }
@@ -61,12 +61,12 @@ async function readBatchHeader(handle: FileHandle, block: FooterBlock): Promise<
 }
 
 /** Row count and body size of each record batch, read from the file footer and batch headers only. */
-async function fileBatchInfos(path: string): Promise<{ schema: Arrow.Schema; infos: BatchInfo[] }> {
+async function fileBatchInfos({ path, displayName }: InputName): Promise<{ schema: Arrow.Schema; infos: BatchInfo[] }> {
   const handle = await open(path, 'r');
   try {
     const reader = await arrow.RecordBatchReader.from(handle);
     await reader.open();
-    if (!reader.isFile()) throw new DataError('not an Arrow IPC file (no footer); use the .arrows extension for IPC streams', { file: path });
+    if (!reader.isFile()) throw new DataError('not an Arrow IPC file (no footer); use the .arrows extension for IPC streams', { file: displayName });
     const infos: BatchInfo[] = [];
     for (const block of reader.footer!.recordBatches()) {
       const header = await readBatchHeader(handle, block);
@@ -89,15 +89,15 @@ async function streamBatchInfos(path: string): Promise<{ schema: Arrow.Schema; i
   return { schema, infos };
 }
 
-export async function planArrowChunks(path: string, kind: 'file' | 'stream', blocksize: number): Promise<{ schema: Schema; chunks: ArrowChunk[] }> {
+export async function planArrowChunks(name: InputName, kind: 'file' | 'stream', blocksize: number): Promise<{ schema: Schema; chunks: ArrowChunk[] }> {
   let got: { schema: Arrow.Schema; infos: BatchInfo[] };
   try {
-    got = kind === 'file' ? await fileBatchInfos(path) : await streamBatchInfos(path);
+    got = kind === 'file' ? await fileBatchInfos(name) : await streamBatchInfos(name.path);
   } catch (err) {
-    throw asDataError(err, path);
+    throw asDataError(err, name);
   }
-  if (!got.schema) throw new DataError('empty or truncated Arrow IPC data (no schema)', { file: path });
-  return { schema: arrowSchemaToSchema(got.schema, path), chunks: groupIntoChunks(path, kind, got.infos, blocksize) };
+  if (!got.schema) throw new DataError('empty or truncated Arrow IPC data (no schema)', { file: name.displayName });
+  return { schema: arrowSchemaToSchema(got.schema, name.displayName), chunks: groupIntoChunks(name, kind, got.infos, blocksize) };
 }
 
 /**
@@ -116,7 +116,7 @@ async function readFileBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> 
     const footer = (reader as Arrow.AsyncRecordBatchFileReader).footer!;
     const blocks = chunk.batchIndices.map((i) => {
       const block = footer.getRecordBatch(i);
-      if (!block) throw new DataError(`record batch ${i} is missing or truncated`, { file: chunk.path });
+      if (!block) throw new DataError(`record batch ${i} is missing or truncated`, { file: chunk.displayName });
       return block;
     });
     const end = (b: { offset: number | bigint; metaDataLength: number; bodyLength: number | bigint }) => Number(b.offset) + b.metaDataLength + Number(b.bodyLength);
@@ -127,11 +127,11 @@ async function readFileBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> 
     const bytes = Buffer.allocUnsafe(schema.length + length);
     bytes.set(schema, 0);
     const { bytesRead } = await handle.read(bytes, schema.length, length, start);
-    if (bytesRead < length) throw new DataError(`record batches ${chunk.batchIndices[0]}-${chunk.batchIndices[chunk.batchIndices.length - 1]} are truncated`, { file: chunk.path });
+    if (bytesRead < length) throw new DataError(`record batches ${chunk.batchIndices[0]}-${chunk.batchIndices[chunk.batchIndices.length - 1]} are truncated`, { file: chunk.displayName });
     const batches = arrow.RecordBatchReader.from(bytes);
     batches.open();
     const out = [...batches];
-    if (out.length !== blocks.length) throw new DataError(`expected ${blocks.length} record batches at bytes ${start}-${start + length}, found ${out.length}`, { file: chunk.path });
+    if (out.length !== blocks.length) throw new DataError(`expected ${blocks.length} record batches at bytes ${start}-${start + length}, found ${out.length}`, { file: chunk.displayName });
     return out;
   } finally {
     await handle.close();
@@ -142,7 +142,7 @@ async function readBatchByBatch(reader: Arrow.AsyncRecordBatchFileReader, chunk:
   const out: Arrow.RecordBatch[] = [];
   for (const i of chunk.batchIndices) {
     const rb = await reader.readRecordBatch(i);
-    if (!rb) throw new DataError(`record batch ${i} is missing or truncated`, { file: chunk.path });
+    if (!rb) throw new DataError(`record batch ${i} is missing or truncated`, { file: chunk.displayName });
     out.push(rb);
   }
   return out;
@@ -245,8 +245,8 @@ export async function readArrowChunk(chunk: ArrowChunk, columns: readonly string
   try {
     rbs = chunk.kind === 'file' ? await readFileBatches(chunk) : await readStreamBatches(chunk);
   } catch (err) {
-    throw asDataError(err, chunk.path);
+    throw asDataError(err, chunk);
   }
-  if (rbs.length === 0) throw new DataError('record batches are missing (file changed or truncated)', { file: chunk.path });
+  if (rbs.length === 0) throw new DataError('record batches are missing (file changed or truncated)', { file: chunk.displayName });
   return arrowTableToBatches(new arrow.Table(rbs), columns);
 }

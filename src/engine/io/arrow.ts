@@ -4,14 +4,15 @@
 
 import type { Batch, Schema } from '../batch.js';
 import type { Float64Extents } from './arrow-ipc.js';
+import type { InputName } from './input-error.js';
 
-export interface ArrowChunk { path: string; kind: 'file' | 'stream'; batchIndices: number[]; rows: number }
+export interface ArrowChunk extends InputName { kind: 'file' | 'stream'; batchIndices: number[]; rows: number }
 
 const arrowIpc = () => import('./arrow-ipc.js');
 
 /** The file's schema and its record batches grouped into chunks of about `blocksize` bytes. */
-export async function planArrowChunks(path: string, kind: 'file' | 'stream', blocksize: number): Promise<{ schema: Schema; chunks: ArrowChunk[] }> {
-  return (await arrowIpc()).planArrowChunks(path, kind, blocksize);
+export async function planArrowChunks(file: InputName, kind: 'file' | 'stream', blocksize: number): Promise<{ schema: Schema; chunks: ArrowChunk[] }> {
+  return (await arrowIpc()).planArrowChunks(file, kind, blocksize);
 }
 
 /** Where the chunk's float64 columns lie in its file (arrow-ipc.ts), or null when they cannot be read in place. */

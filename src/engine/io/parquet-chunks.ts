@@ -15,26 +15,27 @@ import type { Batch, Schema } from '../batch.js';
 import { requireColumn } from '../errors.js';
 import type { ParquetChunk } from './parquet.js';
 import { arrowSchemaToSchema, arrowTableToBatch } from './arrow-batch.js';
-import { inputError } from './input-error.js';
+import { inputError, type InputName } from './input-error.js';
 
-function asDataError(err: unknown, path: string): Error {
-  return inputError(err, path, 'Parquet');
+function asDataError(err: unknown, name: InputName): Error {
+  return inputError(err, name, 'Parquet');
 }
 
-async function openParquet(path: string): Promise<pw.ParquetFile> {
+async function openParquet(name: InputName): Promise<pw.ParquetFile> {
   try {
-    await stat(path); // openAsBlob's own error does not say the file is missing
-    return await pw.ParquetFile.fromFile(await openAsBlob(path));
+    await stat(name.path); // openAsBlob's own error does not say the file is missing
+    return await pw.ParquetFile.fromFile(await openAsBlob(name.path));
   } catch (err) {
-    throw asDataError(err, path);
+    throw asDataError(err, name);
   }
 }
 
-export async function planParquetChunks(path: string, blocksize: number): Promise<{ schema: Schema; chunks: ParquetChunk[] }> {
-  const file = await openParquet(path);
+export async function planParquetChunks(name: InputName, blocksize: number): Promise<{ schema: Schema; chunks: ParquetChunk[] }> {
+  const { path, displayName } = name;
+  const file = await openParquet(name);
   try {
     const ipcSchema = arrow.tableFromIPC(file.schema().intoIPCStream()).schema;
-    const schema = arrowSchemaToSchema(ipcSchema, path);
+    const schema = arrowSchemaToSchema(ipcSchema, displayName);
     const meta = file.metadata();
     const chunks: ParquetChunk[] = [];
     let cur: ParquetChunk | null = null;
@@ -43,7 +44,7 @@ export async function planParquetChunks(path: string, blocksize: number): Promis
       const group = meta.rowGroup(i);
       const size = group.totalByteSize();
       if (cur === null || bytes + size > blocksize) {
-        cur = { path, rowGroups: [], rows: 0 };
+        cur = { path, displayName, rowGroups: [], rows: 0 };
         chunks.push(cur);
         bytes = 0;
       }
@@ -53,7 +54,7 @@ export async function planParquetChunks(path: string, blocksize: number): Promis
     }
     return { schema, chunks };
   } catch (err) {
-    throw asDataError(err, path);
+    throw asDataError(err, name);
   } finally {
     file.free();
   }
@@ -61,7 +62,7 @@ export async function planParquetChunks(path: string, blocksize: number): Promis
 
 /** The named columns (in that order) of the chunk's row groups, as one batch. */
 export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[]): Promise<Batch> {
-  const file = await openParquet(chunk.path);
+  const file = await openParquet(chunk);
   try {
     const fileColumns = arrow.tableFromIPC(file.schema().intoIPCStream()).schema.fields.map((f) => f.name);
     for (const c of columns) requireColumn(c, fileColumns);
@@ -70,7 +71,7 @@ export async function readParquetChunk(chunk: ParquetChunk, columns: readonly st
     const wasmTable = await file.read({ rowGroups: chunk.rowGroups, columns: read });
     return arrowTableToBatch(arrow.tableFromIPC(wasmTable.intoIPCStream()), columns);
   } catch (err) {
-    throw asDataError(err, chunk.path);
+    throw asDataError(err, chunk);
   } finally {
     file.free();
   }

@@ -3,14 +3,15 @@
 // touch Parquet never pay for them.
 
 import type { Batch, Schema } from '../batch.js';
+import type { InputName } from './input-error.js';
 
-export interface ParquetChunk { path: string; rowGroups: number[]; rows: number }
+export interface ParquetChunk extends InputName { rowGroups: number[]; rows: number }
 
 const parquetChunks = () => import('./parquet-chunks.js');
 
 /** The file's schema and its row groups grouped into chunks of about `blocksize` bytes. */
-export async function planParquetChunks(path: string, blocksize: number): Promise<{ schema: Schema; chunks: ParquetChunk[] }> {
-  return (await parquetChunks()).planParquetChunks(path, blocksize);
+export async function planParquetChunks(file: InputName, blocksize: number): Promise<{ schema: Schema; chunks: ParquetChunk[] }> {
+  return (await parquetChunks()).planParquetChunks(file, blocksize);
 }
 
 /** The named columns (in that order) of the chunk's row groups, as one batch. */

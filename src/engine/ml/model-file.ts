@@ -6,6 +6,7 @@
 import { isAscii } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import { copyFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { DTYPES, type DType } from '../batch.js';
 import { DataError } from '../errors.js';
 import { MODEL_FORMAT_VERSION, READABLE_FORMAT_VERSIONS, type ClassLabel, type FlatTrees, type Model, type ModelHeader, type ParamValue } from './model.js';
@@ -96,13 +97,16 @@ export function readModelText(path: string): string {
   return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8');
 }
 
-/** Size and modification time of a file: whether it still holds what was read from it. */
-export interface FileStamp { size: number; mtimeMs: number }
+/**
+ * Which file (absolute: a plan's later stage may run in another directory), its size and
+ * modification time: whether it still holds what was read from it.
+ */
+export interface FileStamp { path: string; size: number; mtimeMs: number }
 
 export function fileStamp(path: string): FileStamp | null {
   try {
     const s = statSync(path);
-    return { size: s.size, mtimeMs: s.mtimeMs };
+    return { path: resolve(path), size: s.size, mtimeMs: s.mtimeMs };
   } catch {
     return null;
   }
@@ -115,16 +119,15 @@ export function readModelFile(path: string): { text: string; stamp: FileStamp | 
 }
 
 /**
- * Puts a model's text at `to`: a copy of the file it came from when that file still has the stamp
- * it had when read (a kernel-side copy: 110 ms against 300 ms to write a 148 MB forest's text
- * here), else the text written out.
+ * Puts a model's text at `to`: a copy of the file it came from (the stamp's path) when that file
+ * still has the stamp it had when read (a kernel-side copy: 110 ms against 300 ms to write a
+ * 148 MB forest's text here), else the text written out.
  */
-export function saveModelText(to: string, text: string, from: { path: string; stamp: FileStamp | null | undefined }): void {
-  const read = from.stamp;
+export function saveModelText(to: string, text: string, read: FileStamp | null | undefined): void {
   if (read) {
-    const unchanged = () => { const now = fileStamp(from.path); return now !== null && now.size === read.size && now.mtimeMs === read.mtimeMs; };
+    const unchanged = () => { const now = fileStamp(read.path); return now !== null && now.size === read.size && now.mtimeMs === read.mtimeMs; };
     if (unchanged()) {
-      copyFileSync(from.path, to);
+      copyFileSync(read.path, to);
       if (unchanged() && fileStamp(to)?.size === read.size) return;
     }
   }

@@ -12,7 +12,7 @@ import type { FileStamp } from '../ml/model-file.js';
 export type InputFormat = 'csv' | 'parquet' | 'arrow' | 'arrows';
 
 export interface ScanFile {
-  /** Path the engine reads. */
+  /** Absolute path the engine reads: a later stage of a pipe may run in another directory. */
   path: string;
   /** What messages call it (the user's spelling; '-' for stdin). */
   displayName: string;
@@ -62,7 +62,7 @@ export interface PredictNode {
   modelPath: string;
   /** The model file's text, so the plan stays self-contained when it travels. */
   modelText: string;
-  /** The model file's size and modification time when its text was read (null: not a file). */
+  /** The model file (absolute path), its size and modification time when its text was read (null: not a file). */
   modelStamp: FileStamp | null;
   /** Input columns to keep in front of the predictions (null: all). */
   keep: string[] | null;

@@ -19,15 +19,15 @@ export function isGzipFile(path: string, displayName = path): boolean {
   }
 }
 
-/** The plain path to read: `path` itself, or a decompressed copy of it in a new folder under tmpDir. */
-export async function materializeCsvInput(path: string, tmpDir: string): Promise<string> {
-  if (!isGzipFile(path)) return path;
+/** The plain path to read: `path` itself, or a decompressed copy of it in a new folder under tmpDir; errors name `displayName`. */
+export async function materializeCsvInput(path: string, displayName: string, tmpDir: string): Promise<string> {
+  if (!isGzipFile(path, displayName)) return path;
   const dir = await mkdtemp(join(tmpDir, 'gpuframe-csv-'));
   const plain = join(dir, basename(path).replace(/\.gz$/i, '') || 'input.csv');
   try {
     await pipeline(createReadStream(path), createGunzip(), createWriteStream(plain));
   } catch (err) {
-    throw new DataError(`cannot decompress gzip input: ${(err as Error).message}`, { file: path });
+    throw new DataError(`cannot decompress gzip input: ${(err as Error).message}`, { file: displayName });
   }
   return plain;
 }

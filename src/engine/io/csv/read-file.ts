@@ -19,7 +19,7 @@ export interface ReadCsvFileOptions {
 export async function readCsvFile(path: string, opts: Partial<CsvOptions> = {}, how: ReadCsvFileOptions = {}):
     Promise<{ layout: CsvLayout; batch: Batch }> {
   const options: CsvOptions = { ...DEFAULT_CSV_OPTIONS, ...opts };
-  const plain = await materializeCsvInput(path, how.tmpDir ?? tmpdir());
+  const plain = await materializeCsvInput(path, path, how.tmpDir ?? tmpdir());
   const layout = await inferCsvLayout(plain, path, options);
   const columns = how.columns ?? layout.schema.map((f) => f.name);
   const chunks = await planCsvChunks(layout, options, how.blocksize ?? 64 << 20);
