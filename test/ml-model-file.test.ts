@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeModelFile } from '../src/cli/train.js';
+import { writeModel } from '../src/cli/train.js';
+import { AtomicFileSink } from '../src/engine/io/output/byte-sink.js';
 import { DataError } from '../src/engine/errors.js';
 import { fitKMeans } from '../src/engine/ml/kmeans.js';
 import { fitLinReg } from '../src/engine/ml/linreg.js';
@@ -131,7 +132,7 @@ describe('model files', () => {
     rejects(badTrees.replace('f.json', 'm.json'), 'trees.left.type');
   });
 
-  it('writeModelFile writes exactly serializeModel\'s text (UTF-8 names, packed arrays written as ASCII)', () => {
+  it('writeModel writes exactly serializeModel\'s text (UTF-8 names, packed arrays written as ASCII)', async () => {
     const v1 = {
       kind: 'random-forest', formatVersion: 1, featureNames: ['größe', '重さ'], featureTypes: ['float64', 'float64'], target: 'y', classes: [0, 1],
       params: { note: 'é' }, metrics: {}, task: 'classification',
@@ -139,7 +140,7 @@ describe('model files', () => {
     };
     const model = parseModel(JSON.stringify(v1), 'f.json');
     const file = join(mkdtempSync(join(tmpdir(), 'gpuframe-model-')), 'rf.json');
-    writeModelFile(file, model);
+    await writeModel(await AtomicFileSink.open(file), model);
     expect(readFileSync(file, 'utf8')).toBe(serializeModel(model));
     expect(parseModel(readFileSync(file, 'utf8'), file).featureNames).toEqual(['größe', '重さ']);
   });
@@ -148,7 +149,7 @@ describe('model files', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gpuframe-model-copy-'));
     const model = await fitLinReg(partitioned(data, 40));
     const source = join(dir, 'lr.json'), copied = join(dir, 'copied.json'), rewritten = join(dir, 'rewritten.json');
-    writeModelFile(source, model);
+    await writeModel(await AtomicFileSink.open(source), model);
     const read = readModelFile(source);
     expect(read.text).toBe(serializeModel(model));
     saveModelText(copied, read.text, read.stamp);

@@ -3,7 +3,7 @@
 
 import { Flags } from '@oclif/core';
 import { UsageError, requireColumn } from '../engine/errors.js';
-import { AtomicFileSink } from '../engine/io/output/byte-sink.js';
+import { AtomicFileSink, type ByteSink } from '../engine/io/output/byte-sink.js';
 import { loadResidentMatrix, type ResidentMatrix } from '../engine/exec/matrix.js';
 import { collect, physical } from '../engine/exec/physical.js';
 import { stringAt, type StringColumn } from '../engine/batch.js';
@@ -108,11 +108,16 @@ export async function trainModelFile<M extends Model>(path: string, plan: PlanNo
     const model = await train();
     const types = schemaOf(plan);
     model.featureTypes = features.map((f) => types.find((t) => t.name === f)!.type);
-    for (const part of modelFileParts(model)) await sink.write(Buffer.from(part.text, part.ascii ? 'latin1' : 'utf8'));
-    await sink.close();
+    await writeModel(sink, model);
     return model;
   } catch (err) {
     await sink.abort();
     throw err;
   }
+}
+
+/** Writes the model file's text into `sink` and closes it (an AtomicFileSink renames it into place). */
+export async function writeModel(sink: ByteSink, model: Model): Promise<void> {
+  for (const part of modelFileParts(model)) await sink.write(Buffer.from(part.text, part.ascii ? 'latin1' : 'utf8'));
+  await sink.close();
 }
