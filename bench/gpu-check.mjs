@@ -78,6 +78,7 @@ const duckSql = {
   'groupby origin,dest': `select origin, dest, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin, dest order by origin, dest`,
   'groupby delay (int key)': `select delay, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by delay order by delay`,
   'merge (broadcast) -o csv': `select * from read_csv('${data}') f join read_csv('${dim}') d using (origin)`,
+  'merge (partitioned) -o csv': `select * from read_csv('${data}') a join read_csv('${data}') b using (id)`,
   'merge then groupby region': `select region, count(*), sum(delay), avg(price), min(delay), max(distance), avg(elevation) from read_csv('${data}') f join read_csv('${dim}') d using (origin) group by region order by region`,
 };
 function duckdb(sql, out) {
@@ -92,6 +93,9 @@ const jobs = [
   { name: 'groupby origin,dest', args: (out) => ['groupby', data, '--by', 'origin,dest', '--agg', AGGS, '-o', out] },
   { name: 'groupby delay (int key)', args: (out) => ['groupby', data, '--by', 'delay', '--agg', AGGS, '-o', out] },
   { name: 'merge (broadcast) -o csv', args: (out) => ['merge', data, dim, '--on', 'origin', '-o', out] },
+  // The file joined with itself on its unique id: too large to broadcast under a memory limit of
+  // 4 × the file, so both sides are hash-partitioned and spilled.
+  { name: 'merge (partitioned) -o csv', args: (out) => ['merge', data, data, '--on', 'id', '-o', out, '--memory-limit', String(Math.max(4 * bytes, 1e9))] },
   // read-csv -> merge -> groupby through shell pipes: the stages pass the plan, the last one runs it.
   { name: 'merge then groupby region', pipe: (out) => [['read-csv', data], ['merge', '-', dim, '--on', 'origin'], ['groupby', '--by', 'region', '--agg', 'count(),sum(delay),mean(price),min(delay),max(distance),mean(elevation)', '-o', out]] },
 ];
