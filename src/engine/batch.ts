@@ -110,36 +110,79 @@ export function emptyBatch(schema: Schema): Batch {
 
 /** Rows `indices` of `col`, in that order; index -1 gives a null (used by outer joins). */
 export function takeColumn(col: Column, indices: Int32Array): Column {
+  const valid = takeValidity(col.valid, indices);
+  switch (col.type) {
+    case 'string': return { type: 'string', ...takeStrings(col, indices), valid };
+    case 'float64': return { type: 'float64', values: takeFloat64(col.values, indices), valid };
+    case 'bool': return { type: 'bool', values: takeBytes(col.values, indices), valid };
+    case 'int64':
+    case 'timestamp': return { type: col.type, values: takeInt64(col.values, indices), valid } as Column;
+  }
+}
+
+// One loop per element type, so each stays monomorphic (a generic loop over typed arrays of
+// several kinds runs many times slower; BigInt64Array elements would each become a BigInt).
+
+function takeValidity(valid: Validity, indices: Int32Array): Validity {
+  let someMissing = false;
+  for (let i = 0; i < indices.length; i++) if (indices[i] < 0) { someMissing = true; break; }
+  if (valid === null && !someMissing) return null;
+  const out = new Uint8Array(indices.length);
+  for (let i = 0; i < indices.length; i++) {
+    const r = indices[i];
+    out[i] = r >= 0 && (valid === null || valid[r] === 1) ? 1 : 0;
+  }
+  return out;
+}
+
+function takeStrings(col: StringColumn, indices: Int32Array): { offsets: Int32Array; data: Uint8Array } {
   const n = indices.length;
-  let valid: Uint8Array | null = null;
-  const needsValid = col.valid !== null || indices.some((i) => i < 0);
-  if (needsValid) {
-    valid = new Uint8Array(n);
-    for (let i = 0; i < n; i++) {
-      const r = indices[i];
-      valid[i] = r >= 0 && (col.valid === null || col.valid[r] === 1) ? 1 : 0;
-    }
-  }
-  if (col.type === 'string') {
-    const offsets = new Int32Array(n + 1);
-    for (let i = 0; i < n; i++) {
-      const r = indices[i];
-      offsets[i + 1] = offsets[i] + (r >= 0 ? col.offsets[r + 1] - col.offsets[r] : 0);
-    }
-    const data = new Uint8Array(offsets[n]);
-    for (let i = 0; i < n; i++) {
-      const r = indices[i];
-      if (r >= 0) data.set(col.data.subarray(col.offsets[r], col.offsets[r + 1]), offsets[i]);
-    }
-    return { type: 'string', offsets, data, valid };
-  }
-  const out = new ((col.values as Float64Array).constructor as { new (n: number): Float64Array })(n);
-  const src = col.values;
+  const from = col.offsets, src = col.data;
+  const offsets = new Int32Array(n + 1);
   for (let i = 0; i < n; i++) {
     const r = indices[i];
-    if (r >= 0) (out as Float64Array)[i] = (src as Float64Array)[r];
+    offsets[i + 1] = offsets[i] + (r >= 0 ? from[r + 1] - from[r] : 0);
   }
-  return { type: col.type, values: out, valid } as Column;
+  const data = new Uint8Array(offsets[n]);
+  for (let i = 0; i < n; i++) {
+    const r = indices[i];
+    if (r < 0) continue;
+    const start = from[r], end = from[r + 1];
+    // Most values are a few bytes: a loop beats a subarray object per value.
+    if (end - start > 64) data.set(src.subarray(start, end), offsets[i]);
+    else for (let b = start, o = offsets[i]; b < end; b++, o++) data[o] = src[b];
+  }
+  return { offsets, data };
+}
+
+function takeFloat64(src: Float64Array, indices: Int32Array): Float64Array {
+  const out = new Float64Array(indices.length);
+  for (let i = 0; i < indices.length; i++) {
+    const r = indices[i];
+    if (r >= 0) out[i] = src[r];
+  }
+  return out;
+}
+
+function takeBytes(src: Uint8Array, indices: Int32Array): Uint8Array {
+  const out = new Uint8Array(indices.length);
+  for (let i = 0; i < indices.length; i++) {
+    const r = indices[i];
+    if (r >= 0) out[i] = src[r];
+  }
+  return out;
+}
+
+/** 64-bit values moved as two 32-bit words each. */
+function takeInt64(src: BigInt64Array, indices: Int32Array): BigInt64Array {
+  const out = new BigInt64Array(indices.length);
+  const from = new Int32Array(src.buffer, src.byteOffset, src.length * 2);
+  const to = new Int32Array(out.buffer);
+  for (let i = 0; i < indices.length; i++) {
+    const r = indices[i];
+    if (r >= 0) { to[2 * i] = from[2 * r]; to[2 * i + 1] = from[2 * r + 1]; }
+  }
+  return out;
 }
 
 export function takeBatch(batch: Batch, indices: Int32Array): Batch {
@@ -197,10 +240,18 @@ export function selectColumns(batch: Batch, names: readonly string[]): Batch {
   return { schema: idx.map((i) => batch.schema[i]), length: batch.length, columns: idx.map((i) => batch.columns[i]) };
 }
 
+/** Rows [start, end) of `batch`, copied. */
 export function sliceBatch(batch: Batch, start: number, end: number): Batch {
-  const idx = new Int32Array(end - start);
-  for (let i = 0; i < idx.length; i++) idx[i] = start + i;
-  return takeBatch(batch, idx);
+  return { schema: batch.schema, length: end - start, columns: batch.columns.map((c) => sliceColumn(c, start, end)) };
+}
+
+function sliceColumn(col: Column, start: number, end: number): Column {
+  const valid = col.valid === null ? null : col.valid.slice(start, end);
+  if (col.type !== 'string') return { type: col.type, values: col.values.slice(start, end), valid } as Column;
+  const base = col.offsets[start];
+  const offsets = col.offsets.slice(start, end + 1);
+  for (let i = 0; i < offsets.length; i++) offsets[i] -= base;
+  return { type: 'string', offsets, data: col.data.slice(base, col.offsets[end]), valid };
 }
 
 /** Approximate bytes held by a batch, for memory accounting. */

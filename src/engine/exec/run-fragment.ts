@@ -122,7 +122,7 @@ function joinBucketToFile(fragment: Fragment, terminal: Extract<Terminal, { kind
   const pieces = joinBucket(readShuffled(source.left), readShuffled(source.right), terminal.spec);
   const encoded = pieces.map((p) => serialize({ batch: p.batch, pos: p.pos }));
   const file = joinPath(terminal.dir, `${terminal.prefix}-b${fragment.index}.v8`);
-  writeSpillFile(file, Buffer.concat(encoded));
+  writeSpillFile(file, encoded);
   let offset = 0;
   const joined = pieces.map((p, i) => {
     const range = { file, offset, length: encoded[i].byteLength };

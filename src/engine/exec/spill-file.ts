@@ -1,17 +1,26 @@
 // Spill files (join buckets, aggregate ranges) under the run's temp dir. A write that fails (full
 // disk, quota) stops the run with a message naming the temp dir, not an internal error.
 
-import { closeSync, openSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { deserialize } from 'node:v8';
 import { RuntimeFailure } from '../errors.js';
 import { chargeWrite } from './fault-hook.js';
 import type { SpillRange } from './fragment.js';
 
-export function writeSpillFile(path: string, bytes: Uint8Array): void {
+/** Writes `bytes` (or its parts, one after another) as the file at `path`. */
+export function writeSpillFile(path: string, bytes: Uint8Array | readonly Uint8Array[]): void {
+  const parts = bytes instanceof Uint8Array ? [bytes] : bytes;
   try {
-    chargeWrite(path, bytes.byteLength);
-    writeFileSync(path, bytes);
+    chargeWrite(path, parts.reduce((s, p) => s + p.byteLength, 0));
+    const fd = openSync(path, 'w');
+    try {
+      for (const part of parts) {
+        for (let at = 0; at < part.byteLength;) at += writeSync(fd, part, at);
+      }
+    } finally {
+      closeSync(fd);
+    }
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     const why = e.code === 'ENOSPC' ? 'no space left on device' : e.message;
