@@ -5,7 +5,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync,
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { gpuframe, shell } from './helpers/cli.js';
+import { spawn } from 'node:child_process';
+import { BIN, gpuframe, shell } from './helpers/cli.js';
 import { factCsv, tempDir } from './helpers/data.js';
 import { query } from './helpers/duckdb.js';
 
@@ -74,6 +75,44 @@ describe('plans over pipes', () => {
     }
     const ok = await shell(`cat '${dims}' | gpuframe read-csv | gpuframe groupby --by ki --agg 'count()' --format csv`, { env });
     expect(ok.code, ok.stderr).toBe(0);
+    expect(readdirSync(spool)).toEqual([]);
+  });
+
+  it('a spool handed to a stage that failed before reading its plan is removed by a later run, once its owner is gone', async () => {
+    const spool = join(dir, 'spool-orphan');
+    mkdirSync(spool, { recursive: true });
+    const res = await shell(`cat '${dims}' | gpuframe read-csv | gpuframe groupby --no-such-flag`, { env: { TMPDIR: spool } });
+    expect(res.code).toBe(2);
+    const left = readdirSync(spool);
+    expect(left).toEqual([expect.stringMatching(/^gpuframe-stdin-\d+-[0-9a-f]+\.csv$/)]);
+    // Younger than the grace period (a plan on its way to the next stage): kept.
+    expect((await gpuframe(['read-csv', dims, '-q', '--format', 'csv'], { env: { TMPDIR: spool } })).code).toBe(0);
+    expect(readdirSync(spool)).toEqual(left);
+    const later = await gpuframe(['read-csv', dims, '-q', '--format', 'csv'], { env: { TMPDIR: spool, GPUFRAME_SPOOL_ORPHAN_MS: '0' } });
+    expect(later.code, later.stderr).toBe(0);
+    expect(readdirSync(spool)).toEqual([]);
+  });
+
+  it('CSV flags given to a stage that reads a plan are refused (they would be ignored), but not by merge with a CSV file on its other side', async () => {
+    const res = await shell(`gpuframe read-csv '${dims}' | gpuframe groupby --by ki --agg 'count()' --delimiter ';' --dtypes ki=string --format csv`);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/--delimiter, --dtypes: stdin holds the plan of an earlier stage/);
+    const merged = await shell(`gpuframe read-csv '${dims}' | gpuframe merge - '${dims}' --on ki --dtypes ki=int64 --format csv`);
+    expect(merged.code, merged.stderr).toBe(0);
+    const plain = await shell(`gpuframe read-csv '${dims}' | gpuframe groupby --by ki --agg 'count()' --format csv`);
+    expect(plain.code, plain.stderr).toBe(0);
+  });
+
+  it('SIGINT while stdin is being spooled removes the copy', async () => {
+    const spool = join(dir, 'spool-int');
+    mkdirSync(spool, { recursive: true });
+    const child = spawn(process.execPath, [BIN, 'read-csv', '-o', join(spool, 'never.csv')], { env: { ...process.env, TMPDIR: spool }, stdio: ['pipe', 'ignore', 'pipe'] });
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    child.stdin.write('a,b\n1,2\n'); // and the pipe stays open: still spooling
+    for (let waited = 0; waited < 20_000 && !readdirSync(spool).some((n) => n.startsWith('gpuframe-stdin-')); waited += 20) await new Promise((r) => setTimeout(r, 20));
+    expect(readdirSync(spool).some((n) => n.startsWith('gpuframe-stdin-'))).toBe(true);
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
     expect(readdirSync(spool)).toEqual([]);
   });
 

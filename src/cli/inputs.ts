@@ -4,7 +4,7 @@
 
 import { createReadStream, createWriteStream, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { extname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
@@ -15,6 +15,8 @@ import { planArrowChunks } from '../engine/io/arrow.js';
 import { planParquetChunks } from '../engine/io/parquet.js';
 import { scansOf, type InputFormat, type PlanNode, type ScanFile, type ScanNode } from '../engine/plan/nodes.js';
 import { looksLikePlan, parsePlan } from '../engine/plan/serialize.js';
+import { onInterrupt } from '../engine/run.js';
+import { removeStaleEntries } from '../engine/stale-files.js';
 
 export interface CsvFlagValues {
   delimiter?: string;
@@ -27,9 +29,15 @@ export interface CsvFlagValues {
   'on-bad-lines': string;
 }
 
-/** The plan for a command's inputs: `args` empty or `-` means stdin. */
-export async function inputPlan(args: readonly string[], csv: CsvFlagValues): Promise<PlanNode> {
-  if (args.length === 0 || (args.length === 1 && args[0] === '-')) return stdinPlan(csv);
+/**
+ * The plan of a stage's input: files, or stdin (`args` empty or `-`) holding data or the plan an
+ * earlier stage wrote.
+ * `csvFlagsUsedElsewhere`: another input of the stage reads CSV flags (merge), so a plan on stdin
+ * does not make them pointless.
+ */
+export async function inputPlan(args: readonly string[], csv: CsvFlagValues, csvFlagsUsedElsewhere = false): Promise<PlanNode> {
+  removeStaleSpools();
+  if (args.length === 0 || (args.length === 1 && args[0] === '-')) return stdinPlan(csv, csvFlagsUsedElsewhere);
   if (args.includes('-')) throw new UsageError("'-' (stdin) cannot be mixed with file inputs");
   return scanPlan(await expandInputs(args), csv);
 }
@@ -194,28 +202,78 @@ export function handOnSpooledInputs(): void {
   heldSpools.clear();
 }
 
-async function stdinPlan(csv: CsvFlagValues): Promise<PlanNode> {
+/** Spool names hold their owner's pid: `gpuframe-stdin-<pid>-<random>[.ext]`. */
+const SPOOL_PREFIX = 'gpuframe-stdin-';
+const spoolPath = (ext = '') => join(tmpdir(), `${SPOOL_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}${ext}`);
+
+/**
+ * Spools whose owner died ten minutes ago or more: a stage that failed before reading the plan
+ * handed to it (a bad flag) never claimed them, or a stage was killed while it spooled.
+ */
+const SPOOL_ORPHAN_MS = Number(process.env.GPUFRAME_SPOOL_ORPHAN_MS ?? 10 * 60_000); // the variable is for tests
+
+function removeStaleSpools(): void {
+  removeStaleEntries(tmpdir(), (name) => (name.startsWith(SPOOL_PREFIX) ? Number(name.slice(SPOOL_PREFIX.length).split('-')[0]) : null), SPOOL_ORPHAN_MS);
+}
+
+/** The plan's spooled inputs become this process's (renamed to its pid), so no sweep takes them while it runs. */
+function claimSpools(plan: PlanNode): void {
+  for (const scan of scansOf(plan)) {
+    for (const file of scan.files) {
+      if (!file.temporary) continue;
+      const claimed = spoolPath(extname(file.path));
+      try {
+        renameSync(file.path, claimed);
+      } catch {
+        throw new DataError('the data an earlier stage read from stdin is gone from the temp dir (was that stage\'s plan used twice?)', { file: file.displayName });
+      }
+      file.path = claimed;
+      heldSpools.add(claimed);
+    }
+  }
+}
+
+async function stdinPlan(csv: CsvFlagValues, csvFlagsUsedElsewhere: boolean): Promise<PlanNode> {
   if (process.stdin.isTTY) throw new UsageError('no INPUT given and stdin is a terminal: name a file, or pipe data or a gpuframe plan in');
-  const spooled = join(tmpdir(), `gpuframe-stdin-${process.pid}-${randomBytes(6).toString('hex')}`);
-  const head = await spoolStdin(spooled);
+  const spooled = spoolPath();
+  heldSpools.add(spooled);
+  const unregister = onInterrupt(() => rmSync(spooled, { force: true })); // exit handlers do not run on signals
+  let head: { bytes: Buffer; total: number };
+  try {
+    head = await spoolStdin(spooled);
+  } finally {
+    unregister();
+  }
   if (looksLikePlan(head.bytes)) {
     const text = readFileSync(spooled, 'utf8');
     rmSync(spooled, { force: true });
+    heldSpools.delete(spooled);
     const plan = parsePlan(text);
-    for (const scan of scansOf(plan)) for (const f of scan.files) if (f.temporary) heldSpools.add(f.path);
+    claimSpools(plan);
+    if (!csvFlagsUsedElsewhere) refuseCsvFlags(csv);
     return plan;
   }
-  if (head.total === 0) {
-    rmSync(spooled, { force: true });
-    throw new DataError('stdin is empty: expected CSV/Arrow data or a gpuframe plan', { file: '-' });
-  }
+  if (head.total === 0) throw new DataError('stdin is empty: expected CSV/Arrow data or a gpuframe plan', { file: '-' });
   // Arrow IPC stream starts with a 0xFFFFFFFF continuation marker, an Arrow file with ARROW1.
   const b = head.bytes;
   const format: InputFormat = b.subarray(0, 6).toString('latin1') === 'ARROW1' ? 'arrow' : b.length >= 4 && b.readUInt32LE(0) === 0xffffffff ? 'arrows' : 'csv';
   const path = `${spooled}.${format === 'csv' ? 'csv' : format}`;
   renameSync(spooled, path);
+  heldSpools.delete(spooled);
   heldSpools.add(path);
   return scanPlan([path], csv, ['-'], true);
+}
+
+/** CSV flags given to a stage whose input is an earlier stage's plan would be silently ignored. */
+function refuseCsvFlags(csv: CsvFlagValues): void {
+  const given = [
+    csv.delimiter !== undefined && '--delimiter', !csv.header && '--no-header', csv.columns !== undefined && '--columns',
+    csv.dtypes !== undefined && '--dtypes', csv['null-values'] !== undefined && '--null-values', csv.quote !== DEFAULT_CSV_OPTIONS.quote && '--quote',
+    csv['skip-rows'] !== 0 && '--skip-rows', csv['on-bad-lines'] !== 'error' && '--on-bad-lines',
+  ].filter((f): f is string => f !== false);
+  if (given.length > 0) {
+    throw new UsageError(`${given.join(', ')}: stdin holds the plan of an earlier stage, which read the CSV; give CSV flags to that stage`);
+  }
 }
 
 /** Copies stdin to a file (so it can be split into chunks like any file); returns its first bytes. */

@@ -34,8 +34,8 @@ export default class Merge extends GpuframeCommand {
     const suffixes = flags.suffixes.split(',');
     if (suffixes.length !== 2) throw new UsageError(`--suffixes expects two comma-separated suffixes, got '${flags.suffixes}'`);
     const spec: JoinSpec = { leftOn, rightOn, how: flags.how as JoinHow, suffixes: [suffixes[0], suffixes[1]] };
-    const left = await inputPlan([args.left], flags);
-    const right = await inputPlan([args.right], flags);
+    const left = await inputPlan([args.left], flags, args.right !== '-');
+    const right = await inputPlan([args.right], flags, args.left !== '-');
     joinOutputSchema(schemaOf(left), schemaOf(right), spec); // checks keys now, in this stage
     const plan: PlanNode = { kind: 'join', left, right, spec };
     await finishStage(plan, flags);

@@ -2,7 +2,7 @@
 // they are released however the run ends (success, error, Ctrl-C), and streams the result rows
 // into a writer in partition order.
 
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Batch, Schema } from './batch.js';
@@ -18,6 +18,7 @@ import { Tracer } from './exec/trace.js';
 import { optimize } from './optimizer/index.js';
 import { scansOf, type PlanNode } from './plan/nodes.js';
 import { schemaOf } from './plan/schema.js';
+import { removeStaleEntries } from './stale-files.js';
 
 export interface RunSettings {
   /** CPU worker processes; 0 runs everything in this process. */
@@ -76,6 +77,7 @@ const cleanups = new Set<() => void>();
 
 /** Registers work to undo if the process is interrupted (temp output files, child processes). */
 export function onInterrupt(cleanup: () => void): () => void {
+  installSignalHandlers();
   cleanups.add(cleanup);
   return () => cleanups.delete(cleanup);
 }
@@ -182,16 +184,5 @@ function inputBytes(plan: PlanNode): number {
 
 /** Temp dirs of runs that were killed (SIGKILL leaves no chance to clean up) are removed by the next run. */
 function removeStaleRunDirs(): void {
-  let entries: string[];
-  try { entries = readdirSync(tmpdir()); } catch { return; }
-  for (const name of entries) {
-    if (!name.startsWith(TMP_PREFIX)) continue;
-    const pid = Number(name.slice(TMP_PREFIX.length).split('-')[0]);
-    if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue;
-    rmSync(join(tmpdir(), name), { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch (e) { return (e as NodeJS.ErrnoException).code === 'EPERM'; }
+  removeStaleEntries(tmpdir(), (name) => (name.startsWith(TMP_PREFIX) ? Number(name.slice(TMP_PREFIX.length).split('-')[0]) : null));
 }

@@ -4,10 +4,11 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { unlinkSync } from 'node:fs';
-import { type FileHandle, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { type FileHandle, open, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { RuntimeFailure } from '../../errors.js';
 import { chargeWrite } from '../../exec/fault-hook.js';
+import { removeStaleEntries } from '../../stale-files.js';
 
 export interface ByteSink {
   write(bytes: Uint8Array): Promise<void>;
@@ -86,6 +87,7 @@ export class AtomicFileSink extends BufferedSink {
   }
 
   static async open(path: string): Promise<AtomicFileSink> {
+    cleanStaleTempFiles(dirname(path));
     const existing = await stat(path).catch(() => null);
     if (existing?.isDirectory()) throw new RuntimeFailure(`cannot write output '${path}': it is a directory`);
     const inPlace = existing !== null && !existing.isFile();
@@ -156,20 +158,10 @@ export class StreamSink extends BufferedSink {
   async abort(): Promise<void> {}
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
-  }
-}
-
 /** Removes temp files left in `dir` by killed runs (their pid is no longer alive). */
-export async function cleanStaleTempFiles(dir: string): Promise<void> {
-  const names = await readdir(dir).catch(() => [] as string[]);
-  for (const name of names) {
+export function cleanStaleTempFiles(dir: string): void {
+  removeStaleEntries(dir, (name) => {
     const m = TEMP_PATTERN.exec(name);
-    if (m && Number(m[1]) !== process.pid && !pidAlive(Number(m[1]))) await unlink(join(dir, name)).catch(() => {});
-  }
+    return m ? Number(m[1]) : null;
+  });
 }

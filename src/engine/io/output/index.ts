@@ -3,10 +3,9 @@
 // The Arrow and Parquet encoders (with apache-arrow and parquet-wasm, up to ~100 ms to import)
 // load on their writer's first use, so a worker or a CSV run never loads them.
 
-import { dirname } from 'node:path';
 import type { Schema } from '../../batch.js';
 import { UsageError } from '../../errors.js';
-import { AtomicFileSink, type ByteSink, StreamSink, cleanStaleTempFiles } from './byte-sink.js';
+import { AtomicFileSink, type ByteSink, StreamSink } from './byte-sink.js';
 import { tableWriter } from './table-writer.js';
 import { csvWriter, jsonlWriter } from './text-writer.js';
 import type { BatchWriter, OutputFormat } from './types.js';
@@ -71,9 +70,8 @@ function abortingOnFailure(writer: BatchWriter): BatchWriter {
 }
 
 /** Opens `path` for writing (atomically). Unwritable destinations fail here with a RuntimeFailure.
- *  Temp files that killed runs left beside the destination are removed first. */
+ *  Temp files that killed runs left beside the destination are removed first (AtomicFileSink). */
 export async function openFileWriter(path: string, format: OutputFormat, schema: Schema): Promise<BatchWriter> {
-  await cleanStaleTempFiles(dirname(path));
   return abortingOnFailure(writerFor(await AtomicFileSink.open(path), format, schema, 'file'));
 }
 
