@@ -221,6 +221,9 @@ describe('the model file', () => {
       expect(res.code, res.stderr).toBe(1);
       expect(res.stderr).toMatch(/cannot write output '.*no-such-dir\/m\.json': its directory does not exist/);
     }
+    const labels = await gpuframe(['kmeans', path('late-bad.csv'), '--k', '3', '--dtypes', 'a=float64', '--model-out', path('late-bad-km.json'), '-o', path('no-such-dir/labels.csv')]);
+    expect(labels.code, labels.stderr).toBe(1); // kmeans -o too
+    expect(labels.stderr).toMatch(/cannot write output '.*no-such-dir\/labels\.csv': its directory does not exist/);
     const res = await gpuframe(['linreg', path('late-bad.csv'), '--target', 'y', '--dtypes', 'a=float64', '--model-out', path('late-bad.json')]);
     expect(res.code, res.stderr).toBe(3); // the data error, once the file can be written
     expect(existsSync(path('late-bad.json'))).toBe(false);

@@ -8,6 +8,7 @@ import { fitKMeans } from '../engine/ml/kmeans.js';
 import { serializeModel } from '../engine/ml/model-file.js';
 import { schemaOf } from '../engine/plan/schema.js';
 import { UsageError } from '../engine/errors.js';
+import { checkWritable } from '../engine/io/output/byte-sink.js';
 
 export default class KMeans extends GpuframeCommand {
   static summary = 'Cluster rows with k-means (k-means++ seeding, Lloyd iterations); prints inertia and iterations.';
@@ -29,6 +30,7 @@ export default class KMeans extends GpuframeCommand {
     const features = chooseFeatures(plan, null, flags);
     if (explainedTraining(plan, features, null, flags)) return;
     if (flags.output && schemaOf(plan).some((f) => f.name === 'label')) throw new UsageError("the input already has a column 'label', which -o adds: train without -o, then write the rows with predict --model … --keep (its column is 'prediction')");
+    if (flags.output) checkWritable(flags.output); // before the training, not after it
     const model = await trainModelFile(flags['model-out'], plan, features, () => withTrainingMatrix(plan, features, null, flags, { trainer: 'kmeans', k: flags.k }, (matrix) => fitKMeans(matrix, {
       k: flags.k, maxIter: flags['max-iter'], tol: flags.tol, init: flags.init as 'k-means++' | 'random', nInit: flags['n-init'], seed: flags.seed,
     })));

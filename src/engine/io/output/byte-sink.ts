@@ -3,7 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { unlinkSync } from 'node:fs';
+import { accessSync, constants, statSync, unlinkSync, type Stats } from 'node:fs';
 import { type FileHandle, open, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { RuntimeFailure } from '../../errors.js';
@@ -53,6 +53,21 @@ const TEMP_PATTERN = /^\..+\.gpuframe-(\d+)-[0-9a-f]+\.tmp$/;
 
 function tempPathFor(path: string): string {
   return join(dirname(path), `.${basename(path)}.gpuframe-${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+}
+
+/** Fails now, with the message opening would give, when `path` cannot be written (for an output opened only after long work). */
+export function checkWritable(path: string): void {
+  const existing = statOrNull(path);
+  if (existing?.isDirectory()) throw new RuntimeFailure(`cannot write output '${path}': it is a directory`);
+  try {
+    accessSync(existing ? path : dirname(path), constants.W_OK);
+  } catch (err) {
+    throw cannotWrite(path, err);
+  }
+}
+
+function statOrNull(path: string): Stats | null {
+  try { return statSync(path); } catch { return null; }
 }
 
 function cannotWrite(path: string, err: unknown): RuntimeFailure {
