@@ -6,7 +6,7 @@
 // Progress lines and each result go to stdout as they happen, so a run cut short still reports.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { BIN, log, ROOT, runGpuframe } from './common.mjs';
@@ -142,14 +142,13 @@ for (const job of jobs.filter((j) => selected(j.name))) {
     }
     row.cells[c.name] = `${r.seconds.toFixed(2)} s`;
     log(`  ${r.seconds.toFixed(2)} s`);
-    const bytesOut = readFileSync(out);
-    if (c.name === 'cpu') { reference = bytesOut; continue; }
+    if (c.name === 'cpu') { reference = out; continue; }
     if (reference === null) { verdicts.push(`${c.name}: no CPU reference`); continue; }
-    if (reference.equals(bytesOut)) { verdicts.push(`${c.name}: identical`); continue; }
-    const a = reference.toString('utf8').split('\n'), b = bytesOut.toString('utf8').split('\n');
-    const at = a.findIndex((line, i) => line !== b[i]);
-    verdicts.push(`${c.name}: DIFFERS at line ${at + 1}`);
-    log(`  DIFFERS at line ${at + 1}: cpu '${a[at]}' vs ${c.name} '${b[at]}'`);
+    // cmp, not readFileSync: outputs may pass Node's 2 GiB buffer limit.
+    const cmp = spawnSync('cmp', [reference, out], { encoding: 'utf8' });
+    if (cmp.status === 0) { verdicts.push(`${c.name}: identical`); continue; }
+    verdicts.push(`${c.name}: DIFFERS`);
+    log(`  DIFFERS: ${cmp.stdout.trim() || cmp.stderr.trim()}`);
   }
   row.agree = verdicts.join(', ') || 'n/a';
   console.log(`\n${table()}\n`);

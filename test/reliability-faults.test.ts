@@ -63,11 +63,21 @@ describe('a full disk fails the run cleanly', () => {
     for (const format of ['csv', 'parquet', 'arrow', 'jsonl']) {
       const d = outDir(`enospc-out-${format}`);
       const out = join(d, `out.${format}`);
-      const res = await gpuframe(['read-csv', fact, ...RUN, '-o', out], { env: { GPUFRAME_FAULT: 'enospc@100000' } });
+      // In one process: with workers, CSV and JSONL text reaches the parent through spill files,
+      // which then meet the full disk first (the next test's message).
+      const res = await gpuframe(['read-csv', fact, '--workers', '0', '--blocksize', '256KB', '-o', out], { env: { GPUFRAME_FAULT: 'enospc@100000' } });
       expect(res.code, res.stderr).toBe(1);
       expect(res.stderr).toMatch(new RegExp(`cannot write output '.*out\\.${format}': no space left on device`));
       expect(readdirSync(d)).toEqual([]);
     }
+  });
+
+  it('ENOSPC in the text workers encode (spill files on their way to the parent): exit 1, the message names the spill dir, no output', async () => {
+    const d = outDir('enospc-encoded');
+    const res = await gpuframe(['read-csv', fact, ...RUN, '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'enospc@100000', TMPDIR: d } });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
+    expect(readdirSync(d)).toEqual([]);
   });
 
   it('ENOSPC in join spill files (written by workers): exit 1, the message names the spill dir, no output', async () => {

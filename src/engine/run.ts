@@ -13,6 +13,7 @@ import { physical } from './exec/physical.js';
 import { GuessedCutsWrong } from './io/csv/index.js';
 import { createRunner, type DeviceMode } from './exec/gpu-select.js';
 import { silentProgress, terminalProgress } from './exec/progress.js';
+import { drainSpillFile } from './exec/spill-file.js';
 import { runStream, TASK_MEMORY_FACTOR } from './exec/stream.js';
 import { Tracer } from './exec/trace.js';
 import { optimize } from './optimizer/index.js';
@@ -56,7 +57,12 @@ export async function runPlan(plan: PlanNode, settings: RunSettings, open: (sche
       const out = (sink ??= await open(schemaOf(optimised)));
       const encoded = out.encoded;
       if (encoded) {
-        await runStream(runCtx, stream, { kind: 'encode', format: encoded.format }, 'run', (r) => encoded.write(r.encoded!, r.rows), true);
+        const dir = ctx.runner.inProcess ? null : ctx.tmpDir;
+        await runStream(runCtx, stream, { kind: 'encode', format: encoded.format, dir }, 'run', async (r) => {
+          if (r.encoded) return encoded.write(r.encoded, r.rows);
+          let rows = r.rows; // counted with the first piece
+          await drainSpillFile(r.encodedFile!, async (bytes) => { await encoded.write(bytes, rows); rows = 0; });
+        }, true);
       } else {
         await runStream(runCtx, stream, { kind: 'collect' }, 'run', async (r) => {
           for (const b of r.batches!) await out.write(b);

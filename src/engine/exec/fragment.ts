@@ -58,8 +58,12 @@ export type MatrixKernels = { trainer: 'kmeans'; k: number } | { trainer: 'linre
 
 export type Terminal =
   | { kind: 'collect' }
-  /** Encode the rows as CSV/JSONL text here, so formatting runs in parallel next to the data. */
-  | { kind: 'encode'; format: TextFormat }
+  /**
+   * Encode the rows as CSV/JSONL text here, so formatting runs in parallel next to the data; with
+   * `dir`, the text goes back as a spill file there (a worker's message pipe to the parent moves a
+   * few hundred MB/s, which bounded large outputs), without, as bytes in the result.
+   */
+  | { kind: 'encode'; format: TextFormat; dir: string | null }
   /**
    * Keep the rows in the worker as a numeric design-matrix partition for ML tasks (matrix.ts);
    * `kernels`: the trainer runs GPU kernels over it, so GPU workers upload it, only they hold it,
@@ -91,8 +95,9 @@ export interface Task { fragment: Fragment; terminal: Terminal }
 
 export interface FragmentResult {
   batches?: Batch[];
-  /** encode: the rows as text bytes. */
+  /** encode: the rows as text bytes, or the spill file holding them (Terminal `dir`). */
   encoded?: Uint8Array;
+  encodedFile?: SpillRange;
   partial?: PartialAggregate;
   /** hash-partition: for each bucket, the spill file written (or null when the bucket got no rows). */
   spills?: ({ file: string; bytes: number } | null)[];

@@ -15,6 +15,8 @@ import { holdChild, workerEntry } from './worker-entry.js';
 export interface TaskRunner {
   /** Workers. */
   readonly size: number;
+  /** Whether tasks run in this process (results then need no copying between processes). */
+  readonly inProcess?: boolean;
   /** Tasks it runs at once (default: size). */
   readonly concurrency?: number;
   /** GPU worker processes (0 or absent: none). */
@@ -53,6 +55,7 @@ export class WorkerLost extends RuntimeFailure {}
 /** --workers 0: everything in this process (tests, debugging, tiny inputs). */
 export class InProcessRunner implements TaskRunner {
   readonly size = 1;
+  readonly inProcess = true;
   private readonly cache = new BroadcastCache();
   constructor(private readonly tracer?: Tracer) {}
   broadcast(b: Broadcast): void { this.cache.add(b); }

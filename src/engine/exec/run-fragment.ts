@@ -1,6 +1,7 @@
 // Executes one task where it lands (a worker process, or the parent with --workers 0):
 // source -> operators -> terminal. Pure data in, plain data out.
 
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join as joinPath } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
@@ -73,7 +74,10 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
       return { batches, matched, rows, warnings };
     case 'encode': {
       const parts = batches.map((b) => encodeRows(terminal.format, b));
-      return { encoded: parts.length === 1 ? parts[0] : Buffer.concat(parts), matched, rows, warnings };
+      if (terminal.dir === null) return { encoded: parts.length === 1 ? parts[0] : Buffer.concat(parts), matched, rows, warnings };
+      const file = joinPath(terminal.dir, `encoded-${fragment.index}-${randomBytes(4).toString('hex')}.txt`);
+      writeSpillFile(file, parts);
+      return { encodedFile: { file, offset: 0, length: parts.reduce((s, p) => s + p.byteLength, 0) }, matched, rows, warnings };
     }
     case 'load-matrix': {
       const schema = batches[0]?.schema ?? [];

@@ -2,6 +2,7 @@
 // disk, quota) stops the run with a message naming the temp dir, not an internal error.
 
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { deserialize } from 'node:v8';
 import { RuntimeFailure } from '../errors.js';
@@ -43,3 +44,22 @@ export function readSpillRange<T>({ file, offset, length }: SpillRange): T {
   }
   return deserialize(bytes) as T;
 }
+
+/** Hands the bytes of a spill file's range to `write` in pieces of at most 16 MB, in order, then removes the file. */
+export async function drainSpillFile({ file, offset, length }: SpillRange, write: (bytes: Uint8Array) => Promise<void>): Promise<void> {
+  const handle = await open(file, 'r');
+  try {
+    for (let at = 0; at < length;) {
+      const piece = Buffer.allocUnsafe(Math.min(DRAIN_PIECE, length - at));
+      const { bytesRead } = await handle.read(piece, 0, piece.length, offset + at);
+      if (bytesRead === 0) throw new Error(`spill file ${file} ends before byte ${offset + length}`);
+      await write(piece.subarray(0, bytesRead));
+      at += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+  await rm(file, { force: true });
+}
+
+const DRAIN_PIECE = 16 << 20;
