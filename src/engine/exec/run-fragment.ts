@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join as joinPath } from 'node:path';
-import { deserialize, serialize } from 'node:v8';
+import { deserialize } from 'node:v8';
 import { concatBatches, emptyBatch, selectColumns, type Batch } from '../batch.js';
 import { readArrowChunk } from '../io/arrow.js';
 import { readCsvChunk } from '../io/csv/index.js';
@@ -20,6 +20,7 @@ import { sourceFile, type Broadcast, type Fragment, type FragmentResult, type Op
 import { growTreesTask } from './forest-trees.js';
 import { aggregateBelowJoin, runAggregateBelowJoin } from './join-aggregate.js';
 import { readSpillRange, writeSpillFile } from './spill-file.js';
+import { decodeBatchSpill, encodeBatchSpill } from './batch-spill.js';
 
 /** Build tables of broadcast joins, kept for the life of the worker. */
 export class BroadcastCache {
@@ -109,13 +110,13 @@ function hashPartitionToFiles(batches: Batch[], terminal: Extract<Terminal, { ki
   }
   return perBucket.map((parts, i) => {
     if (parts.length === 0) return null;
-    const file = joinPath(terminal.dir, `${terminal.prefix}-f${fragmentIndex}-b${i}.v8`);
+    const file = joinPath(terminal.dir, `${terminal.prefix}-f${fragmentIndex}-b${i}.bin`);
     const pos = new Int32Array(parts.reduce((s, p) => s + p.rows.length, 0));
     let at = 0;
     for (const p of parts) { pos.set(p.rows, at); at += p.rows.length; }
-    const bytes = serialize({ batch: concatBatches(parts[0].batch.schema, parts.map((p) => p.batch)), pos });
+    const bytes = encodeBatchSpill({ batch: concatBatches(parts[0].batch.schema, parts.map((p) => p.batch)), pos });
     writeSpillFile(file, bytes);
-    return { file, bytes: bytes.byteLength };
+    return { file, bytes: bytes.reduce((s, b) => s + b.byteLength, 0) };
   });
 }
 
@@ -124,12 +125,12 @@ function joinBucketToFile(fragment: Fragment, terminal: Extract<Terminal, { kind
   const { source } = fragment;
   if (source.kind !== 'bucket-pair') throw new Error(`join-bucket task over a ${source.kind} source`);
   const pieces = joinBucket(readShuffled(source.left), readShuffled(source.right), terminal.spec);
-  const encoded = pieces.map((p) => serialize({ batch: p.batch, pos: p.pos }));
-  const file = joinPath(terminal.dir, `${terminal.prefix}-b${fragment.index}.v8`);
-  writeSpillFile(file, encoded);
+  const encoded = pieces.map((p) => encodeBatchSpill(p));
+  const file = joinPath(terminal.dir, `${terminal.prefix}-b${fragment.index}.bin`);
+  writeSpillFile(file, encoded.flat());
   let offset = 0;
   const joined = pieces.map((p, i) => {
-    const range = { file, offset, length: encoded[i].byteLength };
+    const range = { file, offset, length: encoded[i].reduce((s, b) => s + b.byteLength, 0) };
     offset += range.length;
     return { side: p.side, seq: p.seq, range };
   });
@@ -138,7 +139,7 @@ function joinBucketToFile(fragment: Fragment, terminal: Extract<Terminal, { kind
 
 /** A bucket's spilled rows of one side, each tagged with its fragment ordinal and position. */
 function readShuffled(side: ShuffledSide): TaggedRows {
-  const parts = side.pieces.map(({ file, seq }) => ({ seq, ...(deserialize(readFileSync(file)) as { batch: Batch; pos: Int32Array }) }));
+  const parts = side.pieces.map(({ file, seq }) => ({ seq, ...decodeBatchSpill(readFileSync(file)) }));
   const n = parts.reduce((s, p) => s + p.batch.length, 0);
   const seq = new Int32Array(n);
   const pos = new Int32Array(n);
@@ -173,7 +174,7 @@ async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch
     case 'bucket-pair':
       throw new Error('a bucket pair is read by its join-bucket terminal only');
     case 'joined':
-      return [inPositionOrder(source.schema, source.pieces.map((range) => readSpillRange<{ batch: Batch; pos: Int32Array }>(range)))];
+      return [inPositionOrder(source.schema, source.pieces.map((range) => decodeBatchSpill(readSpillRange(range))))];
   }
 }
 

@@ -4,7 +4,6 @@
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { deserialize } from 'node:v8';
 import { RuntimeFailure } from '../errors.js';
 import { chargeWrite } from './fault-hook.js';
 import type { SpillRange } from './fragment.js';
@@ -29,9 +28,9 @@ export function writeSpillFile(path: string, bytes: Uint8Array | readonly Uint8A
   }
 }
 
-/** The value serialised at one range of a spill file. */
-export function readSpillRange<T>({ file, offset, length }: SpillRange): T {
-  const bytes = Buffer.allocUnsafe(length);
+/** The bytes of one range of a spill file (in a buffer of their own: typed-array views need aligned starts). */
+export function readSpillRange({ file, offset, length }: SpillRange): Uint8Array {
+  const bytes = Buffer.allocUnsafeSlow(length);
   const fd = openSync(file, 'r');
   try {
     for (let at = 0; at < length;) {
@@ -42,7 +41,7 @@ export function readSpillRange<T>({ file, offset, length }: SpillRange): T {
   } finally {
     closeSync(fd);
   }
-  return deserialize(bytes) as T;
+  return bytes;
 }
 
 /** Hands the bytes of a spill file's range to `write` in pieces of at most 16 MB, in order, then removes the file. */
