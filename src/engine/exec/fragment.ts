@@ -35,7 +35,7 @@ export type SourceSpec =
 /** One bucket's rows of a join side, as the shuffle spilled them: a file per fragment, in stream order. */
 export interface ShuffledSide { schema: Schema; pieces: { file: string; seq: number }[] }
 
-/** Bytes [offset, offset + length) of a spill file: one v8-serialised value. */
+/** Bytes [offset, offset + length) of a spill file: one encoded batch, or a task's encoded text. */
 export interface SpillRange { file: string; offset: number; length: number }
 
 /** The input file a source reads, as messages about its data name it (the user's spelling, not the path opened). */

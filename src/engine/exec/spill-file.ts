@@ -1,5 +1,6 @@
-// Spill files (join buckets, aggregate ranges) under the run's temp dir. A write that fails (full
-// disk, quota) stops the run with a message naming the temp dir, not an internal error.
+// Spill files under the run's temp dir: join shuffles and buckets, aggregate ranges, and the text
+// workers encode for the output. A write that fails (full disk, quota) stops the run with a message
+// naming the temp dir, not an internal error.
 
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
@@ -44,6 +45,8 @@ export function readSpillRange({ file, offset, length }: SpillRange): Uint8Array
   return bytes;
 }
 
+const DRAIN_PIECE = 16 << 20;
+
 /** Hands the bytes of a spill file's range to `write` in pieces of at most 16 MB, in order, then removes the file. */
 export async function drainSpillFile({ file, offset, length }: SpillRange, write: (bytes: Uint8Array) => Promise<void>): Promise<void> {
   const handle = await open(file, 'r');
@@ -61,4 +64,3 @@ export async function drainSpillFile({ file, offset, length }: SpillRange, write
   await rm(file, { force: true });
 }
 
-const DRAIN_PIECE = 16 << 20;
