@@ -113,15 +113,15 @@ export function takeColumn(col: Column, indices: Int32Array): Column {
   const valid = takeValidity(col.valid, indices);
   switch (col.type) {
     case 'string': return { type: 'string', ...takeStrings(col, indices), valid };
-    case 'float64': return { type: 'float64', values: takeFloat64(col.values, indices), valid };
-    case 'bool': return { type: 'bool', values: takeBytes(col.values, indices), valid };
+    case 'float64': return { type: 'float64', values: takeNumbers(col.values, new Float64Array(indices.length), indices), valid };
+    case 'bool': return { type: 'bool', values: takeNumbers(col.values, new Uint8Array(indices.length), indices), valid };
     case 'int64':
     case 'timestamp': return { type: col.type, values: takeInt64(col.values, indices), valid } as Column;
   }
 }
 
-// One loop per element type, so each stays monomorphic (a generic loop over typed arrays of
-// several kinds runs many times slower; BigInt64Array elements would each become a BigInt).
+// Loops by element type: a generic loop over typed arrays of every kind ran many times slower,
+// BigInt64Array elements each becoming a BigInt.
 
 function takeValidity(valid: Validity, indices: Int32Array): Validity {
   let someMissing = false;
@@ -155,17 +155,8 @@ function takeStrings(col: StringColumn, indices: Int32Array): { offsets: Int32Ar
   return { offsets, data };
 }
 
-function takeFloat64(src: Float64Array, indices: Int32Array): Float64Array {
-  const out = new Float64Array(indices.length);
-  for (let i = 0; i < indices.length; i++) {
-    const r = indices[i];
-    if (r >= 0) out[i] = src[r];
-  }
-  return out;
-}
-
-function takeBytes(src: Uint8Array, indices: Int32Array): Uint8Array {
-  const out = new Uint8Array(indices.length);
+/** Float64 and bool values (two element kinds share this loop; BigInts must not). */
+function takeNumbers<T extends Float64Array | Uint8Array>(src: T, out: T, indices: Int32Array): T {
   for (let i = 0; i < indices.length; i++) {
     const r = indices[i];
     if (r >= 0) out[i] = src[r];
