@@ -16,7 +16,7 @@ import { planParquetChunks } from '../engine/io/parquet.js';
 import { scansOf, type InputFormat, type PlanNode, type ScanFile, type ScanNode } from '../engine/plan/nodes.js';
 import { looksLikePlan, parsePlan } from '../engine/plan/serialize.js';
 import { onInterrupt } from '../engine/run.js';
-import { removeStaleEntries } from '../engine/stale-files.js';
+import { SPOOL_PREFIX, sweepTempDir } from '../engine/stale-files.js';
 
 export interface CsvFlagValues {
   delimiter?: string;
@@ -36,7 +36,7 @@ export interface CsvFlagValues {
  * does not make them pointless.
  */
 export async function inputPlan(args: readonly string[], csv: CsvFlagValues, csvFlagsUsedElsewhere = false): Promise<PlanNode> {
-  removeStaleSpools();
+  sweepTempDir(); // spools whose owner died before the next stage claimed them
   if (args.length === 0 || (args.length === 1 && args[0] === '-')) return stdinPlan(csv, csvFlagsUsedElsewhere);
   if (args.includes('-')) throw new UsageError("'-' (stdin) cannot be mixed with file inputs");
   return scanPlan(await expandInputs(args), csv);
@@ -202,19 +202,7 @@ export function handOnSpooledInputs(): void {
   heldSpools.clear();
 }
 
-/** Spool names hold their owner's pid: `gpuframe-stdin-<pid>-<random>[.ext]`. */
-const SPOOL_PREFIX = 'gpuframe-stdin-';
 const spoolPath = (ext = '') => join(tmpdir(), `${SPOOL_PREFIX}${process.pid}-${randomBytes(6).toString('hex')}${ext}`);
-
-/**
- * Spools whose owner died ten minutes ago or more: a stage that failed before reading the plan
- * handed to it (a bad flag) never claimed them, or a stage was killed while it spooled.
- */
-const SPOOL_ORPHAN_MS = Number(process.env.GPUFRAME_SPOOL_ORPHAN_MS ?? 10 * 60_000); // the variable is for tests
-
-function removeStaleSpools(): void {
-  removeStaleEntries(tmpdir(), (name) => (name.startsWith(SPOOL_PREFIX) ? Number(name.slice(SPOOL_PREFIX.length).split('-')[0]) : null), SPOOL_ORPHAN_MS);
-}
 
 /** The plan's spooled inputs become this process's (renamed to its pid), so no sweep takes them while it runs. */
 function claimSpools(plan: PlanNode): void {

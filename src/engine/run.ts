@@ -19,7 +19,7 @@ import { Tracer } from './exec/trace.js';
 import { optimize } from './optimizer/index.js';
 import { scansOf, type PlanNode } from './plan/nodes.js';
 import { schemaOf } from './plan/schema.js';
-import { removeStaleEntries } from './stale-files.js';
+import { RUN_DIR_PREFIX, sweepTempDir } from './stale-files.js';
 
 export interface RunSettings {
   /** CPU worker processes; 0 runs everything in this process. */
@@ -78,7 +78,6 @@ export async function runPlan(plan: PlanNode, settings: RunSettings, open: (sche
   });
 }
 
-const TMP_PREFIX = 'gpuframe-run-';
 const cleanups = new Set<() => void>();
 
 /** Registers work to undo if the process is interrupted (temp output files, child processes). */
@@ -106,10 +105,10 @@ function installSignalHandlers(): void {
 
 export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | null, body: (ctx: RunContext) => Promise<T>): Promise<T> {
   installSignalHandlers();
-  removeStaleRunDirs();
+  sweepTempDir(); // run dirs of killed runs (SIGKILL leaves no chance to clean up)
   const tracer = settings.tracePath ? new Tracer() : undefined;
   const runner = await createRunner(settings, tracer);
-  const tmpDir = mkdtempSync(join(tmpdir(), `${TMP_PREFIX}${process.pid}-`));
+  const tmpDir = mkdtempSync(join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   const temporaryInputs = plan ? scansOf(plan).flatMap((s) => s.files.filter((f) => f.temporary).map((f) => f.path)) : [];
   const release = () => {
     void runner.close();
@@ -188,7 +187,3 @@ function inputBytes(plan: PlanNode): number {
   return scansOf(plan).reduce((s, scan) => s + scan.files.reduce((t, f) => t + f.bytes, 0), 0);
 }
 
-/** Temp dirs of runs that were killed (SIGKILL leaves no chance to clean up) are removed by the next run. */
-function removeStaleRunDirs(): void {
-  removeStaleEntries(tmpdir(), (name) => (name.startsWith(TMP_PREFIX) ? Number(name.slice(TMP_PREFIX.length).split('-')[0]) : null));
-}

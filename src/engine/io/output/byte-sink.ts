@@ -58,12 +58,16 @@ function tempPathFor(path: string): string {
 /** Fails now, with the message opening would give, when `path` cannot be written (for an output opened only after long work). */
 export function checkWritable(path: string): void {
   const existing = statOrNull(path);
-  if (existing?.isDirectory()) throw new RuntimeFailure(`cannot write output '${path}': it is a directory`);
+  if (existing?.isDirectory()) throw isADirectory(path);
   try {
     accessSync(existing ? path : dirname(path), constants.W_OK);
   } catch (err) {
     throw cannotWrite(path, err);
   }
+}
+
+function isADirectory(path: string): RuntimeFailure {
+  return new RuntimeFailure(`cannot write output '${path}': it is a directory`);
 }
 
 function statOrNull(path: string): Stats | null {
@@ -104,7 +108,7 @@ export class AtomicFileSink extends BufferedSink {
   static async open(path: string): Promise<AtomicFileSink> {
     cleanStaleTempFiles(dirname(path));
     const existing = await stat(path).catch(() => null);
-    if (existing?.isDirectory()) throw new RuntimeFailure(`cannot write output '${path}': it is a directory`);
+    if (existing?.isDirectory()) throw isADirectory(path);
     const inPlace = existing !== null && !existing.isFile();
     const tempPath = inPlace ? path : tempPathFor(path);
     try {
@@ -177,6 +181,6 @@ export class StreamSink extends BufferedSink {
 export function cleanStaleTempFiles(dir: string): void {
   removeStaleEntries(dir, (name) => {
     const m = TEMP_PATTERN.exec(name);
-    return m ? Number(m[1]) : null;
+    return m ? { pid: Number(m[1]), minAgeMs: 0 } : null;
   });
 }
