@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gpuframe, ROOT, shell } from './helpers/cli.js';
 import { tempDir } from './helpers/data.js';
+import { skipGpuTests } from '../src/engine/gpu/test-gpu.js';
 
 const dir = tempDir('ml');
 const path = (name: string) => join(dir, name);
@@ -15,6 +16,19 @@ async function ok(args: string[], env?: Record<string, string>) {
   const res = await gpuframe(args, { env });
   expect(res.code, res.stderr).toBe(0);
   return res;
+}
+
+/** int64 class labels that float64 cannot keep apart or print exactly, ascending. */
+const BIG_CLASSES = ['-9223372036854775808', '9007199254740992', '9007199254740993', '9223372036854775807'];
+
+/** A CSV (a, b, y) of n rows, labelled BIG_CLASSES[2], [1], [0], [3] in turn (not sorted), the class told apart by a alone. */
+function bigLabelRows(n: number, offset: number): string {
+  const order = [2, 1, 0, 3];
+  const rows = Array.from({ length: n }, (_, i) => {
+    const k = order[i % 4];
+    return `${10 * k + ((7 * i + offset) % 10) / 10},${((3 * i + offset) % 11) / 11},${BIG_CLASSES[k]}`;
+  });
+  return ['a,b,y', ...rows].join('\n') + '\n';
 }
 
 describe('generators', () => {
@@ -185,6 +199,64 @@ describe('random forest', () => {
     expect(regression.stderr).toMatch(/holds strings: regression needs a numeric target/);
   });
 
+  it('int64 labels beyond 2^53 stay distinct classes, written exactly in the model file, predictions of every format and proba names', async () => {
+    // As float64, the first two would be one class and the last would print as 9223372036854775808.
+    writeFileSync(path('big-train.csv'), bigLabelRows(200, 0));
+    writeFileSync(path('big-test.csv'), bigLabelRows(40, 3));
+    const args = ['rf-train', path('big-train.csv'), '--target', 'y', '--n-estimators', '10', '--seed', '3'];
+    const trained = await ok([...args, '--model-out', path('rf-big-1.json'), '--workers', '1', '--json']);
+    expect(trained.stdout).toContain(`"classes":[${BIG_CLASSES.join(',')}]`);
+    await ok([...args, '--model-out', path('rf-big-2.json'), '--workers', '2', '--blocksize', '2KB']);
+    const model = readFileSync(path('rf-big-1.json'), 'utf8');
+    expect(readFileSync(path('rf-big-2.json'), 'utf8')).toBe(model);
+    expect(JSON.parse(model).classes).toEqual({ type: 'int64', decimal: BIG_CLASSES });
+    // The usual labels stay a JSON number list, as in model files written before.
+    expect(readFileSync(path('rf1.json'), 'utf8')).toContain('"classes":[0,1],');
+    const header = `y,prediction,${BIG_CLASSES.map((c) => `proba_${c}`).join(',')}`;
+    let csv = '';
+    for (const format of ['csv', 'jsonl', 'arrow', 'parquet']) {
+      const out = path(`big-pred.${format}`);
+      const scored = await ok(['predict', path('big-test.csv'), '--model', path('rf-big-1.json'), '--keep', 'y', '--proba', '-o', out]);
+      expect(scored.stderr).toMatch(/accuracy 1 over 40 rows/);
+      if (format === 'jsonl') {
+        const lines = readFileSync(out, 'utf8').trimEnd().split('\n');
+        expect(lines).toHaveLength(40);
+        for (const line of lines) {
+          const [, y, p] = /^\{"y":(-?\d+),"prediction":(-?\d+),/.exec(line)!;
+          expect(p).toBe(y);
+        }
+        expect(Object.keys(JSON.parse(lines[0]))).toEqual(header.split(','));
+        continue;
+      }
+      const text = format === 'csv' ? readFileSync(out, 'utf8') : (await ok(['read-csv', out, '--format', 'csv'])).stdout;
+      if (format === 'csv') {
+        csv = text;
+        const [head, ...rows] = text.trimEnd().split('\n');
+        expect(head).toBe(header);
+        expect(rows).toHaveLength(40);
+        for (const row of rows) {
+          const [y, p] = row.split(',');
+          expect(BIG_CLASSES).toContain(p);
+          expect(p).toBe(y);
+        }
+        expect(new Set(rows.map((r) => r.split(',')[1])).size).toBe(4);
+      } else {
+        expect(text).toBe(csv); // int64 columns in Arrow and Parquet, read back the same
+      }
+    }
+  });
+
+  it('float64 targets still classify (--task classification): classes and predictions are the target\'s floats', async () => {
+    writeFileSync(path('flt-train.csv'), bigLabelRows(200, 0).replace(/,(-?\d+)\n/g, (_m, y: string) => `,${BIG_CLASSES.indexOf(y) + 0.5}\n`));
+    await ok(['rf-train', path('flt-train.csv'), '--target', 'y', '--task', 'classification', '--n-estimators', '5', '--seed', '3', '--model-out', path('rf-flt.json'), '--workers', '1']);
+    expect(readFileSync(path('rf-flt.json'), 'utf8')).toContain('"classes":[0.5,1.5,2.5,3.5],');
+    const scored = await ok(['predict', path('flt-train.csv'), '--model', path('rf-flt.json'), '--keep', 'y', '--proba', '-o', path('flt-pred.csv')]);
+    expect(scored.stderr).toMatch(/accuracy 1 over 200 rows/);
+    const [head, first] = readFileSync(path('flt-pred.csv'), 'utf8').split('\n');
+    expect(head).toBe('y,prediction,proba_0.5,proba_1.5,proba_2.5,proba_3.5');
+    expect(first.split(',').slice(0, 2)).toEqual(['2.5', '2.5']);
+  });
+
   // About 6 partitions over 2 workers: each worker loads, samples, bins, then grows trees; these
   // kill points fall in loading, row sampling or binning, and tree growing, depending on the split.
   for (const at of [2, 4, 6]) {
@@ -239,4 +311,18 @@ describe('the model file', () => {
     await ok(['linreg', path('fifo-reg.csv'), '--target', 'y', '--model-out', path('fifo-ref.json')]);
     expect(readFileSync(path('from-fifo.json'), 'utf8')).toBe(readFileSync(path('fifo-ref.json'), 'utf8'));
   });
+});
+
+describe.skipIf(skipGpuTests)('random forest on the GPU (lavapipe)', () => {
+  it('rf-train --device gpu grows trees on int64 labels beyond 2^53 (mapped to classes on the host): exact classes and predictions', async () => {
+    writeFileSync(path('gpu-big.csv'), bigLabelRows(200, 0));
+    const args = ['rf-train', path('gpu-big.csv'), '--target', 'y', '--n-estimators', '2', '--max-depth', '4', '--max-features', 'all', '--seed', '3'];
+    const onGpu = await gpuframe([...args, '--device', 'gpu', '--workers', '0', '--model-out', path('rf-gpu-big.json')], { env: { GPUFRAME_GPU_PHASES: '1' } });
+    expect(onGpu.code, onGpu.stderr).toBe(0);
+    expect(onGpu.stderr).toMatch(/forest batch of \d+ trees/); // grown on the device, not the CPU fallback
+    expect(JSON.parse(readFileSync(path('rf-gpu-big.json'), 'utf8')).classes).toEqual({ type: 'int64', decimal: BIG_CLASSES });
+    const scored = await ok(['predict', path('gpu-big.csv'), '--model', path('rf-gpu-big.json'), '--device', 'gpu', '--workers', '0', '--keep', 'y', '-o', path('gpu-big-pred.csv')]);
+    expect(scored.stderr).toMatch(/accuracy 1 over 200 rows/);
+    for (const row of readFileSync(path('gpu-big-pred.csv'), 'utf8').trimEnd().split('\n').slice(1)) expect(row.split(',')[1]).toBe(row.split(',')[0]);
+  }, 120_000);
 });

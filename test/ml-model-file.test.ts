@@ -108,6 +108,37 @@ describe('model files', () => {
     rejects(bad((o) => { o.trees.right.base64 = Buffer.from(new Int32Array([2, -1, -1, 0]).buffer).toString('base64'); o.trees.left.base64 = Buffer.from(new Int32Array([0, -1, -1, -1]).buffer).toString('base64'); }), 'left/right');
   });
 
+  it('int64 classes beyond 2^53 are written exactly as decimal text under a type tag; JSON number lists still read', () => {
+    const v1 = {
+      kind: 'random-forest', formatVersion: 1, featureNames: ['a'], featureTypes: ['float64'], target: 'y', classes: [0, 1],
+      params: {}, metrics: {}, task: 'classification',
+      trees: { valueWidth: 2, treeOffsets: [0, 3], feature: [0, -1, -1], threshold: [0.5, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [0.5, 0.5, 1, 0, 0, 1] },
+    };
+    const small = parseModel(JSON.stringify(v1), 'f.json');
+    // The usual labels stay a JSON number list (files as they were).
+    expect(serializeModel(small)).toContain('"classes":[0,1],');
+    const labels = [-(2n ** 63n), 2n ** 53n + 1n]; // 2^53 + 1 reads as 2^53 from a JSON number
+    const big = { ...small, classes: labels };
+    const text = serializeModel(big);
+    expect(text).toContain('"classes":{"type":"int64","decimal":["-9223372036854775808","9007199254740993"]},');
+    const back = parseModel(text, 'f.json');
+    expect(back.classes).toEqual(labels);
+    expect(serializeModel(back)).toBe(text);
+    expect(parseModelHeader(text, 'f.json').classes).toEqual(labels);
+    expect(Array.from(predictBatch(back, new Float64Array([0, 1]), 2).prediction)).toEqual([0, 1]);
+    const obj = JSON.parse(text);
+    const bad = (f: (o: any) => void): string => { const o = structuredClone(obj); f(o); return JSON.stringify(o); };
+    rejects(bad((o) => { o.classes.type = 'int32'; }), 'classes.type');
+    rejects(bad((o) => { delete o.classes.decimal; }), 'classes.decimal');
+    rejects(bad((o) => { o.classes.decimal = ['1', 2]; }), 'classes.decimal');
+    for (const text of ['1.5', '01', '-0', '+1', ' 1', '9223372036854775808', '-9223372036854775809', '1e3', '']) {
+      rejects(bad((o) => { o.classes.decimal = ['0', text]; }), 'classes.decimal');
+    }
+    rejects(bad((o) => { o.classes.decimal = ['7', '7']; }), 'classes.decimal');
+    rejects(bad((o) => { o.classes.decimal = ['1', '2', '3']; }), 'trees.valueWidth');
+    expect(parseModel(bad((o) => { o.classes.decimal = ['9223372036854775807', '-1']; }), 'f.json').classes).toEqual([2n ** 63n - 1n, -1n]);
+  });
+
   it('parseModelHeader gives the header parseModel gives, from the text before a forest\'s trees or from any key order', async () => {
     const forest = {
       kind: 'random-forest', formatVersion: 2, featureNames: ['a', 'x,"trees":{'], featureTypes: ['float64', 'float64'], target: 'y', classes: [0, 1],

@@ -1,6 +1,7 @@
 // The end of every plan-building command: either hand the plan on (stdout is a pipe), explain
 // it, or run it and write the rows where the contract says.
 
+import { randomUUID } from 'node:crypto';
 import { availableParallelism, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { selectColumns, type Batch, type Schema } from '../engine/batch.js';
@@ -144,8 +145,22 @@ function refuseOverwritingInput(plan: PlanNode, output: string): void {
   }
 }
 
+/** JSON text of a summary; bigints (int64 values: classes beyond 2^53) as JSON numbers with all their digits, as JSONL output writes int64. */
+function jsonText(data: Record<string, unknown>): string {
+  let big = false;
+  const text = JSON.stringify(data, (_key, v: unknown) => {
+    if (typeof v !== 'bigint') return v;
+    big = true;
+    return `${BIGINT_MARK}${v}`;
+  });
+  return big ? text.replace(new RegExp(`"${BIGINT_MARK}(-?\\d+)"`, 'g'), '$1') : text;
+}
+
+/** Stands in for a bigint in JSON.stringify's text (no string the summary holds starts so). */
+const BIGINT_MARK = `bigint-${randomUUID()}:`;
+
 /** A one-line summary on stderr, or JSON on stdout with --json. */
 export function report(flags: { json?: boolean; quiet?: boolean }, text: string, data: Record<string, unknown>): void {
-  if (flags.json) process.stdout.write(JSON.stringify(data) + '\n');
+  if (flags.json) process.stdout.write(jsonText(data) + '\n');
   else if (!flags.quiet) process.stderr.write(text + '\n');
 }

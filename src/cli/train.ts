@@ -6,7 +6,7 @@ import { UsageError, requireColumn } from '../engine/errors.js';
 import { AtomicFileSink, type ByteSink } from '../engine/io/output/byte-sink.js';
 import { loadResidentMatrix, type ResidentMatrix } from '../engine/exec/matrix.js';
 import { collect, physical } from '../engine/exec/physical.js';
-import { stringAt, type StringColumn } from '../engine/batch.js';
+import { stringAt } from '../engine/batch.js';
 import { parseAggList } from '../engine/ops/aggregate/index.js';
 import type { RunContext } from '../engine/exec/context.js';
 import type { MatrixKernels } from '../engine/exec/fragment.js';
@@ -16,7 +16,7 @@ import { schemaOf } from '../engine/plan/schema.js';
 import { gpuTrainingBlocksize, withRunContext } from '../engine/run.js';
 import { splitList } from './inputs.js';
 import { modelFileParts } from '../engine/ml/model-file.js';
-import type { Model } from '../engine/ml/model.js';
+import { int64Classes, type ClassLabel, type Model } from '../engine/ml/model.js';
 import { outputFlags } from './flags.js';
 import { printExplain, runSettings, type RunFlagValues } from './stage.js';
 
@@ -65,36 +65,62 @@ export function chooseFeatures(plan: PlanNode, target: string | null, flags: { f
  * trainer runs GPU kernels over the rows (k-means, linreg), so GPU workers hold them on the device
  * (and compile those kernels while the rows load); null for none (the forest). A string target
  * (a classifier's) is loaded as the indices of its distinct values, sorted (found by a group-by
- * first), which `train` receives as `labels`.
+ * first), which `train` receives as `labels`. `classify`: the target is a classifier's, so an
+ * int64 target must keep its values apart: it is read as float64 (exact below 2^53: the usual
+ * labels, no extra pass), and only when a value reaches 2^53 is it loaded again as the indices of
+ * its distinct values, which `train` receives as `labels` (int64Classes).
  */
 export async function withTrainingMatrix<T>(
   plan: PlanNode, features: string[], target: string | null, flags: RunFlagValues, kernels: MatrixKernels | null,
-  train: (matrix: ResidentMatrix, ctx: RunContext, labels: string[] | null) => Promise<T>,
+  train: (matrix: ResidentMatrix, ctx: RunContext, labels: ClassLabel[] | null) => Promise<T>,
+  classify = false,
 ): Promise<T> {
   const settings = runSettings(flags);
-  const stringTarget = target !== null && schemaOf(plan).find((f) => f.name === target)?.type === 'string';
+  const targetType = target === null ? null : schemaOf(plan).find((f) => f.name === target)?.type;
   return withRunContext(settings, plan, async (ctx) => {
-    const labels = stringTarget ? await distinctStrings(plan, target, ctx, settings.memoryLimit) : null;
     const optimised = optimize({ kind: 'project', input: plan, columns: trainingColumns(features, target) }, { memoryLimit: settings.memoryLimit });
     // Rows GPU kernels read are partitioned the same way whatever the workers (gpuTrainingBlocksize).
     const onGpu = kernels !== null && (ctx.runner.gpuWorkers ?? 0) > 0 && settings.blocksize === undefined;
     const loadCtx = onGpu ? { ...ctx, blocksize: gpuTrainingBlocksize(plan, settings.memoryLimit) } : ctx;
-    const matrix = await loadResidentMatrix(await physical(optimised, loadCtx), features, target, loadCtx, kernels, labels);
-    if (matrix.rows === 0) throw new UsageError('the input has no rows to train on');
+    const load = async (labels: ClassLabel[] | null) => {
+      const matrix = await loadResidentMatrix(await physical(optimised, loadCtx), features, target, loadCtx, kernels, labels && labels.map(String));
+      if (matrix.rows === 0) throw new UsageError('the input has no rows to train on');
+      return matrix;
+    };
+    let labels: ClassLabel[] | null = targetType === 'string' ? (await distinctValues(plan, target!, ctx, settings.memoryLimit)).strings : null;
+    let matrix: ResidentMatrix | null = await load(labels);
     try {
+      if (classify && targetType === 'int64' && !(await exactAsDoubles(matrix))) {
+        const inexact = matrix;
+        matrix = null;
+        await inexact.release();
+        labels = int64Classes((await distinctValues(plan, target!, ctx, settings.memoryLimit)).int64s);
+        matrix = await load(labels);
+      }
       return await train(matrix, ctx, labels);
     } finally {
-      await matrix.release();
+      await matrix?.release();
     }
   });
 }
 
-/** The distinct values of string column `column`, in the group-by's key order (nulls left out: loading the rows refuses them, naming file and row). */
-async function distinctStrings(plan: PlanNode, column: string, ctx: RunContext, memoryLimit: number): Promise<string[]> {
+/** Whether every target value of the matrix is below 2^53 in magnitude, so an int64 target read as float64 kept each value (and distinct values apart). */
+async function exactAsDoubles(matrix: ResidentMatrix): Promise<boolean> {
+  const maxima = await matrix.map<number>('stats.targetMaxAbs', null);
+  return maxima.every((m) => m < 2 ** 53);
+}
+
+/**
+ * The distinct values of string or int64 column `column`: strings in the group-by's key order,
+ * int64s ascending (nulls left out: loading the rows refuses them, naming file and row).
+ */
+async function distinctValues(plan: PlanNode, column: string, ctx: RunContext, memoryLimit: number): Promise<{ strings: string[]; int64s: bigint[] }> {
   const grouped: PlanNode = { kind: 'aggregate', input: { kind: 'project', input: plan, columns: [column] }, spec: { keys: [column], aggs: parseAggList('count()'), dropna: true } };
   const batch = await collect(await physical(optimize(grouped, { memoryLimit }), ctx), ctx, 'find classes');
-  const values = batch.columns[0] as StringColumn;
-  return Array.from({ length: batch.length }, (_, i) => stringAt(values, i));
+  const values = batch.columns[0];
+  if (values.type === 'string') return { strings: Array.from({ length: batch.length }, (_, i) => stringAt(values, i)), int64s: [] };
+  if (values.type !== 'int64') throw new Error(`class labels of a ${values.type} column`);
+  return { strings: [], int64s: Array.from(values.values).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)) };
 }
 
 /**

@@ -41,11 +41,12 @@ export default class RfTrain extends GpuframeCommand {
     };
     const model = await trainModelFile(flags['model-out'], plan, features, () => withTrainingMatrix(plan, features, flags.target, flags, null, async (matrix, ctx, labels) => {
       const forest = await fitRandomForest(matrix, params, workerTreeGrower(ctx));
-      // The forest learnt class indices (string targets) or 0 and 1 (bool targets): its classes are the target's values.
+      // The forest learnt class indices (string targets, int64 ones beyond 2^53) or 0 and 1 (bool
+      // targets): its classes are the target's values.
       if (task === 'classification' && labels) forest.classes = forest.classes.map((c) => labels[c as number]);
       if (task === 'classification' && targetType === 'bool') forest.classes = forest.classes.map((c) => c === 1);
       return forest;
-    }));
+    }, task === 'classification'));
     const trees = model.trees.treeOffsets.length - 1;
     const nodes = model.trees.feature.length;
     report(flags, `random forest (${task}) on ${flags.target}: ${trees} trees, ${nodes} nodes${task === 'classification' ? `, classes ${model.classes.join(', ')}` : ''}; model written to ${flags['model-out']}`,

@@ -26,7 +26,8 @@ export interface ResidentMatrix extends PartitionedMatrix {
 
 /**
  * `kernels`: the trainer runs these GPU kernels over the rows (then only GPU workers hold them, on
- * their device); null: none. `targetLabels`: the target holds these strings, loaded as their indices.
+ * their device); null: none. `targetLabels`: a classifier's classes (a string target's values, an
+ * int64 target's as decimal text); the target is loaded as their indices.
  */
 export async function loadResidentMatrix(stream: Stream, features: string[], target: string | null, ctx: RunContext, kernels: MatrixKernels | null,
   targetLabels: string[] | null = null): Promise<ResidentMatrix> {

@@ -1,6 +1,6 @@
 // Turning typed column batches into the row-major float64 design matrix the trainers use.
 
-import { int64AsNumber, int64Words, stringAt, type Batch, type Column } from '../batch.js';
+import { int64AsNumber, int64Words, stringAt, type Batch, type Column, type Int64Column } from '../batch.js';
 import { DataError, requireColumn } from '../errors.js';
 
 export interface DesignMatrix { rows: number; cols: number; x: Float64Array; y: Float64Array | null }
@@ -10,8 +10,9 @@ export interface DesignColumns { rows: number; columns: Float64Array[]; y: Float
 
 /**
  * Numeric (float64, int64, bool, timestamp) columns `features` and optional `target` of a batch as
- * float64; nulls are data errors. `targetLabels`: the target holds strings, read as their indices
- * in this list (a classifier's classes).
+ * float64; nulls are data errors. `targetLabels`: a classifier's classes, the target read as their
+ * indices in this list: a string target's values, or an int64 target's as decimal text (exact
+ * where float64 would merge labels beyond 2^53).
  */
 export function designColumns(batch: Batch, features: readonly string[], target: string | null, file?: string, targetLabels: readonly string[] | null = null): DesignColumns {
   const names = batch.schema.map((f) => f.name);
@@ -69,15 +70,27 @@ export function rowMajor(columns: readonly Float64Array[], rows: number): Float6
 
 const TRANSPOSE_BLOCK_ROWS = 256;
 
-/** A string column's values as their indices in `labels` (which holds every value). */
+/** A string column's values as their indices in `labels` (which holds every value); an int64 column's, `labels` being their decimal text. */
 function labelCodes(col: Column, name: string, labels: readonly string[], file?: string): Float64Array {
   requireComplete(col, name, file);
+  if (col.type === 'int64') return int64LabelCodes(col, name, labels, file);
   if (col.type !== 'string') throw new DataError(`column '${name}' holds ${col.type} values where class labels (strings) were found before`, { file, column: name });
   const index = new Map(labels.map((l, i) => [l, i]));
   const out = new Float64Array(col.offsets.length - 1);
   for (let r = 0; r < out.length; r++) {
     const code = index.get(stringAt(col, r));
     if (code === undefined) throw new DataError(`column '${name}' holds '${stringAt(col, r)}', not among its classes`, { file, column: name });
+    out[r] = code;
+  }
+  return out;
+}
+
+function int64LabelCodes(col: Int64Column, name: string, labels: readonly string[], file?: string): Float64Array {
+  const index = new Map(labels.map((l, i) => [BigInt(l), i]));
+  const out = new Float64Array(col.values.length);
+  for (let r = 0; r < out.length; r++) {
+    const code = index.get(col.values[r]);
+    if (code === undefined) throw new DataError(`column '${name}' holds ${col.values[r]}, not among its classes`, { file, column: name });
     out[r] = code;
   }
   return out;

@@ -1,5 +1,7 @@
 // Model files: JSON with a stable key order and numbers as shortest round-trip text; a forest's
-// node arrays are packed as { type, base64 } (little-endian int32 or float64). Reading treats the
+// node arrays are packed as { type, base64 } (little-endian int32 or float64). Classes are a JSON
+// list, except an int64 target's classes beyond what a double holds exactly: { type: 'int64',
+// decimal: [text, ...] } (a JSON number would be read rounded). Reading treats the
 // file as untrusted: unknown kinds or versions, prototype keys, absurd sizes,
 // inconsistent lengths and non-finite numbers are DataErrors naming the file and the field.
 
@@ -39,7 +41,7 @@ export function modelFileParts(model: Model): ModelFilePart[] {
     featureNames: model.featureNames,
     featureTypes: model.featureTypes,
     target: model.target,
-    classes: model.classes,
+    classes: classesField(model.classes),
     params: sortedKeys(model.params),
     metrics: sortedKeys(model.metrics),
   };
@@ -68,6 +70,23 @@ export function modelFileParts(model: Model): ModelFilePart[] {
     // Little-endian bytes: every platform Node runs on is little-endian.
     return [{ text: `{"type":"${type}","base64":"`, ascii: false }, { text: Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('base64'), ascii: true }, { text: '"}', ascii: false }];
   });
+}
+
+/**
+ * The classes as written: a JSON list (numbers, strings or booleans), or, when they are bigints
+ * (int64 classes not all exact as doubles: int64Classes), their decimal text under a type tag.
+ * The tag keeps files whose classes are all numbers (the usual 0, 1, ...) byte for byte as they
+ * were, and a reader that knows only lists refuses the field rather than reading strings.
+ */
+function classesField(classes: readonly ClassLabel[]): readonly ClassLabel[] | { type: 'int64'; decimal: string[] } {
+  if (!classes.some((c) => typeof c === 'bigint')) return classes;
+  return {
+    type: 'int64',
+    decimal: classes.map((c) => {
+      if (typeof c !== 'bigint' && !Number.isInteger(c)) throw new Error(`model field 'classes' mixes int64 classes with ${JSON.stringify(c)}`);
+      return String(c);
+    }),
+  };
 }
 
 function sortedKeys<T>(o: Record<string, T>): Record<string, T> {
@@ -272,6 +291,9 @@ function readTrees(r: Reader, d: number, fail: (field: string, what: string) => 
   return { treeOffsets, feature, threshold, left, right, value, valueWidth };
 }
 
+/** An integer's decimal text as written (String of a bigint): no sign but '-', no leading zeros. */
+const INT64_TEXT = /^(0|-?[1-9][0-9]{0,18})$/;
+
 /** Typed access to fields of an untrusted object, failing with the field's name. */
 class Reader {
   private readonly o: Record<string, unknown>;
@@ -308,8 +330,10 @@ class Reader {
     });
     return out;
   }
-  /** Class labels: all finite numbers, all strings or all booleans, each once. */
+  /** Class labels: all finite numbers, all strings or all booleans, each once; or int64 classes as { type: 'int64', decimal } (bigints). */
   classLabels(field: string, maxLength: number): ClassLabel[] {
+    const v = this.get(field);
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) return this.int64Labels(field, maxLength);
     const a = this.array(field, maxLength);
     const kind = typeof a[0];
     a.forEach((v, i) => {
@@ -319,6 +343,18 @@ class Reader {
       if (a.indexOf(v) !== i) this.fail(field, `entry ${i} repeats entry ${a.indexOf(v)}`);
     });
     return a as ClassLabel[];
+  }
+  private int64Labels(field: string, maxLength: number): bigint[] {
+    const o = new Reader(this.get(field), (f, w) => this.fail(`${field}.${f}`, w));
+    if (o.get('type') !== 'int64') this.fail(`${field}.type`, "must be 'int64'");
+    const seen = new Set<bigint>();
+    return o.strings('decimal', maxLength).map((text, i) => {
+      const value = INT64_TEXT.test(text) ? BigInt(text) : null;
+      if (value === null || value !== BigInt.asIntN(64, value)) this.fail(`${field}.decimal`, `entry ${i} is not an int64 in decimal`);
+      if (seen.has(value!)) this.fail(`${field}.decimal`, `entry ${i} repeats an earlier entry`);
+      seen.add(value!);
+      return value!;
+    });
   }
   /** A forest node array: packed { type, base64 } (version 2) or a JSON number list (version 1). */
   nodeArray(field: string, maxLength: number, type: 'int32'): Int32Array;

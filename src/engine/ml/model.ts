@@ -13,8 +13,16 @@ export const READABLE_FORMAT_VERSIONS: readonly number[] = [1, 2];
 
 export type ParamValue = string | number | boolean | null;
 
-/** A classifier's class: the target's value (a number, a string or a boolean). */
-export type ClassLabel = number | string | boolean;
+/**
+ * A classifier's class: the target's value (a number, a string or a boolean). An int64 target's
+ * classes are numbers while all are exact as doubles (|v| < 2^53), else all bigints (int64Classes).
+ */
+export type ClassLabel = number | string | boolean | bigint;
+
+/** An int64 target's classes: numbers when every one is exact as a double (the usual labels), else the bigints themselves. */
+export function int64Classes(values: readonly bigint[]): ClassLabel[] {
+  return values.every((v) => Number.isSafeInteger(Number(v))) ? values.map(Number) : [...values];
+}
 
 interface ModelBase {
   formatVersion: typeof MODEL_FORMAT_VERSION;
@@ -22,7 +30,7 @@ interface ModelBase {
   featureTypes: DType[];
   /** Target column the model was fitted on (null for k-means). */
   target: string | null;
-  /** Class labels in output order (classifiers: all numbers, all strings or all booleans, as the target was), else empty. */
+  /** Class labels in output order (classifiers: all numbers, all bigints, all strings or all booleans, as the target was), else empty. */
   classes: ClassLabel[];
   params: Record<string, ParamValue>;
   metrics: Record<string, number>;

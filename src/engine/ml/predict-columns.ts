@@ -14,7 +14,7 @@ function predictionType(model: ModelHeader): DType {
   const c = model.classes;
   if (c.every((v) => typeof v === 'string')) return 'string';
   if (c.every((v) => typeof v === 'boolean')) return 'bool';
-  return c.every((v) => Number.isInteger(v)) ? 'int64' : 'float64';
+  return c.every((v) => typeof v === 'bigint' || Number.isInteger(v)) ? 'int64' : 'float64';
 }
 
 export function predictionFields(model: ModelHeader, outputName: string, proba: boolean): Field[] {
@@ -65,7 +65,10 @@ function predictionColumn(model: Model, type: DType, prediction: Float64Array | 
   }
   const classes = model.classes;
   switch (type) {
-    case 'int64': return { type, values: BigInt64Array.from(prediction, (i) => BigInt(classes[i] as number)), valid: null };
+    case 'int64': {
+      const values = classes.map((c) => BigInt(c as number | bigint));
+      return { type, values: BigInt64Array.from(prediction, (i) => values[i]), valid: null };
+    }
     case 'bool': return { type, values: Uint8Array.from(prediction, (i) => (classes[i] ? 1 : 0)), valid: null };
     case 'string': return stringColumn(Array.from(prediction, (i) => classes[i] as string));
     default: return { type: 'float64', values: Float64Array.from(prediction, (i) => classes[i] as number), valid: null };

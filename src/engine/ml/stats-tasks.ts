@@ -1,6 +1,7 @@
 // Column moments over partitions: sums of (x - shift) and (x - shift)^2 per column (and for y),
 // in double-double, and each x column's largest |x| rounded to f32. Used for means/variances
 // (k-means tolerance, linear-regression centring) and the k-means GPU step's fixed-point scales.
+// And the target's largest |y| (whether an int64 classifier target was read exactly).
 
 import { ddAdd, ddZeros, type DDArray } from './double-double.js';
 import type { MatrixPartition } from './partitioned.js';
@@ -31,4 +32,11 @@ function moments(part: MatrixPartition, args: MomentsArgs): MomentsResult {
   return { rows, sum, sumSq, maxAbs };
 }
 
-export const STATS_TASKS = { 'stats.moments': moments };
+/** The largest |y| of the partition (0 for none; NaN if a y is NaN): whether an int64 target read as float64 stayed exact (all below 2^53). */
+function targetMaxAbs(part: MatrixPartition): number {
+  let max = 0;
+  if (part.y) for (let r = 0; r < part.rows; r++) max = Math.max(max, Math.abs(part.y[r]));
+  return max;
+}
+
+export const STATS_TASKS = { 'stats.moments': moments, 'stats.targetMaxAbs': targetMaxAbs };

@@ -3,7 +3,7 @@
 // mean and sum of squares, merged with the residual sum), adjusted Rand index (k-means, from the
 // contingency table of true labels and clusters).
 
-import { stringAt, type Batch, type Column, type StringColumn } from '../batch.js';
+import { int64Words, stringAt, type Batch, type Column, type Int64Column, type StringColumn } from '../batch.js';
 import { DataError } from '../errors.js';
 import { numericValues, requireComplete } from './design-matrix.js';
 import { Contingency } from './metrics.js';
@@ -23,6 +23,7 @@ export class MetricAccumulator {
     const column = (name: string) => batch.columns[batch.schema.findIndex((f) => f.name === name)];
     const [truth, predicted] = [column(this.truth), column(this.prediction)];
     if (predicted.type === 'string') return this.addLabels(truth, predicted);
+    if (predicted.type === 'int64' && truth.type === 'int64' && this.model.kind === 'random-forest') return this.addInt64Labels(truth, predicted);
     const y = this.model.kind === 'kmeans' && truth.type === 'string' ? this.labelIds(truth) : numericValues(truth, this.truth);
     const p = numericValues(predicted, this.prediction);
     for (let i = 0; i < y.length; i++) {
@@ -59,6 +60,17 @@ export class MetricAccumulator {
     for (let i = 0; i < predicted.offsets.length - 1; i++) {
       this.rows++;
       if (stringAt(truth, i) === stringAt(predicted, i)) this.correct++;
+    }
+  }
+
+  /** A classifier of int64 classes against an int64 target: compared exactly (as doubles, labels beyond 2^53 could match their neighbours). */
+  private addInt64Labels(truth: Int64Column, predicted: Int64Column): void {
+    requireComplete(truth, this.truth);
+    // The (lo, hi) words: no bigint made per row.
+    const t = int64Words(truth), p = int64Words(predicted);
+    for (let i = 0; i < predicted.values.length; i++) {
+      this.rows++;
+      if (t[2 * i] === p[2 * i] && t[2 * i + 1] === p[2 * i + 1]) this.correct++;
     }
   }
 
