@@ -9,7 +9,8 @@ import { concatBatches, emptyBatch, selectColumns, type Batch } from '../batch.j
 import { readArrowChunk } from '../io/arrow.js';
 import { readCsvChunk } from '../io/csv/index.js';
 import { readParquetChunk } from '../io/parquet.js';
-import { encodeRows } from '../io/output/index.js';
+import { appendRows, ByteBuffer, encodeRows } from '../io/output/index.js';
+import { reuse } from '../io/scratch.js';
 import { PartialAggregator } from '../ops/aggregate/index.js';
 import { JoinBuildTable, hashPartition, inPositionOrder, joinBucket, probeJoin, type HashPart, type TaggedRows } from '../ops/join/index.js';
 import { designMatrix } from '../ml/design-matrix.js';
@@ -74,11 +75,16 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
     case 'collect':
       return { batches, matched, rows, warnings };
     case 'encode': {
-      const parts = batches.map((b) => encodeRows(terminal.format, b));
-      if (terminal.dir === null) return { encoded: parts.length === 1 ? parts[0] : Buffer.concat(parts), matched, rows, warnings };
+      if (terminal.dir === null) {
+        const parts = batches.map((b) => encodeRows(terminal.format, b));
+        return { encoded: parts.length === 1 ? parts[0] : Buffer.concat(parts), matched, rows, warnings };
+      }
+      // A worker's text goes to its file at once, so it is encoded into the process's scratch buffer.
+      const text = reuse('encoded text', () => true, () => new ByteBuffer(0)).clear();
+      for (const b of batches) appendRows(terminal.format, text, b);
       const file = joinPath(terminal.dir, `encoded-${fragment.index}-${randomBytes(4).toString('hex')}.txt`);
-      writeSpillFile(file, parts);
-      return { encodedFile: { file, offset: 0, length: parts.reduce((s, p) => s + p.byteLength, 0) }, matched, rows, warnings };
+      writeSpillFile(file, text.view());
+      return { encodedFile: { file, offset: 0, length: text.length }, matched, rows, warnings };
     }
     case 'load-matrix': {
       const schema = batches[0]?.schema ?? [];

@@ -6,6 +6,7 @@ import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { RuntimeFailure } from '../errors.js';
+import { reuseBytes } from '../io/scratch.js';
 import { chargeWrite } from './fault-hook.js';
 import type { SpillRange } from './fragment.js';
 
@@ -47,12 +48,14 @@ export function readSpillRange({ file, offset, length }: SpillRange): Uint8Array
 
 const DRAIN_PIECE = 16 << 20;
 
-/** Hands the bytes of a spill file's range to `write` in pieces of at most 16 MB, in order, then removes the file. */
+/** Hands the bytes of a spill file's range to `write` in pieces of at most 16 MB, in order, then
+ *  removes the file. The pieces are views of one scratch buffer (io/scratch.ts), read again as
+ *  soon as `write` resolves: a sink keeps no reference to what it was given (ByteSink.write). */
 export async function drainSpillFile({ file, offset, length }: SpillRange, write: (bytes: Uint8Array) => Promise<void>): Promise<void> {
   const handle = await open(file, 'r');
   try {
     for (let at = 0; at < length;) {
-      const piece = Buffer.allocUnsafe(Math.min(DRAIN_PIECE, length - at));
+      const piece = reuseBytes('drained spill', Math.min(DRAIN_PIECE, length - at));
       const { bytesRead } = await handle.read(piece, 0, piece.length, offset + at);
       if (bytesRead === 0) throw new Error(`spill file ${file} ends before byte ${offset + length}`);
       await write(piece.subarray(0, bytesRead));

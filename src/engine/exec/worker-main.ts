@@ -5,6 +5,7 @@ import { serializeError } from '../errors.js';
 import type { Broadcast, Task } from './fragment.js';
 import { BroadcastCache, runTask } from './run-fragment.js';
 import { maybeInjectFault } from './fault-hook.js';
+import { releaseScratch } from '../io/scratch.js';
 
 type ParentMessage =
   | { type: 'broadcast'; broadcast: Broadcast }
@@ -32,7 +33,9 @@ const memoryShare = Number(process.env.GPUFRAME_WORKER_MEMORY ?? Infinity);
 /** After a result is sent its partition's buffers are garbage; when over its share, the worker
  *  frees them now rather than when V8 gets round to it (a full collection costs ~10% of a task). */
 function collectGarbage(): void {
-  if (process.memoryUsage.rss() > memoryShare) (globalThis as { gc?: () => void }).gc?.();
+  if (process.memoryUsage.rss() <= memoryShare) return;
+  releaseScratch();
+  (globalThis as { gc?: () => void }).gc?.();
 }
 
 // The parent going away (killed, Ctrl-C) ends the worker too.

@@ -2,6 +2,7 @@
 import { openSync, read, readSync, fstatSync, closeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { DataError } from '../../errors.js';
+import { reuseBytes } from '../scratch.js';
 import type { CsvOptions } from './options.js';
 import { countLineBreaks, type TokenizeProblems } from './tokenizer.js';
 
@@ -20,9 +21,10 @@ export function openInput(path: string, displayName: string): { fd: number; size
   return { fd, size: stat.size };
 }
 
-/** Bytes [start, start + length) of an open file (fewer at its end). */
-export function readBytes(fd: number, start: number, length: number): Buffer {
-  const buf = Buffer.allocUnsafe(length);
+/** Bytes [start, start + length) of an open file (fewer at its end); into the process's scratch
+ *  buffer of that name when one is given (io/scratch.ts). */
+export function readBytes(fd: number, start: number, length: number, scratch?: string): Buffer {
+  const buf = scratch === undefined ? Buffer.allocUnsafe(length) : reuseBytes(scratch, length);
   const got = readInto(fd, buf, start);
   return got === length ? buf : buf.subarray(0, got);
 }

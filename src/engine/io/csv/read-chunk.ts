@@ -17,14 +17,16 @@ export function readCsvChunk(chunk: CsvChunk, layout: CsvLayout, opts: CsvOption
   const { fd } = openInput(chunk.path, chunk.displayName);
   let buf: Buffer;
   try {
-    buf = readBytes(fd, chunk.start, chunk.end - chunk.start);
+    // The chunk's bytes and field table are scratch (io/scratch.ts): the batch built here copies
+    // what it keeps out of them.
+    buf = readBytes(fd, chunk.start, chunk.end - chunk.start, 'csv chunk');
   } finally {
     closeSync(fd);
   }
   const width = layout.schema.length;
   const loc = new Locator(chunk.displayName, buf, 0, () => chunkFirstLine(chunk));
   const table = tokenize(buf, 0, buf.length, d,
-    { fieldsPerRecord: width, maxRecords: Infinity, toIsRecordEnd: true, skipBlankLines: true },
+    { fieldsPerRecord: width, maxRecords: Infinity, toIsRecordEnd: true, skipBlankLines: true, scratchTable: true },
     dataProblems(loc, width, opts.onBadLines, onWarning));
   const schema = indices.map((c) => layout.schema[c]);
   const built = indices.map((c) => {

@@ -2,7 +2,6 @@
 // Both buffer small writes into ~1 MiB pieces so encoders may write per row cheaply.
 
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { accessSync, constants, statSync, unlinkSync, type Stats } from 'node:fs';
 import { type FileHandle, open, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -11,6 +10,8 @@ import { chargeWrite } from '../../exec/fault-hook.js';
 import { removeStaleEntries } from '../../stale-files.js';
 
 export interface ByteSink {
+  /** Writes `bytes`; once the promise resolves the sink holds no reference to them, so the caller
+   *  may reuse their memory. */
   write(bytes: Uint8Array): Promise<void>;
   /** Flushes and completes the output (for files: fsync and rename into place). */
   close(): Promise<void>;
@@ -20,30 +21,28 @@ export interface ByteSink {
 
 const FLUSH_BYTES = 1 << 20;
 
-/** Collects small writes and hands them on in large pieces. */
+/** Copies small writes into one buffer and hands them on in large pieces. */
 abstract class BufferedSink implements ByteSink {
-  private parts: Uint8Array[] = [];
+  private readonly pending = Buffer.allocUnsafe(FLUSH_BYTES);
   private size = 0;
 
   async write(bytes: Uint8Array): Promise<void> {
+    if (this.size + bytes.byteLength > FLUSH_BYTES) await this.flush();
     if (bytes.byteLength >= FLUSH_BYTES) {
-      await this.flush();
       await this.writeOut(bytes);
       return;
     }
-    this.parts.push(bytes);
+    this.pending.set(bytes, this.size);
     this.size += bytes.byteLength;
-    if (this.size >= FLUSH_BYTES) await this.flush();
   }
 
   protected async flush(): Promise<void> {
     if (this.size === 0) return;
-    const joined = Buffer.concat(this.parts, this.size);
-    this.parts = [];
+    await this.writeOut(this.pending.subarray(0, this.size));
     this.size = 0;
-    await this.writeOut(joined);
   }
 
+  /** Writes all of `bytes`, holding no reference to them once it resolves. */
   protected abstract writeOut(bytes: Uint8Array): Promise<void>;
   abstract close(): Promise<void>;
   abstract abort(): Promise<void>;
@@ -159,15 +158,16 @@ export class AtomicFileSink extends BufferedSink {
   }
 }
 
-/** Writes to a Node stream (stdout), waiting for 'drain' so memory stays bounded. */
+/** Writes to a Node stream (stdout), one piece at a time: each write waits until the stream has
+ *  handed the bytes on, so memory stays bounded and the caller may reuse them. */
 export class StreamSink extends BufferedSink {
   constructor(private readonly out: NodeJS.WritableStream) {
     super();
   }
 
-  protected async writeOut(bytes: Uint8Array): Promise<void> {
-    // once() also rejects when the stream emits 'error' (e.g. EPIPE) while we wait.
-    if (!this.out.write(bytes)) await once(this.out, 'drain');
+  protected writeOut(bytes: Uint8Array): Promise<void> {
+    // The callback also gets the stream's error (e.g. EPIPE, handled in base-command.ts).
+    return new Promise((resolve, reject) => { this.out.write(bytes, (err) => (err ? reject(err) : resolve())); });
   }
 
   async close(): Promise<void> {

@@ -8,8 +8,14 @@ const COMMA = 0x2c, NEWLINE = 0x0a;
 
 /** Rows [start, end) of a batch as CSV bytes. */
 export function encodeCsvRows(batch: Batch, start = 0, end = batch.length): Uint8Array {
-  const bytes = batch.columns.reduce((sum, c) => sum + estimatedCellBytes(c, start, end) + (end - start), 0);
-  const out = new ByteBuffer(bytes);
+  const out = new ByteBuffer(0);
+  appendCsvRows(out, batch, start, end);
+  return out.toBytes();
+}
+
+/** Appends rows [start, end) of a batch to `out` as CSV. */
+export function appendCsvRows(out: ByteBuffer, batch: Batch, start = 0, end = batch.length): void {
+  out.reserve(batch.columns.reduce((sum, c) => sum + estimatedCellBytes(c, start, end) + (end - start), 0));
   const cells = batch.columns.map((c) => cellEncoder(c, 'csv', out));
   const last = cells.length - 1;
   for (let i = start; i < end; i++) {
@@ -20,5 +26,4 @@ export function encodeCsvRows(batch: Batch, start = 0, end = batch.length): Uint
     if (last >= 0) cells[last](i);
     out.byte(NEWLINE);
   }
-  return out.toBytes();
 }

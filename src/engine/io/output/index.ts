@@ -11,7 +11,8 @@ import { csvWriter, jsonlWriter } from './text-writer.js';
 import type { BatchWriter, OutputFormat } from './types.js';
 
 export type { BatchWriter, OutputFormat, TextFormat } from './types.js';
-export { encodeRows } from './text-writer.js';
+export { appendRows, encodeRows } from './text-writer.js';
+export { ByteBuffer } from './text-encode-buffer.js';
 export { cleanStaleTempFiles } from './byte-sink.js';
 
 const FORMAT_OF_EXTENSION: [string, OutputFormat][] = [

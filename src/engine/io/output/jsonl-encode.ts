@@ -9,10 +9,16 @@ const OPEN = 0x7b, CLOSE = 0x7d, NEWLINE = 0x0a;
 
 /** Rows [start, end) of a batch as JSONL bytes. */
 export function encodeJsonlRows(batch: Batch, start = 0, end = batch.length): Uint8Array {
+  const out = new ByteBuffer(0);
+  appendJsonlRows(out, batch, start, end);
+  return out.toBytes();
+}
+
+/** Appends rows [start, end) of a batch to `out` as JSONL. */
+export function appendJsonlRows(out: ByteBuffer, batch: Batch, start = 0, end = batch.length): void {
   // '{"name":' before the first value, ',"name":' before the others.
   const keys = batch.schema.map((f, c) => utf8.encode((c === 0 ? '{' : ',') + JSON.stringify(f.name) + ':'));
-  const bytes = batch.columns.reduce((sum, c, k) => sum + estimatedCellBytes(c, start, end) + keys[k].length * (end - start), 2 * (end - start));
-  const out = new ByteBuffer(bytes);
+  out.reserve(batch.columns.reduce((sum, c, k) => sum + estimatedCellBytes(c, start, end) + keys[k].length * (end - start), 2 * (end - start)));
   const cells = batch.columns.map((c) => cellEncoder(c, 'jsonl', out));
   for (let i = start; i < end; i++) {
     if (cells.length === 0) out.byte(OPEN);
@@ -23,5 +29,4 @@ export function encodeJsonlRows(batch: Batch, start = 0, end = batch.length): Ui
     out.byte(CLOSE);
     out.byte(NEWLINE);
   }
-  return out.toBytes();
 }

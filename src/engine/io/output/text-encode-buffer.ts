@@ -24,8 +24,7 @@ export class ByteBuffer {
   }
 
   private grow(n: number): void {
-    let capacity = this.bytes.length * 2;
-    while (capacity < this.length + n) capacity *= 2;
+    const capacity = Math.max(this.bytes.length * 2, this.length + n);
     const next = new Uint8Array(capacity);
     next.set(this.bytes.subarray(0, this.length));
     this.bytes = next;
@@ -75,6 +74,17 @@ export class ByteBuffer {
   /** A tight copy of what was written (a view would post the whole backing buffer to the parent). */
   toBytes(): Uint8Array {
     return this.bytes.slice(0, this.length);
+  }
+
+  /** What was written, as a view: valid until the buffer is written to or cleared again. */
+  view(): Uint8Array {
+    return this.bytes.subarray(0, this.length);
+  }
+
+  /** Empties the buffer, keeping its memory for reuse. */
+  clear(): this {
+    this.length = 0;
+    return this;
   }
 }
 

@@ -5,8 +5,9 @@
 import type { Batch, Schema } from '../../batch.js';
 import { csvQuote } from '../format-value.js';
 import type { ByteSink } from './byte-sink.js';
-import { encodeCsvRows } from './csv-encode.js';
-import { encodeJsonlRows } from './jsonl-encode.js';
+import { appendCsvRows, encodeCsvRows } from './csv-encode.js';
+import { appendJsonlRows, encodeJsonlRows } from './jsonl-encode.js';
+import type { ByteBuffer } from './text-encode-buffer.js';
 import type { BatchWriter, TextFormat } from './types.js';
 
 const ROWS_PER_SLICE = 16_384;
@@ -49,6 +50,12 @@ class TextBatchWriter implements BatchWriter {
 /** All rows of a batch as CSV or JSONL bytes (no header): what a writer's writeEncoded appends. */
 export function encodeRows(format: TextFormat, batch: Batch): Uint8Array {
   return ROW_ENCODER[format](batch, 0, batch.length);
+}
+
+/** encodeRows' bytes appended to `out`. */
+export function appendRows(format: TextFormat, out: ByteBuffer, batch: Batch): void {
+  if (format === 'csv') appendCsvRows(out, batch);
+  else appendJsonlRows(out, batch);
 }
 
 export function csvWriter(sink: ByteSink, schema: Schema): BatchWriter {
