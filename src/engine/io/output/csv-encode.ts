@@ -10,7 +10,7 @@ const COMMA = 0x2c, NEWLINE = 0x0a;
 export function encodeCsvRows(batch: Batch, start = 0, end = batch.length): Uint8Array {
   const out = new ByteBuffer(0);
   appendCsvRows(out, batch, start, end);
-  return out.toBytes();
+  return out.view();
 }
 
 /** Appends rows [start, end) of a batch to `out` as CSV. */

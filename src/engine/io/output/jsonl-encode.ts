@@ -11,7 +11,7 @@ const OPEN = 0x7b, CLOSE = 0x7d, NEWLINE = 0x0a;
 export function encodeJsonlRows(batch: Batch, start = 0, end = batch.length): Uint8Array {
   const out = new ByteBuffer(0);
   appendJsonlRows(out, batch, start, end);
-  return out.toBytes();
+  return out.view();
 }
 
 /** Appends rows [start, end) of a batch to `out` as JSONL. */

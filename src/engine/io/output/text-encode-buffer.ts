@@ -71,11 +71,6 @@ export class ByteBuffer {
     this.length = putDigits(this.bytes, this.length, v, width);
   }
 
-  /** A tight copy of what was written (a view would post the whole backing buffer to the parent). */
-  toBytes(): Uint8Array {
-    return this.bytes.slice(0, this.length);
-  }
-
   /** What was written, as a view: valid until the buffer is written to or cleared again. */
   view(): Uint8Array {
     return this.bytes.subarray(0, this.length);

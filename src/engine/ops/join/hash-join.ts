@@ -37,9 +37,17 @@ export function probeJoin(table: JoinBuildTable, left: Batch, spec: JoinSpec, ma
   return joinedBatch(table, left, layout, leftRows, rightRows);
 }
 
-/** The output rows of probeRows' pairs. */
+/** The output rows of probeRows' pairs. When every left row is output once, in order (a lookup
+ *  into a dimension table), the left columns are the batch's own, not copies. */
 export function joinedBatch(table: JoinBuildTable, left: Batch, layout: JoinLayout, leftRows: Int32Array, rightRows: Int32Array): Batch {
-  return assemble(layout, left.columns.map((c) => takeColumn(c, leftRows)), table.right, rightRows);
+  const leftColumns = isAllRowsInOrder(leftRows, left.length) ? left.columns : left.columns.map((c) => takeColumn(c, leftRows));
+  return assemble(layout, leftColumns, table.right, rightRows);
+}
+
+function isAllRowsInOrder(rows: Int32Array, length: number): boolean {
+  if (rows.length !== length) return false;
+  for (let i = 0; i < length; i++) if (rows[i] !== i) return false;
+  return true;
 }
 
 /**
