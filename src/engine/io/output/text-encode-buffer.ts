@@ -3,7 +3,7 @@
 // string encoders reserve once per cell and then write through local copies of `bytes`/`length`.
 
 /** 10^k for k = 0..16: digit counts and fixed-point fractions of numbers below 2^53. */
-export const POW10 = Array.from({ length: 17 }, (_, k) => 10 ** k);
+const POW10 = Array.from({ length: 17 }, (_, k) => 10 ** k);
 
 const DIGIT_0 = 0x30;
 /** '00' '01' ... '99' as byte pairs. */
@@ -60,9 +60,7 @@ export class ByteBuffer {
       this.bytes[this.length++] = MINUS;
       v = -v;
     }
-    let n = 1;
-    while (n < 16 && v >= POW10[n]) n++;
-    this.fixedDigits(v, n);
+    this.fixedDigits(v, v < 0x80000000 ? int32Digits(v | 0) : digits(v));
   }
 
   /** Exactly `width` digits of a non-negative integer below 10^16, zero-padded on the left. */
@@ -81,6 +79,20 @@ export class ByteBuffer {
     this.length = 0;
     return this;
   }
+}
+
+/** Decimal digits of a non-negative int32 (a comparison chain: no table, no division). */
+function int32Digits(w: number): number {
+  if (w < 10000) return w < 10 ? 1 : w < 100 ? 2 : w < 1000 ? 3 : 4;
+  if (w < 100000000) return w < 100000 ? 5 : w < 1000000 ? 6 : w < 10000000 ? 7 : 8;
+  return w < 1000000000 ? 9 : 10;
+}
+
+/** Decimal digits of a non-negative integer below 10^16. */
+function digits(v: number): number {
+  let n = 1;
+  while (n < 16 && v >= POW10[n]) n++;
+  return n;
 }
 
 /** Writes exactly `width` digits of a non-negative integer v below 10^16 (zero-padded on the

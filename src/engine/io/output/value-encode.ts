@@ -14,7 +14,7 @@ import {
   int64Words, stringColumn,
 } from '../../batch.js';
 import { type TimestampFields, formatFloat, formatTimestamp, newTimestampFields, timestampFields } from '../format-value.js';
-import { type ByteBuffer, POW10, putDigits } from './text-encode-buffer.js';
+import { type ByteBuffer, putDigits } from './text-encode-buffer.js';
 import type { TextFormat } from './types.js';
 
 /** Appends the text of row i of one column. */
@@ -94,14 +94,16 @@ function writeFloat(out: ByteBuffer, x: number): void {
     return;
   }
   if (abs >= 1e-4 && abs < 1e9) {
-    let n = Math.round(abs * 1e4);
+    const n = Math.round(abs * 1e4);
     if (n / 1e4 === abs) {
+      // n = whole · 10^4 + frac; int32 arithmetic below 2^31 (|x| < 214748.3648), where a
+      // double's % would be a library call.
+      const whole = n <= 0x7fffffff ? ((n | 0) / 10000) | 0 : Math.floor(n / 10000);
+      let frac = n <= 0x7fffffff ? (n | 0) - whole * 10000 : n - whole * 10000;
       let decimals = 4;
-      while (n % 10 === 0) { n /= 10; decimals--; } // x is not integral: decimals stays >= 1
-      const scale = POW10[decimals];
-      const frac = n % scale;
+      while (frac % 10 === 0) { frac = (frac / 10) | 0; decimals--; } // x is not integral: frac > 0
       if (x < 0) out.byte(MINUS);
-      out.integer((n - frac) / scale);
+      out.integer(whole);
       out.byte(DOT);
       out.fixedDigits(frac, decimals);
       return;
