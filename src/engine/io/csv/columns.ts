@@ -83,10 +83,13 @@ function nullMask(buf: Buffer, t: FieldTable, column: number, d: CsvDialect): Ui
   let valid: Uint8Array | null = null;
   const { starts, ends } = t;
   const nullLengths = d.nullsByLength;
+  const nullFirstBytes = new Uint8Array(256);
+  for (const texts of nullLengths) for (const text of texts ?? []) if (text.length > 0) nullFirstBytes[text[0]] = 1;
   for (let r = 0, i = t.index(column, 0); r < t.records; r++, i++) {
     const s = starts[i], e = ends[i];
-    // Most fields have a length no null text has: skip the call for them.
-    if (s < 0 || e - s >= nullLengths.length || nullLengths[e - s] === undefined || !isNullField(buf, s, e, d)) continue;
+    // Most fields have a length or a first byte no null text has: skip the call for them.
+    if (s < 0 || e - s >= nullLengths.length || nullLengths[e - s] === undefined) continue;
+    if ((e > s && nullFirstBytes[buf[s]] === 0) || !isNullField(buf, s, e, d)) continue;
     if (valid === null) valid = new Uint8Array(t.records).fill(1);
     valid[r] = 0;
   }
