@@ -101,6 +101,9 @@ function estimateRecords(buf: Buffer, from: number, to: number): number {
   return Math.ceil(((n + 1) * (to - from)) / Math.max(1, probeEnd - from) * 1.1) + 16;
 }
 
+/** The scan's stop "byte" at `to`: no byte, and not the -1 of a dialect without quoting. */
+const END = 256;
+
 function fieldTable(width: number, capacityRecords: number, scratch: boolean): FieldTable {
   if (!scratch) return new FieldTable(width, capacityRecords);
   return reuse('csv field table', (t: FieldTable) => t.fits(width, capacityRecords), () => new FieldTable(width, capacityRecords)).clear();
@@ -113,10 +116,12 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
   if (anyWidth && req.maxRecords !== 1) throw new Error('any-width tokenizing reads one record at a time');
   const delim = d.delimiter;
   const quote = d.quote;
-  // Bytes that end an unquoted field's scan: delimiter, line feed, and a quote (an error there).
+  // Bytes that end a field's scan: delimiter, line feed, a quote (opening a quoted field, or an
+  // error), and CR (ending the line before LF; any other CR is text and the scan goes on).
   const stops = new Uint8Array(256);
   stops[delim] = 1;
   stops[LF] = 1;
+  stops[CR] = 1;
   if (quote >= 0) stops[quote] = 1;
   const t = anyWidth ? new FieldTable(16, 1) : fieldTable(width, Math.min(estimateRecords(buf, from, to), req.maxRecords), req.scratchTable === true);
   let starts = t.starts, ends = t.ends, stride = t.stride;
@@ -147,7 +152,16 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
       let start = pos;
       let end: number;
       let escaped = false;
-      if (pos < to && buf[pos] === quote) {
+      // One scan finds the field's end, or its opening quote (a stop at its first byte).
+      let p = pos;
+      let b = END; // the stop byte
+      for (;;) {
+        while (p < to && stops[buf[p]] === 0) p++;
+        b = p < to ? buf[p] : END;
+        if (b === CR && p + 1 < to && buf[p + 1] !== LF) { p++; continue; } // a CR inside the field
+        break;
+      }
+      if (b === quote && p === pos) {
         start = pos + 1;
         let q = start;
         for (;;) {
@@ -169,14 +183,11 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
           }
         }
       } else {
-        let p = pos;
-        while (p < to && stops[buf[p]] === 0) p++;
-        if (p < to && buf[p] === quote) {
+        if (b === quote) {
           problems.fail("quote character inside an unquoted field (quote the whole field, or pass --quote '' to read quotes literally)", p, c + 1);
         }
         end = p;
-        if (end > start && buf[end - 1] === CR && (p === to || buf[p] === LF)) end--;
-        pos = p;
+        pos = b === CR ? p + 1 : p; // past a CR ending the line: at its LF, or at `to`
       }
       if (anyWidth) {
         if (c >= starts.length) { t.growWidth(); starts = t.starts; ends = t.ends; }
@@ -193,8 +204,7 @@ export function tokenize(buf: Buffer, from: number, to: number, d: CsvDialect, r
         break;
       }
       if (buf[pos] === delim) { pos++; continue; }
-      if (buf[pos] === CR) pos++;
-      pos++; // the LF
+      pos++; // the LF (a CR before it was passed with the field)
       break;
     }
     consumed = pos;
