@@ -147,6 +147,11 @@ describe('options', () => {
     expect(rows(batch)).toEqual([['5\'11"', '007'], ['"a"', '8']]);
   });
 
+  it("quote '': an empty last field at the end of the file, a lone CR inside a field, CRLF line ends", async () => {
+    const { batch } = await read('a,b\r\nx\ry,1\r\n"q",', { quote: '', dtypes: { a: 'string', b: 'string' } });
+    expect(rows(batch)).toEqual([['x\ry', '1'], ['"q"', null]]);
+  });
+
   it('gzip input is recognised by its bytes and decompressed once; a damaged one is named as the user wrote it', async () => {
     const path = csvFile(gzipSync('a,b\n1,x\n2,y\n'), 'data.csv.gz');
     const plain = await materializeCsvInput(path, path, dir);
