@@ -1,5 +1,5 @@
 // GPU executor check for the GPU machine: generates flights-like CSV data (bench/generate.mjs),
-// runs groupby and merge with --device cpu, --device gpu --gpus 0 and --device gpu --gpus 0,1,
+// runs groupby, merge and read-csv -o with --device cpu, --device gpu --gpus 0 and --device gpu --gpus 0,1,
 // checks that every GPU output has the CPU output's bytes, and prints timings as a markdown table.
 //   source .devkit/env.sh; node bench/gpu-check.mjs [--bytes 1e9] [--copies 1] [--dir /tmp/gpuframe-check] [--timeout 240]
 //   env: JOBS (job names or name prefixes, comma-separated), CONFIGS (cpu,gpu_0_only,gpu_0_1_only,gpus_cpu_workers), DUCKDB=0
@@ -77,6 +77,7 @@ const duckSql = {
   'groupby origin': `select origin, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin order by origin`,
   'groupby origin,dest': `select origin, dest, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin, dest order by origin, dest`,
   'groupby delay (int key)': `select delay, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by delay order by delay`,
+  'read-csv -o csv': `select * from read_csv('${data}')`,
   'merge (broadcast) -o csv': `select * from read_csv('${data}') f join read_csv('${dim}') d using (origin)`,
   'merge (partitioned) -o csv': `select * from read_csv('${data}') a join read_csv('${data}') b using (id)`,
   'merge then groupby region': `select region, count(*), sum(delay), avg(price), min(delay), max(distance), avg(elevation) from read_csv('${data}') f join read_csv('${dim}') d using (origin) group by region order by region`,
@@ -92,6 +93,8 @@ const jobs = [
   { name: 'groupby origin', args: (out) => ['groupby', data, '--by', 'origin', '--agg', AGGS, '-o', out] },
   { name: 'groupby origin,dest', args: (out) => ['groupby', data, '--by', 'origin,dest', '--agg', AGGS, '-o', out] },
   { name: 'groupby delay (int key)', args: (out) => ['groupby', data, '--by', 'delay', '--agg', AGGS, '-o', out] },
+  // Rows parsed and written again: work without an aggregate, on the CPU workers.
+  { name: 'read-csv -o csv', args: (out) => ['read-csv', data, '-o', out] },
   { name: 'merge (broadcast) -o csv', args: (out) => ['merge', data, dim, '--on', 'origin', '-o', out] },
   // The file joined with itself on its unique id: too large to broadcast under a memory limit of
   // 4 × the file, so both sides are hash-partitioned and spilled.
