@@ -1,6 +1,7 @@
 // CSV chunks parsed and grouped on the GPU (lavapipe): the partial aggregate of every chunk of
 // random CSV files (quoted keys with commas, newlines and doubled quotes, null texts, CRLF, a
-// last record without newline) equals the CPU reader + PartialAggregator's; chunks the GPU path
+// last record without newline; float min/max over -0 and 0) equals the CPU reader +
+// PartialAggregator's (random files of every shape: fuzz-csv-gpu-aggregate); chunks the GPU path
 // must not take (ragged, blank or malformed records, values it does not parse, hash collisions
 // forced by the test hook) say so and are left to the CPU; and groupby --device gpu through the
 // CLI writes the same bytes as --device cpu.
@@ -8,13 +9,14 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { valueAt, type Batch, type Schema } from '../src/engine/batch.js';
-import { DEFAULT_CSV_OPTIONS, inferCsvLayout, planCsvChunks, readCsvChunk, type CsvOptions } from '../src/engine/io/csv/index.js';
-import { finalizeAggregate, parseAggList, PartialAggregator, type AggregateSpec, type PartialAggregate } from '../src/engine/ops/aggregate/index.js';
-import { gpuCsvPartialAggregate, type CsvSource, type GpuCsvOptions } from '../src/engine/exec/gpu-csv-aggregate.js';
-import { skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
+import { valueAt } from '../src/engine/batch.js';
+import { readCsvChunk, type CsvOptions } from '../src/engine/io/csv/index.js';
+import { parseAggList, type AggregateSpec } from '../src/engine/ops/aggregate/index.js';
+import type { CsvSource } from '../src/engine/exec/gpu-csv-aggregate.js';
+import { skipGpuTests } from '../src/engine/gpu/test-gpu.js';
 import { gpuframe } from './helpers/cli.js';
 import { rng, tempDir } from './helpers/data.js';
+import { cpuPartial, expectSamePartial, gpuOutcome, sourcesOf } from './helpers/gpu-csv.js';
 
 const dir = tempDir('gpu-csv');
 const AGGS = 'count(),count(s),count(i),sum(i),mean(i),min(i),max(i),sum(f),mean(f),min(f),max(f)';
@@ -35,38 +37,6 @@ function randomCsv(path: string, rows: number, seed: number, eol: '\n' | '\r\n',
   }
   // The file's last record has no line break.
   writeFileSync(path, lines.join(eol));
-}
-
-async function sourcesOf(path: string, blocksize: number, opts: Partial<CsvOptions> = {}): Promise<CsvSource[]> {
-  const options = { ...DEFAULT_CSV_OPTIONS, ...opts };
-  const layout = await inferCsvLayout(path, path, options);
-  const columns = layout.schema.map((f) => f.name);
-  return (await planCsvChunks(layout, options, blocksize)).map((chunk) => ({ kind: 'csv', chunk, layout, options, columns }));
-}
-
-function cpuPartial(source: CsvSource, spec: AggregateSpec): { partial: PartialAggregate; schema: Schema } {
-  const batch = readCsvChunk(source.chunk, source.layout, source.options, source.columns);
-  const agg = new PartialAggregator(batch.schema, spec);
-  agg.add(batch);
-  return { partial: agg.finish(), schema: batch.schema };
-}
-
-const cells = (b: Batch) => b.columns.map((c) => Array.from({ length: b.length }, (_, r) => valueAt(c, r)));
-
-/** Same groups in the same order with the same keys and hashes, and the same finalised table. */
-function expectSamePartial(got: PartialAggregate, want: PartialAggregate): void {
-  expect(got.groups).toBe(want.groups);
-  expect(got.schema).toEqual(want.schema);
-  expect(got.aggInputTypes).toEqual(want.aggInputTypes);
-  expect(got.keys.map((c) => Array.from({ length: got.groups }, (_, g) => valueAt(c, g))))
-    .toEqual(want.keys.map((c) => Array.from({ length: want.groups }, (_, g) => valueAt(c, g))));
-  expect(Array.from(got.hashes)).toEqual(Array.from(want.hashes));
-  expect(cells(finalizeAggregate(got))).toEqual(cells(finalizeAggregate(want)));
-}
-
-async function gpuOutcome(source: CsvSource, spec: AggregateSpec, options?: GpuCsvOptions) {
-  const schema = source.columns.map((name) => source.layout.schema.find((f) => f.name === name)!);
-  return gpuCsvPartialAggregate(await testGpu(), source, spec, schema, options);
 }
 
 let badChunks = 0;
@@ -124,6 +94,21 @@ describe.skipIf(skipGpuTests)('GPU CSV partial aggregates equal the CPU ones', (
     if (!('partial' in out)) throw new Error(out.fallback);
     expectSamePartial(out.partial, cpuPartial(source, spec).partial);
     expect(out.partial.groups).toBe(3); // 'x', null ('-'), ''
+  });
+
+  it('float min/max over -0 and 0 keep the group\'s first zero, as the CPU does (fuzz-csv-gpu-aggregate, seed 171)', async () => {
+    const spec: AggregateSpec = { keys: ['ks'], aggs: parseAggList('min(f),max(f),sum(f)'), dropna: false };
+    const small = await chunkOf('a,1,0\na,2,-0\nb,3,-0.0\nb,4,0\nc,5,-0\nc,6,1\nd,7,0e5\nd,8,-1\ne,9,-0\ne,10,-0\n');
+    const out = await gpuOutcome(small, spec);
+    if (!('partial' in out)) throw new Error(out.fallback);
+    expectSamePartial(out.partial, cpuPartial(small, spec).partial);
+    // Many groups and rows, so zeros go through the workgroup caches and past them.
+    const r = rng(25);
+    const rows = Array.from({ length: 20_000 }, (_, i) => `g${Math.floor(r() * 3000)},${i},${r() < 0.9 ? (r() < 0.5 ? '-0' : '0') : r() < 0.5 ? '-1e-20' : '2.5'}\n`);
+    const many = await chunkOf(rows.join(''));
+    const out2 = await gpuOutcome(many, spec);
+    if (!('partial' in out2)) throw new Error(out2.fallback);
+    expectSamePartial(out2.partial, cpuPartial(many, spec).partial);
   });
 });
 

@@ -254,10 +254,14 @@ async function numberGroups(ctx: GpuContext, t: KeyTable): Promise<{ groups: num
 
 const u64 = (lo: number, hi: number) => (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
 
-/** Undoes the order-preserving image used for min/max, writing the value's words at `out` of `dst`. */
-function fromOrdered(hi: number, lo: number, isFloat: boolean, dst: Uint32Array, out: number): void {
+/**
+ * Undoes the order-preserving image used for min/max, writing the value's words at `out` of `dst`.
+ * A float zero's lo word is its row and sign (the max keeps it inverted): the sign of the first zero.
+ */
+function fromOrdered(hi: number, lo: number, isFloat: boolean, isMax: boolean, dst: Uint32Array, out: number): void {
   if (!isFloat) { dst[2 * out] = lo; dst[2 * out + 1] = (hi ^ 0x80000000) >>> 0; return; }
-  if (hi >>> 31) { dst[2 * out + 1] = hi & 0x7fffffff; dst[2 * out] = lo; } else { dst[2 * out + 1] = ~hi >>> 0; dst[2 * out] = ~lo >>> 0; }
+  if (hi === 0x80000000) { dst[2 * out] = 0; dst[2 * out + 1] = ((isMax ? ~lo : lo) & 1) << 31 >>> 0; return; }
+  if (hi >>> 31) { dst[2 * out + 1] = (hi - 1) & 0x7fffffff; dst[2 * out] = lo; } else { dst[2 * out + 1] = ~hi >>> 0; dst[2 * out] = ~lo >>> 0; }
 }
 
 /**
@@ -289,8 +293,8 @@ export class DecodedColumn implements ColumnAggregates {
       this.count[out] = sum[at] + sum[at + 1] * 2 ** 32;
       for (let w = 0; w < kept; w++) this.sumWords[out * kept + w] = sum[at + skip + w];
       const m = order[out] * 4;
-      fromOrdered(mm[m], mm[m + 1], isFloat, maxWords, out);
-      fromOrdered(mm[m + 2], mm[m + 3], isFloat, minWords, out);
+      fromOrdered(mm[m], mm[m + 1], isFloat, true, maxWords, out);
+      fromOrdered(mm[m + 2], mm[m + 3], isFloat, false, minWords, out);
     }
     this.min = min;
     this.max = max;

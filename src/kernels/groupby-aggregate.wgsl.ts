@@ -16,7 +16,9 @@
 //                limbs (positive and negative values apart); exact except for bits more than
 //                2^64 below the group's largest value;
 //   min/max      on an order-preserving 64-bit image of the value: hi word first (atomicMax/Min),
-//                then the lo word among rows whose hi word won.
+//                then the lo word among rows whose hi word won. -0 and +0 are equal (as on the
+//                CPU): both take one hi word of their own, and their lo word is the row's number
+//                and sign, so that the group's first zero wins, the one the CPU keeps.
 //
 // Workgroup-local pre-aggregation. Why: with few groups every row's atomics hit the same few
 // hundred device words, and the kernels ran at a few % of memory bandwidth, serialised on them.
@@ -401,13 +403,18 @@ fn float_sum(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocatio
 `;
 
 // Per slot: [max hi, max lo, min hi, min lo] of the order-preserving image (init 0,0,~0,~0).
+// Floats: negative values map to hi words up to 0x7fffffff, ±0 to 0x80000000 (ZERO_HI) and
+// positive values from 0x80000001 up. A zero's lo word depends on the row (minmax_lo).
 const MIN_MAX = /* wgsl */ `
+const ZERO_HI: u32 = 0x80000000u;
+
 fn ordered(i: u32) -> vec2u {
   let lo = values[2u * i];
   let hi = values[2u * i + 1u];
   if (p.isFloat == 0u) { return vec2u(hi ^ 0x80000000u, lo); }
+  if ((hi & 0x7fffffffu) == 0u && lo == 0u) { return vec2u(ZERO_HI, 0u); }
   if ((hi >> 31u) == 1u) { return vec2u(~hi, ~lo); }
-  return vec2u(hi | 0x80000000u, lo);
+  return vec2u((hi | 0x80000000u) + 1u, lo);
 }
 
 fn isNanAt(i: u32) -> bool {
@@ -480,8 +487,11 @@ fn minmax_lo(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocatio
     let o = ordered(i);
     let e = lcFind(s);
     let hiWords = finalHi(e, s);
-    if (hiWords.x == o.x) { maxLocal(lcWord(e, 3u), o.y, 4u * s + 1u); }
-    if (hiWords.y == o.x) { minLocal(lcWord(e, 4u), o.y, 4u * s + 3u); }
+    // A float zero's lo word: its row and sign, so that the first zero row is the max and the min.
+    let isZero = p.isFloat == 1u && o.x == ZERO_HI;
+    let zero = (i << 1u) | (values[2u * i + 1u] >> 31u);
+    if (hiWords.x == o.x) { maxLocal(lcWord(e, 3u), select(o.y, ~zero, isZero), 4u * s + 1u); }
+    if (hiWords.y == o.x) { minLocal(lcWord(e, 4u), select(o.y, zero, isZero), 4u * s + 3u); }
   }
   workgroupBarrier();
   for (var e = lid; e < LC; e += WG) {
