@@ -2,7 +2,7 @@
 // becomes a JS string on the hot path. Writers that take a length reserve room themselves; the
 // string encoders reserve once per cell and then write through local copies of `bytes`/`length`.
 
-/** 10^k for k = 0..16: digit counts and fixed-point fractions of numbers below 2^53. */
+/** 10^k for k = 0..16: digit counts of integers beyond int32 (below 10^16). */
 const POW10 = Array.from({ length: 17 }, (_, k) => 10 ** k);
 
 const DIGIT_0 = 0x30;
