@@ -66,6 +66,41 @@ describe('Arrow conversion', () => {
   });
 });
 
+describe("apache-arrow's Schema.assign, looked up by name (apache-arrow.ts)", () => {
+  // The library's own assign, from its ESM build: a second copy of apache-arrow, left unpatched.
+  type Lib = typeof Arrow;
+  const field = (lib: Lib, name: string, meta: [string, string][] = [], type: Arrow.DataType = new lib.Int64(), nullable = false) =>
+    new lib.Field(name, type, nullable, new Map(meta));
+  const described = (s: Arrow.Schema) => ({
+    fields: s.fields.map((f) => [f.name, String(f.type), f.nullable, [...f.metadata]]),
+    metadata: [...s.metadata],
+    dictionaries: [...s.dictionaries.keys()],
+  });
+  /** The same calls against both copies. */
+  const cases: [string, (lib: Lib) => Arrow.Schema][] = [
+    ['the fields again, made nullable (what RecordBatch does)', (lib) => {
+      const fs = ['a', 'b', 'c'].map((n) => field(lib, n));
+      return new lib.Schema(fs, new Map([['k', 'v']])).assign(fs.map((f) => f.clone({ nullable: true })));
+    }],
+    ['duplicate names, field and schema metadata merged, new fields appended', (lib) => {
+      const base = new lib.Schema([field(lib, 'a', [['x', '1'], ['q', '0']]), field(lib, 'b'), field(lib, 'a', [['y', '2']])], new Map([['s', '1']]));
+      const other = new lib.Schema([field(lib, 'a', [['x', '9'], ['z', '3']], new lib.Float64()), field(lib, 'd'), field(lib, 'd', [['w', '4']]), field(lib, 'b', [], new lib.Utf8(), true)], new Map([['s', '2'], ['t', '3']]));
+      return base.assign(other);
+    }],
+    ['fields given as an array and as arguments; a dictionary field', (lib) => {
+      const dict = new lib.Dictionary(new lib.Utf8(), new lib.Int32(), 7);
+      const s = new lib.Schema([field(lib, 'a')]).assign([field(lib, 'b'), field(lib, 'e', [], dict)]);
+      return s.assign(field(lib, 'a', [['m', 'n']]), field(lib, 'c'));
+    }],
+  ];
+
+  test.each(cases)('%s: the library\'s result', async (_, make) => {
+    const esm = await import('apache-arrow');
+    expect(esm.Schema.prototype.assign).not.toBe(arrow.Schema.prototype.assign);
+    expect(described(make(arrow))).toEqual(described(make(esm as unknown as Lib)));
+  });
+});
+
 describe('Arrow IPC files and streams', () => {
   const parts = [sampleBatch(400), sampleBatch(400, 400), sampleBatch(400, 800)];
   const expected = parts.flatMap(batchRows);

@@ -4,7 +4,7 @@
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { gpuframe } from './helpers/cli.js';
+import { gpuframe, shell } from './helpers/cli.js';
 import { tempDir } from './helpers/data.js';
 
 const dir = tempDir('rel-shapes');
@@ -48,6 +48,46 @@ describe('input shapes at the limits', () => {
     const want = [...sums].sort(([a], [b]) => a - b).map(([k, s]) => `${k},${s}`);
     expect(readFileSync(join(dir, 'wide-agg.csv'), 'utf8')).toBe([`c2,sum_c${width - 1}`, ...want].join('\n') + '\n');
   });
+
+  // Column names are looked up once per schema (maps, not a scan of the names per column), and
+  // apache-arrow's Schema.assign is replaced by one that is too (apache-arrow.ts): quadratic work
+  // per column made 10,000 columns take seconds per stage. Each path a wide file takes once: the
+  // plan (inference, --columns, projection pushdown, the frozen --dtypes), a plan through a
+  // pipe, workers, Arrow written and read back. Not timed: a path that turned quadratic again
+  // would show here as a run of tens of seconds.
+  it('5,000 columns: --columns in reverse order, a piped groupby, an Arrow round trip', async () => {
+    const width = 5_000, height = 60;
+    const names = Array.from({ length: width }, (_, j) => `c${j}`);
+    // c0 string keys, then int64 and float64 (always a fraction: printed as written) columns.
+    const cell = (i: number, j: number) => (j === 0 ? `k${i % 7}` : j % 2 === 1 ? String((i * j) % 1000) : `${(i * j) % 1000}.5`);
+    const table = Array.from({ length: height }, (_, i) => Array.from({ length: width }, (_, j) => cell(i, j)));
+    const csv = (header: string[], rows: string[][]) => [header, ...rows].map((r) => r.join(',')).join('\n') + '\n';
+    const input = join(dir, 'wide5k.csv');
+    writeFileSync(input, csv(names, table));
+
+    const reversed = [...names].reverse();
+    const picked = await gpuframe(['read-csv', input, '--columns', reversed.join(','), '--format', 'csv', '--workers', '2']);
+    expect(picked.code, picked.stderr).toBe(0);
+    expect(picked.stdout).toBe(csv(reversed, table.map((r) => [...r].reverse())));
+
+    const last = names[width - 1];
+    const piped = await shell(`gpuframe read-csv '${input}' --workers 0 | gpuframe groupby --by c0 --agg 'count(),sum(${last})' --format csv --workers 0`);
+    expect(piped.code, piped.stderr).toBe(0);
+    const groups = new Map<string, [number, number]>();
+    for (const r of table) {
+      const g = groups.get(r[0]) ?? [0, 0];
+      groups.set(r[0], [g[0] + 1, g[1] + Number(r[width - 1])]);
+    }
+    const want = [...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, [n, sum]]) => `${k},${n},${sum}`);
+    expect(piped.stdout).toBe([`c0,count,sum_${last}`, ...want].join('\n') + '\n');
+
+    const arrowFile = join(dir, 'wide5k.arrow');
+    const written = await gpuframe(['read-csv', input, '-o', arrowFile, '--workers', '0']);
+    expect(written.code, written.stderr).toBe(0);
+    const back = await gpuframe(['read-csv', arrowFile, '--format', 'csv', '--workers', '0']);
+    expect(back.code, back.stderr).toBe(0);
+    expect(back.stdoutBytes.equals(readFileSync(input))).toBe(true);
+  }, 60_000);
 
   it('a 100 MB quoted field (with delimiters, quotes and newlines inside) round-trips byte for byte', async () => {
     const input = join(dir, 'huge-field.csv');

@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { randomBytes } from 'node:crypto';
 import { DTYPES, type DType } from '../engine/batch.js';
-import { DataError, UsageError, requireColumn } from '../engine/errors.js';
+import { DataError, UsageError, requireColumns } from '../engine/errors.js';
 import { DEFAULT_CSV_OPTIONS, inferCsvLayout, isGzipFile, type CsvOptions } from '../engine/io/csv/index.js';
 import { planArrowChunks } from '../engine/io/arrow.js';
 import { planParquetChunks } from '../engine/io/parquet.js';
@@ -88,14 +88,15 @@ async function scanPlan(paths: string[], csvFlags: CsvFlagValues, displayNames =
   if (format === 'csv') {
     const options = csvOptionsFrom(csvFlags, paths[0]);
     const schema = await inferCsvSchema(files[0], options);
-    for (const name of Object.keys(options.dtypes)) requireColumn(name, schema.map((f) => f.name), '--dtypes column');
-    if (columns) for (const c of columns) requireColumn(c, schema.map((f) => f.name), '--columns column');
+    const names = schema.map((f) => f.name);
+    requireColumns(Object.keys(options.dtypes), names, '--dtypes column');
+    if (columns) requireColumns(columns, names, '--columns column');
     // Freeze every column's type so all partitions (and all later stages) agree.
     const frozen: CsvOptions = { ...options, dtypes: Object.fromEntries(schema.map((f) => [f.name, f.type])) };
     return { kind: 'scan', format, files, csv: frozen, schema, columns };
   }
   const { schema } = format === 'parquet' ? await planParquetChunks(files[0], Number.MAX_SAFE_INTEGER) : await planArrowChunks(files[0], format === 'arrow' ? 'file' : 'stream', Number.MAX_SAFE_INTEGER);
-  if (columns) for (const c of columns) requireColumn(c, schema.map((f) => f.name), '--columns column');
+  if (columns) requireColumns(columns, schema.map((f) => f.name), '--columns column');
   return { kind: 'scan', format, files, schema, columns };
 }
 

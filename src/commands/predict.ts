@@ -3,7 +3,7 @@ import { GpuframeCommand } from '../cli/base-command.js';
 import { csvFlags, outputFlags, runFlags } from '../cli/flags.js';
 import { inputPlan, splitList } from '../cli/inputs.js';
 import { finishStage, runsHere } from '../cli/stage.js';
-import { DataError, UsageError, requireColumn } from '../engine/errors.js';
+import { DataError, UsageError, requireColumn, requireColumns } from '../engine/errors.js';
 import { MetricAccumulator } from '../engine/ml/streaming-metrics.js';
 import { readModelFile } from '../engine/ml/model-file.js';
 import { modelOf } from '../engine/ml/predict-columns.js';
@@ -34,7 +34,7 @@ export default class Predict extends GpuframeCommand {
     const plan: PlanNode = { kind: 'predict', input, modelPath: flags.model, modelText: modelFile.text, modelStamp: modelFile.stamp, keep: flags.keep ? splitList(flags.keep) : null, proba: flags.proba === true, outputName: 'prediction' };
     const model = modelOf(plan);
     const names = schemaOf(input).map((f) => f.name);
-    for (const f of model.featureNames) requireColumn(f, names, `feature column of model ${flags.model}`);
+    requireColumns(model.featureNames, names, `feature column of model ${flags.model}`);
     if (flags.proba && !(model.kind === 'random-forest' && model.task === 'classification')) throw new UsageError('--proba needs a classifier model');
     schemaOf(plan); // checks --keep now, in this stage
     const truth = flags.labels ?? model.target;

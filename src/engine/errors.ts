@@ -94,8 +94,20 @@ export function columnIndices(schemaNames: readonly string[], wanted: readonly s
 
 /** Throws a UsageError naming the first column given twice in `names` (the list a flag `flag` gave). */
 export function requireDistinct(names: readonly string[], what: string, flag: string): void {
-  const twice = names.find((n, i) => names.indexOf(n) !== i);
-  if (twice !== undefined) throw new UsageError(`${what} '${twice}' is given twice in ${flag}`);
+  const seen = new Set<string>();
+  for (const n of names) {
+    if (seen.has(n)) throw new UsageError(`${what} '${n}' is given twice in ${flag}`);
+    seen.add(n);
+  }
+}
+
+/** requireColumn for each of `names` in order, looked up in one set (so wide schemas stay linear). */
+export function requireColumns(names: Iterable<string>, schemaNames: readonly string[], what = 'column'): void {
+  let known: Set<string> | null = null;
+  for (const name of names) {
+    known ??= new Set(schemaNames);
+    if (!known.has(name)) requireColumn(name, schemaNames, what);
+  }
 }
 
 /** Throws a UsageError naming the closest existing column when `name` is not in `schemaNames`. */

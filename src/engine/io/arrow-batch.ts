@@ -9,7 +9,7 @@ import {
   type Batch, type Column, type DType, type Schema, type StringColumn, type Validity,
   concatBatches, emptyBatch, takeColumn,
 } from '../batch.js';
-import { DataError, requireColumn } from '../errors.js';
+import { DataError, columnIndices } from '../errors.js';
 
 // ---------------------------------------------------------------------------------------------
 // Schemas
@@ -178,7 +178,9 @@ function columnOfData(data: Arrow.Data, name: string): Column {
 }
 
 function recordBatchToBatch(rb: Arrow.RecordBatch, names: readonly string[], schema: Schema): Batch {
-  const columns = names.map((name) => columnOfData(rb.getChild(name)!.data[0], name));
+  // By position: getChild(name) searches the fields by name each time (quadratic for wide files).
+  const at = columnIndices(rb.schema.fields.map((f) => f.name), names);
+  const columns = names.map((name, i) => columnOfData(rb.getChildAt(at[i])!.data[0], name));
   return { schema, length: rb.numRows, columns };
 }
 
@@ -192,9 +194,9 @@ export function arrowTableToBatch(table: Arrow.Table | Arrow.RecordBatch, column
 export function arrowTableToBatches(table: Arrow.Table | Arrow.RecordBatch, columns?: readonly string[]): Batch[] {
   const all = table.schema.fields.map((f) => f.name);
   const names = columns ?? all;
-  for (const n of names) requireColumn(n, all);
+  const at = columnIndices(all, names);
   const fullSchema = arrowSchemaToSchema(table.schema);
-  const schema = names.map((n) => fullSchema[all.indexOf(n)]);
+  const schema = at.map((i) => fullSchema[i]);
   const rbs = table instanceof arrow.Table ? table.batches : [table];
   if (rbs.length === 0) return [emptyBatch(schema)];
   return rbs.map((rb) => recordBatchToBatch(rb, names, schema));

@@ -194,7 +194,9 @@ export async function float64Extents(chunk: ArrowChunk, columns: readonly string
       firstBuffer.push(buffers);
       buffers += n;
     }
-    const at = columns.map((name) => fields.findIndex((f) => f.name === name));
+    const byName = new Map<string, number>();
+    fields.forEach((f, i) => { if (!byName.has(f.name)) byName.set(f.name, i); });
+    const at = columns.map((name) => byName.get(name) ?? -1);
     if (at.some((i) => i < 0 || fields[i].type.typeId !== arrow.Type.Float || (fields[i].type as Arrow.Float).precision !== arrow.Precision.DOUBLE)) return null;
     const extents: Float64Extents = { batchRows: [], offsets: [] };
     for (const i of chunk.batchIndices) {

@@ -12,7 +12,7 @@ import { stat } from 'node:fs/promises';
 import * as pw from 'parquet-wasm';
 import { arrow } from './apache-arrow.js';
 import type { Batch, Schema } from '../batch.js';
-import { requireColumn } from '../errors.js';
+import { requireColumns } from '../errors.js';
 import type { ParquetChunk } from './parquet.js';
 import { arrowSchemaToSchema, arrowTableToBatch } from './arrow-batch.js';
 import { inputError, type InputName } from './input-error.js';
@@ -65,7 +65,7 @@ export async function readParquetChunk(chunk: ParquetChunk, columns: readonly st
   const file = await openParquet(chunk);
   try {
     const fileColumns = arrow.tableFromIPC(file.schema().intoIPCStream()).schema.fields.map((f) => f.name);
-    for (const c of columns) requireColumn(c, fileColumns);
+    requireColumns(columns, fileColumns);
     // No columns asked (e.g. count()): read the first one for the row count, then drop it.
     const read = columns.length > 0 ? [...columns] : fileColumns.slice(0, 1);
     const wasmTable = await file.read({ rowGroups: chunk.rowGroups, columns: read });

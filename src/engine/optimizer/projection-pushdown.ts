@@ -14,11 +14,13 @@ function push(node: PlanNode, needed: readonly string[]): PlanNode {
   switch (node.kind) {
     case 'scan': {
       const order = node.columns ?? node.schema.map((f) => f.name);
-      return { ...node, columns: order.filter((c) => needed.includes(c)) };
+      const want = new Set(needed);
+      return { ...node, columns: order.filter((c) => want.has(c)) };
     }
     case 'generate': {
       const order = node.columns ?? schemaOf({ ...node, columns: null }).map((f) => f.name);
-      return { ...node, columns: order.filter((c) => needed.includes(c)) };
+      const want = new Set(needed);
+      return { ...node, columns: order.filter((c) => want.has(c)) };
     }
     case 'project': {
       const input = push(node.input, node.columns);
@@ -42,8 +44,9 @@ function push(node: PlanNode, needed: readonly string[]): PlanNode {
       const sources = joinColumnSources(leftSchema, rightSchema, node.spec);
       const leftNeeded = new Set(node.spec.leftOn);
       const rightNeeded = new Set(node.spec.rightOn);
+      const want = new Set(needed);
       for (const s of sources) {
-        if (!needed.includes(s.output)) continue;
+        if (!want.has(s.output)) continue;
         if (s.left !== null) leftNeeded.add(s.left);
         if (s.right !== null) rightNeeded.add(s.right);
       }

@@ -32,7 +32,8 @@ export function schemaOf(node: PlanNode): Schema {
       const kept = node.keep === null ? input : pick(input, node.keep);
       const added = predictionFields(modelOf(node), node.outputName, node.proba);
       // Two columns of one name would make a file that no reader (gpuframe included) takes back.
-      const clash = added.find((f) => kept.some((k) => k.name === f.name));
+      const keptNames = new Set(kept.map((k) => k.name));
+      const clash = added.find((f) => keptNames.has(f.name));
       if (clash) throw new UsageError(`the input already has a column '${clash.name}', which the predictions add: leave it out with --keep`);
       return [...kept, ...added];
     }

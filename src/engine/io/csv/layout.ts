@@ -1,6 +1,6 @@
 // Reads the start of a CSV file: skips the BOM and `skipRows`, reads the header, and infers each
 // column's type from a sample of records.
-import { closeSync } from 'node:fs';
+import { closeSync, fstatSync, type Stats } from 'node:fs';
 import { DTYPES, type DType, type Schema } from '../../batch.js';
 import { DataError, UsageError, requireColumn } from '../../errors.js';
 import { dialectOf, type CsvDialect, type CsvOptions } from './options.js';
@@ -30,15 +30,42 @@ export async function inferCsvLayout(path: string, displayName: string, opts: Cs
   const { fd, size } = openInput(path, displayName);
   try {
     if (size === 0) throw new DataError('empty file', { file: displayName, line: 1 });
+    const key = layoutKey(path, displayName, opts, fstatSync(fd));
+    const again = lastInferred?.key === key ? withAllTypesGiven(lastInferred.layout, opts.dtypes) : undefined;
+    if (again !== undefined) return again;
     // The header and the first record must fit in the sample: grow it until they do.
     for (let want = SAMPLE_BYTES; ; want *= 4) {
       const sample = readBytes(fd, 0, Math.min(size, want));
       const layout = layoutFromSample(sample, sample.length === size, path, displayName, size, d, opts);
-      if (layout !== undefined) return layout;
+      if (layout !== undefined) {
+        lastInferred = { key, layout };
+        return layout;
+      }
     }
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The last layout this process inferred, and from what. Building a plan infers its first input's
+ * layout (for the schema); planning the scan infers it again with every column's type given (the
+ * plan freezes them as --dtypes), which needs nothing of the sample but that it held a record: that
+ * second look reuses the first instead of tokenizing the sample again (up to 4 MB), while the
+ * file is the same (device, inode, size, modification time) and read with the same dialect.
+ */
+let lastInferred: { key: string; layout: CsvLayout } | null = null;
+
+function layoutKey(path: string, displayName: string, opts: CsvOptions, st: Stats): string {
+  return JSON.stringify([path, displayName, st.dev, st.ino, st.size, st.mtimeMs, opts.delimiter, opts.quote, opts.header, opts.skipRows]);
+}
+
+/** `layout` with the types `dtypes` gives, when it gives every column's (undefined otherwise). */
+function withAllTypesGiven(layout: CsvLayout, dtypes: Record<string, DType>): CsvLayout | undefined {
+  const names = layout.schema.map((f) => f.name);
+  const overrides = checkedOverrides(names, dtypes);
+  if (!names.every((name) => overrides.has(name))) return undefined;
+  return { ...layout, schema: names.map((name) => ({ name, type: overrides.get(name)! })) };
 }
 
 /** The layout, or undefined when the sample ends before the header and a first record are complete. */
@@ -93,9 +120,11 @@ function checkUniqueNames(names: string[], file: string, line: number): void {
 
 /** The --dtypes overrides, each naming an existing column and a known type. */
 function checkedOverrides(names: string[], dtypes: Record<string, DType>): Map<string, DType> {
-  for (const [name, type] of Object.entries(dtypes)) {
-    requireColumn(name, names, 'column in --dtypes');
+  const known = new Set(names);
+  const given = Object.entries(dtypes);
+  for (const [name, type] of given) {
+    if (!known.has(name)) requireColumn(name, names, 'column in --dtypes');
     if (!DTYPES.includes(type)) throw new UsageError(`unknown type '${type}' for column '${name}' in --dtypes; use one of ${DTYPES.join(', ')}`);
   }
-  return new Map(Object.entries(dtypes));
+  return new Map(given);
 }

@@ -24,6 +24,7 @@ export async function readCsvFile(path: string, opts: Partial<CsvOptions> = {}, 
   const columns = how.columns ?? layout.schema.map((f) => f.name);
   const chunks = await planCsvChunks(layout, options, how.blocksize ?? 64 << 20);
   const batches = chunks.map((chunk) => readCsvChunk(chunk, layout, options, columns, how.onWarning));
-  const schema = columns.map((name) => layout.schema.find((f) => f.name === name)!);
+  const byName = new Map(layout.schema.map((f) => [f.name, f] as const));
+  const schema = columns.map((name) => byName.get(name)!);
   return { layout, batch: batches.length === 0 ? emptyBatch(schema) : concatBatches(schema, batches) };
 }
