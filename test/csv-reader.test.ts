@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { valueAt, type Batch } from '../src/engine/batch.js';
+import { gpuframe } from './helpers/cli.js';
 import { DataError, UsageError } from '../src/engine/errors.js';
 import {
   DEFAULT_CSV_OPTIONS, inferCsvLayout, materializeCsvInput, planCsvChunks, readCsvChunk, readCsvFile, type CsvOptions,
@@ -220,5 +221,36 @@ describe('errors name file, line and column', () => {
     expect(await failure(read('price,qty\n1,2\n', { dtypes: { prise: 'int64' } }), UsageError)).toMatch(/'prise'.*did you mean 'price'/);
     expect(await failure(readCsvFile(csvFile('price,qty\n1,2\n'), {}, { columns: ['qtty'] }), UsageError)).toMatch(/did you mean 'qty'/);
     expect(await failure(read('a\n1\n', { delimiter: ';;' }), UsageError)).toMatch(/--delimiter must be exactly one byte/);
+  });
+});
+
+describe('header names, through the CLI on the CPU', () => {
+  const cli = (...args: string[]) => gpuframe([...args, '--workers', '0', '--device', 'cpu']);
+  async function ok(...args: string[]): Promise<string> {
+    const res = await cli(...args);
+    expect(res.code, res.stderr).toBe(0);
+    return res.stdout;
+  }
+
+  it("an empty name is column<i> (i from 0, as --no-header), or column<i>_<n> when the header has that name", async () => {
+    expect(await ok('read-csv', csvFile('k,,v\n1,2,3\n'), '--format', 'csv')).toBe('k,column1,v\n1,2,3\n');
+    // pandas' to_csv writes its index under an empty name.
+    expect(await ok('read-csv', csvFile(',a,b\n0,x,1\n1,y,2\n'), '--format', 'csv')).toBe('column0,a,b\n0,x,1\n1,y,2\n');
+    expect(await ok('read-csv', csvFile(',column0\n1,2\n'), '--format', 'csv')).toBe('column0_1,column0\n1,2\n');
+    expect(await ok('read-csv', csvFile('k,,column1,column1_1,""\n1,2,3,4,5\n'), '--format', 'csv'))
+      .toBe('k,column1_2,column1,column1_1,column4\n1,2,3,4,5\n');
+  });
+
+  it('a generated name is a column like the others: --columns, --dtypes, --by', async () => {
+    const file = csvFile('k,,v\na,1,2\nb,3,4\na,5,6\n');
+    expect(await ok('read-csv', file, '--columns', 'column1,k', '--dtypes', 'column1=float64', '--format', 'csv')).toBe('column1,k\n1.0,a\n3.0,b\n5.0,a\n');
+    expect(await ok('groupby', file, '--by', 'column1', '--agg', 'sum(v)', '--format', 'csv')).toBe('column1,sum_v\n1,2\n3,4\n5,6\n');
+  });
+
+  it('a name the header gives twice is still an error naming file, line and column', async () => {
+    const file = csvFile('a,,a\n1,2,3\n');
+    const res = await cli('read-csv', file, '--format', 'csv');
+    expect(res.code).toBe(3);
+    expect(res.stderr).toBe(`gpuframe: ${file}:1:3: duplicate column name 'a' at columns 1 and 3\n`);
   });
 });

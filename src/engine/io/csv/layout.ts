@@ -92,7 +92,7 @@ function layoutFromSample(buf: Buffer, wholeFile: boolean, path: string, display
   }
   const width = first.lastRecordWidth;
   const headerLine = loc.line(first.recordStarts[0]);
-  const names = Array.from({ length: width }, (_, c) => (opts.header ? fieldText(buf, first, c, 0) : '') || `column${c}`);
+  const names = columnNames(Array.from({ length: width }, (_, c) => (opts.header ? fieldText(buf, first, c, 0) : '')));
   checkUniqueNames(names, displayName, headerLine);
   const dataStart = opts.header ? first.consumed : first.recordStarts[0];
 
@@ -105,6 +105,24 @@ function layoutFromSample(buf: Buffer, wholeFile: boolean, path: string, display
     dataStartLine: 1 + countLineBreaks(buf, 0, dataStart),
     schema: names.map((name, c) => ({ name, type: overrides.get(name) ?? inferColumnType(buf, sample, c, d) })),
   };
+}
+
+/**
+ * The header's names, with a name for each empty one (every name without a header): `column<i>`,
+ * i counted from 0 as --no-header names them (DuckDB's names too; pandas says `Unnamed: <i>`),
+ * or `column<i>_<n>` with the smallest n >= 1 when the header already holds that name, so a
+ * generated name never takes one the file gives (pandas' `to_csv` writes an empty name for its
+ * index: `,a,b`). Names the header gives twice stay an error (checkUniqueNames).
+ */
+function columnNames(header: string[]): string[] {
+  const taken = new Set(header);
+  return header.map((text, c) => {
+    if (text !== '') return text;
+    let name = `column${c}`;
+    for (let n = 1; taken.has(name); n++) name = `column${c}_${n}`;
+    taken.add(name);
+    return name;
+  });
 }
 
 function checkUniqueNames(names: string[], file: string, line: number): void {
