@@ -8,6 +8,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { gpuframe, shell } from './helpers/cli.js';
 import { factCsv, tempDir } from './helpers/data.js';
 import { query } from './helpers/duckdb.js';
+import { type NamedColumn, fieldsTable, parquetOf } from './io-formats-fixture.js';
+// The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
+import { arrow } from '../src/engine/io/apache-arrow.js';
 
 const dir = tempDir('formats');
 const facts = join(dir, 'facts.csv');
@@ -68,4 +71,45 @@ describe('formats', () => {
     expect(globbed.code, globbed.stderr).toBe(0);
     expect(globbed.stdout).toBe(expected);
   });
+});
+
+describe('field names of Arrow and Parquet inputs: an empty one is column<i>, as in CSV headers', () => {
+  /** `columns` written as `name.ext`: Arrow IPC file or stream by apache-arrow, Parquet by arrow-rs (parquet-wasm). */
+  function write(name: string, ext: string, columns: NamedColumn[]): string {
+    const path = join(dir, `${name}.${ext}`);
+    const table = fieldsTable(columns);
+    writeFileSync(path, ext === 'parquet' ? parquetOf(table) : arrow.tableToIPC(table, ext === 'arrow' ? 'file' : 'stream'));
+    return path;
+  }
+  async function ok(...args: string[]): Promise<string> {
+    const res = await gpuframe(args);
+    expect(res.code, res.stderr).toBe(0);
+    return res.stdout;
+  }
+
+  for (const ext of ['arrow', 'arrows', 'parquet']) {
+    it(`.${ext}: read-csv names it column<i> with its values; --columns and groupby --by take that name`, async () => {
+      const file = write('empty-name', ext, [
+        { name: 'k', type: 'string', values: ['a', 'b', 'a'] }, { name: '', type: 'int64', values: [1n, 3n, 5n] }, { name: 'v', type: 'int64', values: [2n, 4n, 6n] },
+      ]);
+      expect(await ok('read-csv', file, '--format', 'csv')).toBe('k,column1,v\na,1,2\nb,3,4\na,5,6\n');
+      expect(await ok('read-csv', file, '--columns', 'column1,k', '--format', 'csv')).toBe('column1,k\n1,a\n3,b\n5,a\n');
+      expect(await ok('groupby', file, '--by', 'column1', '--agg', 'sum(v)', '--format', 'csv')).toBe('column1,sum_v\n1,2\n3,4\n5,6\n');
+      expect(await ok('groupby', file, '--by', 'k', '--agg', 'sum(column1)', '--format', 'csv')).toBe('k,sum_column1\na,6\nb,3\n');
+    });
+
+    it(`.${ext}: column<i>_<n> where the file gives column<i>; a name given twice is exit 3 naming the file and positions`, async () => {
+      // Two empty names of different types, one of them where the file also says column0.
+      const taken = write('taken', ext, [
+        { name: '', type: 'string', values: ['x', 'y'] }, { name: 'column0', type: 'int64', values: [1n, 2n] }, { name: '', type: 'int64', values: [3n, 4n] },
+      ]);
+      expect(await ok('read-csv', taken, '--format', 'csv')).toBe('column0_1,column0,column2\nx,1,3\ny,2,4\n');
+      const twice = write('twice', ext, [
+        { name: 'k', type: 'string', values: ['a', 'b'] }, { name: 'v', type: 'int64', values: [1n, 2n] }, { name: 'v', type: 'int64', values: [3n, 4n] },
+      ]);
+      const res = await gpuframe(['read-csv', twice, '--format', 'csv']);
+      expect(res.code).toBe(3);
+      expect(res.stderr).toBe(`gpuframe: ${twice}: duplicate column name 'v' at columns 2 and 3\n`);
+    });
+  }
 });

@@ -12,7 +12,7 @@ import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable } from '../sr
 // The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
 import { arrow } from '../src/engine/io/apache-arrow.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
-import { asGiven, batchRows, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
+import { type NamedColumn, asGiven, batchRows, duckRowsLike, fieldsTable, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('arrow');
 
@@ -271,5 +271,54 @@ describe('float64 columns read where they lie in an Arrow IPC file', () => {
     // Batches without the null: extents again.
     expect(await float64Extents({ ...chunk, batchIndices: [0, 2] }, ['holes'])).not.toBeNull();
     expect(await float64Extents({ ...chunk, kind: 'stream' }, ['a'])).toBeNull();
+  });
+});
+
+describe('field names: an empty one is column<i> (as in CSV headers), one given twice is refused', () => {
+  // Two empty names of different types, and a name the generated one would take: apache-arrow
+  // decodes the empty names as null, and its RecordBatch would merge the two fields (first takes
+  // the last's type); the reader names and types them from the schema it decoded.
+  const columns: NamedColumn[] = [
+    { name: '', type: 'int64', values: [1n, 2n, null, 4n, 5n] },
+    { name: 'k', type: 'string', values: ['a', 'b', 'a', null, 'c'] },
+    { name: '', type: 'string', values: ['x', null, 'y', 'z', 'w'] },
+    { name: 'column0', type: 'int64', values: [10n, 20n, 30n, 40n, 50n] },
+    { name: '', type: 'float64', values: [0.5, 1.5, 2.5, 3.5, 4.5] },
+  ];
+  const names = ['column0_1', 'k', 'column2', 'column0', 'column4'];
+  const rows = (picked: number[]) => columns[0].values.map((_, r) => picked.map((c) => columns[c].values[r]));
+
+  test.each(['file', 'stream'] as const)('IPC %s: generated names, the types and values of each field, chunk by chunk', async (kind) => {
+    const path = join(dir, `empty-names.${kind === 'file' ? 'arrow' : 'arrows'}`);
+    writeFileSync(path, arrow.tableToIPC(fieldsTable(columns, 2), kind));
+    const plan = await planArrowChunks(asGiven(path), kind, 1);
+    expect(plan.schema).toEqual(names.map((name, i) => ({ name, type: ['int64', 'string', 'string', 'int64', 'float64'][i] })));
+    expect(plan.chunks.map((c) => c.batchIndices)).toEqual([[0], [1], [2]]);
+    const read = async (wanted: string[]) => (await Promise.all(plan.chunks.map((c) => readArrowChunk(c, wanted)))).flat().flatMap(batchRows);
+    expect(await read(names)).toEqual(rows([0, 1, 2, 3, 4]));
+    expect(await read(['column2', 'column0_1', 'column4'])).toEqual(rows([2, 0, 4]));
+    await expect(read([''])).rejects.toMatchObject({ exitCode: 2, message: expect.stringContaining('column0_1, k, column2, column0, column4') });
+    if (kind === 'file') {
+      // float64 columns read where they lie find a generated name too.
+      const extents = await float64Extents(plan.chunks[1], ['column4']);
+      expect(extents).not.toBeNull();
+      expect(Array.from(new ArrowFileColumns(plan.chunks[1], extents!).column(0))).toEqual([2.5, 3.5]);
+    }
+  });
+
+  test('a table made in memory: the same names', () => {
+    expect(arrowTableToBatch(fieldsTable(columns)).schema.map((f) => f.name)).toEqual(names);
+  });
+
+  test.each(['file', 'stream'] as const)('IPC %s: a name given twice is a DataError naming the file and both positions', async (kind) => {
+    const path = join(dir, `twice.${kind === 'file' ? 'arrow' : 'arrows'}`);
+    // Of different types: apache-arrow's RecordBatch would give the first the second's type.
+    writeFileSync(path, arrow.tableToIPC(fieldsTable([
+      { name: 'k', type: 'string', values: ['a', 'b'] }, { name: 'v', type: 'int64', values: [1n, 2n] }, { name: 'v', type: 'string', values: ['x', 'y'] },
+    ]), kind));
+    const message = "in/twice.arrow: duplicate column name 'v' at columns 2 and 3";
+    await expect(planArrowChunks(asGiven(path, 'in/twice.arrow'), kind, 1)).rejects.toMatchObject({ exitCode: 3, message });
+    const chunk = { path, displayName: 'in/twice.arrow', kind, batchIndices: [0], rows: 2 };
+    await expect(readArrowChunk(chunk, ['k'])).rejects.toMatchObject({ exitCode: 3, message });
   });
 });

@@ -6,7 +6,11 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type * as Arrow from 'apache-arrow';
+import * as pw from 'parquet-wasm';
 import { type Batch, type Column, type DType, columnFromValues, valueAt } from '../src/engine/batch.js';
+// The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
+import { arrow } from '../src/engine/io/apache-arrow.js';
 
 const STRINGS = ['héllo', '日本語', 'emoji 🚀', 'a,b', 'say "hi"', 'two\nlines', ' lead', 'trail ', '', 'plain'];
 
@@ -57,4 +61,36 @@ export async function duckRowsLike(batch: Batch, relation: string): Promise<unkn
 
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `gpuframe-${prefix}-`));
+}
+
+/** A column of `fieldsTable`: its name as the file gives it ('' and repeated names allowed), and its values. */
+export interface NamedColumn { name: string; type: 'int64' | 'float64' | 'string'; values: (bigint | number | string | null)[] }
+
+/**
+ * An Arrow table holding the columns under exactly the names given, split into record batches of
+ * `batchRows` rows. apache-arrow's RecordBatch constructor merges fields of one name in its schema
+ * (Schema.assign: the first takes the type of the last), so each batch's schema is set back to the
+ * one given, and its writers write the fields as given (its data keeps each column's own type).
+ * apache-arrow writes an empty name by leaving the name out, as other Arrow writers may.
+ */
+export function fieldsTable(columns: NamedColumn[], batchRows = Infinity): Arrow.Table {
+  const typeOf = (c: NamedColumn): Arrow.DataType => (c.type === 'int64' ? new arrow.Int64() : c.type === 'float64' ? new arrow.Float64() : new arrow.Utf8());
+  const fields = columns.map((c) => new arrow.Field(c.name, typeOf(c), true));
+  const schema = new arrow.Schema(fields);
+  const rows = columns[0].values.length;
+  const batches: Arrow.RecordBatch[] = [];
+  for (let start = 0; start < rows; start += Math.min(batchRows, rows)) {
+    const end = Math.min(rows, start + batchRows);
+    const children = columns.map((c) => arrow.vectorFromArray(c.values.slice(start, end), typeOf(c)).data[0]);
+    const rb = new arrow.RecordBatch(schema, arrow.makeData({ type: new arrow.Struct(fields), length: end - start, nullCount: 0, children }));
+    (rb as { schema: Arrow.Schema }).schema = schema;
+    batches.push(rb);
+  }
+  return new arrow.Table(batches);
+}
+
+/** `table` as Parquet written by arrow-rs (parquet-wasm) from apache-arrow's IPC stream, one row group per `rowGroupRows` rows. */
+export function parquetOf(table: Arrow.Table, rowGroupRows?: number): Uint8Array {
+  const props = rowGroupRows === undefined ? undefined : new pw.WriterPropertiesBuilder().setMaxRowGroupSize(rowGroupRows).build();
+  return pw.writeParquet(pw.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')), props);
 }

@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { concatBatches } from '../src/engine/batch.js';
 import { planParquetChunks, readParquetChunk } from '../src/engine/io/parquet.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
-import { asGiven, batchRows, duckdb, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
+import { type NamedColumn, asGiven, batchRows, duckdb, duckRowsLike, fieldsTable, parquetOf, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('parquet');
 
@@ -76,5 +76,46 @@ describe('reading parquet', () => {
     // Not tested: damaged page data under an intact footer makes parquet-wasm 0.8.0's async
     // reader panic (uncaught wasm 'unreachable'); see the known gaps in parquet.ts.
     await expect(planParquetChunks(asGiven(join(dir, 'missing.parquet'), 'in/missing.parquet'), 1)).rejects.toMatchObject({ exitCode: 2, message: 'input file not found: in/missing.parquet' });
+  });
+});
+
+describe('field names: an empty one is column<i> (as in CSV headers), one given twice is refused', () => {
+  // Two empty names of different types, and a name the generated one would take. parquet-wasm
+  // picks columns by the file's names, and gives both fields for the empty name.
+  const columns: NamedColumn[] = [
+    { name: '', type: 'int64', values: [1n, 2n, null, 4n, 5n] },
+    { name: 'k', type: 'string', values: ['a', 'b', 'a', null, 'c'] },
+    { name: '', type: 'string', values: ['x', null, 'y', 'z', 'w'] },
+    { name: 'column0', type: 'int64', values: [10n, 20n, 30n, 40n, 50n] },
+    { name: '', type: 'float64', values: [0.5, 1.5, 2.5, 3.5, 4.5] },
+  ];
+  const names = ['column0_1', 'k', 'column2', 'column0', 'column4'];
+  const rows = (picked: number[]) => columns[0].values.map((_, r) => picked.map((c) => columns[c].values[r]));
+
+  test('generated names, the types and values of each field, row group by row group; DuckDB reads the same values', async () => {
+    const path = join(dir, 'empty-names.parquet');
+    writeFileSync(path, parquetOf(fieldsTable(columns), 2));
+    const { schema, chunks } = await planParquetChunks(asGiven(path), 1);
+    expect(schema).toEqual(names.map((name, i) => ({ name, type: ['int64', 'string', 'string', 'int64', 'float64'][i] })));
+    expect(chunks.map((c) => c.rowGroups)).toEqual([[0], [1], [2]]);
+    const read = async (wanted: string[]) => (await Promise.all(chunks.map((c) => readParquetChunk(c, wanted)))).flatMap(batchRows);
+    expect(await read(names)).toEqual(rows([0, 1, 2, 3, 4]));
+    expect(await read(['column2', 'column0_1', 'column4'])).toEqual(rows([2, 0, 4]));
+    expect(await read(['column4', 'k'])).toEqual(rows([4, 1]));
+    expect(await read(['column0'])).toEqual(rows([3]));
+    expect((await Promise.all(chunks.map((c) => readParquetChunk(c, [])))).map((b) => b.length)).toEqual([2, 2, 1]);
+    await expect(read([''])).rejects.toMatchObject({ exitCode: 2, message: expect.stringContaining('column0_1, k, column2, column0, column4') });
+    // DuckDB names the empty fields otherwise (C0, _1, ...); by position the values are the same.
+    expect((await (await duckdb()).runAndReadAll(`SELECT * FROM read_parquet('${path}')`)).getRows()).toEqual(rows([0, 1, 2, 3, 4]));
+  });
+
+  test('a name given twice is a DataError naming the file and both positions', async () => {
+    const path = join(dir, 'twice.parquet');
+    writeFileSync(path, parquetOf(fieldsTable([
+      { name: 'k', type: 'string', values: ['a', 'b'] }, { name: 'v', type: 'int64', values: [1n, 2n] }, { name: 'v', type: 'int64', values: [3n, 4n] },
+    ])));
+    const message = "in/twice.parquet: duplicate column name 'v' at columns 2 and 3";
+    await expect(planParquetChunks(asGiven(path, 'in/twice.parquet'), 1)).rejects.toMatchObject({ exitCode: 3, message });
+    await expect(readParquetChunk({ path, displayName: 'in/twice.parquet', rowGroups: [0], rows: 2 }, ['k'])).rejects.toMatchObject({ exitCode: 3, message });
   });
 });

@@ -10,6 +10,7 @@ import {
   concatBatches, emptyBatch, takeColumn,
 } from '../batch.js';
 import { DataError, columnIndices } from '../errors.js';
+import { columnNames } from './column-names.js';
 
 // ---------------------------------------------------------------------------------------------
 // Schemas
@@ -26,11 +27,26 @@ function dtypeOf(type: Arrow.DataType): DType | null {
   return null;
 }
 
+/**
+ * The names gpuframe gives the schema's fields (column-names.ts: an empty name is column<i>, a
+ * name given twice a DataError). apache-arrow decodes a field whose name is empty as null (its
+ * writer leaves an empty name out, and so reads one left out), so read the schema a reader
+ * decoded, not a RecordBatch's or Table's: their constructors merge fields of one name
+ * (Schema.assign), so the first such field takes the type of the last and a null name becomes
+ * 'null' (the batches' data keeps each field's own type).
+ */
+export function arrowColumnNames(schema: Arrow.Schema, file?: string): string[] {
+  return columnNames(schema.fields.map((f) => (f.name as string | null) ?? ''), file);
+}
+
+/** Our schema of an Arrow schema, field by field (see arrowColumnNames for which schema to pass). */
 export function arrowSchemaToSchema(schema: Arrow.Schema, file?: string): Schema {
-  return schema.fields.map((f) => {
+  const names = arrowColumnNames(schema, file);
+  return schema.fields.map((f, i) => {
+    const name = names[i];
     const type = dtypeOf(f.type);
-    if (type === null) throw new DataError(`column '${f.name}' has Arrow type ${f.type}, which gpuframe cannot read`, { file, column: f.name });
-    return { name: f.name, type };
+    if (type === null) throw new DataError(`column '${name}' has Arrow type ${f.type}, which gpuframe cannot read`, { file, column: name });
+    return { name, type };
   });
 }
 
@@ -177,29 +193,31 @@ function columnOfData(data: Arrow.Data, name: string): Column {
   throw new DataError(`column '${name}' has Arrow type ${type}, which gpuframe cannot read`, { column: name });
 }
 
-function recordBatchToBatch(rb: Arrow.RecordBatch, names: readonly string[], schema: Schema): Batch {
+/** Our batch of the record batch's fields at positions `at`, typed and named by `schema`. */
+function recordBatchToBatch(rb: Arrow.RecordBatch, at: readonly number[], schema: Schema): Batch {
   // By position: getChild(name) searches the fields by name each time (quadratic for wide files).
-  const at = columnIndices(rb.schema.fields.map((f) => f.name), names);
-  const columns = names.map((name, i) => columnOfData(rb.getChildAt(at[i])!.data[0], name));
+  const columns = at.map((j, i) => columnOfData(rb.getChildAt(j)!.data[0], schema[i].name));
   return { schema, length: rb.numRows, columns };
 }
 
-/** Our batch of the named columns (default: all) of an Arrow table or record batch. */
-export function arrowTableToBatch(table: Arrow.Table | Arrow.RecordBatch, columns?: readonly string[]): Batch {
-  const batches = arrowTableToBatches(table, columns);
+/**
+ * Our batch of the named columns (default: all) of an Arrow table or record batch. `schema` is
+ * ours of its fields, by position: by default arrowSchemaToSchema of the table's schema; readers
+ * pass the one of the schema they decoded (see arrowColumnNames).
+ */
+export function arrowTableToBatch(table: Arrow.Table | Arrow.RecordBatch, columns?: readonly string[], schema?: Schema): Batch {
+  const batches = arrowTableToBatches(table, columns, schema);
   return batches.length === 1 ? batches[0] : concatBatches(batches[0].schema, batches);
 }
 
 /** One batch per record batch (at least one: an empty one for a table without any), not joined. */
-export function arrowTableToBatches(table: Arrow.Table | Arrow.RecordBatch, columns?: readonly string[]): Batch[] {
-  const all = table.schema.fields.map((f) => f.name);
-  const names = columns ?? all;
-  const at = columnIndices(all, names);
-  const fullSchema = arrowSchemaToSchema(table.schema);
-  const schema = at.map((i) => fullSchema[i]);
+export function arrowTableToBatches(table: Arrow.Table | Arrow.RecordBatch, columns?: readonly string[], schema = arrowSchemaToSchema(table.schema)): Batch[] {
+  const all = schema.map((f) => f.name);
+  const at = columnIndices(all, columns ?? all);
+  const picked = at.map((i) => schema[i]);
   const rbs = table instanceof arrow.Table ? table.batches : [table];
-  if (rbs.length === 0) return [emptyBatch(schema)];
-  return rbs.map((rb) => recordBatchToBatch(rb, names, schema));
+  if (rbs.length === 0) return [emptyBatch(picked)];
+  return rbs.map((rb) => recordBatchToBatch(rb, at, picked));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { Batch, Schema } from '../batch.js';
 import { DataError } from '../errors.js';
 import type { ArrowChunk } from './arrow.js';
-import { arrowSchemaToSchema, arrowTableToBatches } from './arrow-batch.js';
+import { arrowColumnNames, arrowSchemaToSchema, arrowTableToBatches } from './arrow-batch.js';
 import { inputError, type InputName } from './input-error.js';
 
 interface BatchInfo { rows: number; bytes: number }
@@ -60,19 +60,29 @@ async function readBatchHeader(handle: FileHandle, block: FooterBlock): Promise<
   return arrow.Message.decode(meta.subarray(start)).header() as unknown as BatchHeader;
 }
 
+/**
+ * Our schema of the data an opened reader holds: of the schema it decoded (its null names are the
+ * empty ones; see arrowColumnNames), checked before any record batch is built, since apache-arrow's
+ * RecordBatch merges fields of one name.
+ */
+function schemaOfReader(reader: { schema: Arrow.Schema | null | undefined }, displayName: string): Schema {
+  if (!reader.schema) throw new DataError('empty or truncated Arrow IPC data (no schema)', { file: displayName });
+  return arrowSchemaToSchema(reader.schema, displayName);
+}
+
 /** Row count and body size of each record batch, read from the file footer and batch headers only. */
-async function fileBatchInfos({ path, displayName }: InputName): Promise<{ schema: Arrow.Schema; infos: BatchInfo[] }> {
+async function fileBatchInfos({ path, displayName }: InputName): Promise<{ schema: Schema; infos: BatchInfo[] }> {
   const handle = await open(path, 'r');
   try {
     const reader = await arrow.RecordBatchReader.from(handle);
     await reader.open();
     if (!reader.isFile()) throw new DataError('not an Arrow IPC file (no footer); use the .arrows extension for IPC streams', { file: displayName });
+    const schema = schemaOfReader(reader, displayName);
     const infos: BatchInfo[] = [];
     for (const block of reader.footer!.recordBatches()) {
       const header = await readBatchHeader(handle, block);
       infos.push({ rows: Number(header.length), bytes: Number(block.bodyLength) });
     }
-    const schema = reader.schema;
     await reader.cancel();
     return { schema, infos };
   } finally {
@@ -80,25 +90,27 @@ async function fileBatchInfos({ path, displayName }: InputName): Promise<{ schem
   }
 }
 
-async function streamBatchInfos(path: string): Promise<{ schema: Arrow.Schema; infos: BatchInfo[] }> {
+async function streamBatchInfos({ path, displayName }: InputName): Promise<{ schema: Schema; infos: BatchInfo[] }> {
   const reader = await arrow.RecordBatchReader.from(createReadStream(path));
   await reader.open();
-  const schema = reader.schema; // read before iterating: the reader resets itself at the end
+  const schema = schemaOfReader(reader, displayName); // read before iterating: the reader resets itself at the end
   const infos: BatchInfo[] = [];
   for await (const rb of reader) infos.push({ rows: rb.numRows, bytes: rb.data.byteLength });
   return { schema, infos };
 }
 
 export async function planArrowChunks(name: InputName, kind: 'file' | 'stream', blocksize: number): Promise<{ schema: Schema; chunks: ArrowChunk[] }> {
-  let got: { schema: Arrow.Schema; infos: BatchInfo[] };
+  let got: { schema: Schema; infos: BatchInfo[] };
   try {
-    got = kind === 'file' ? await fileBatchInfos(name) : await streamBatchInfos(name.path);
+    got = kind === 'file' ? await fileBatchInfos(name) : await streamBatchInfos(name);
   } catch (err) {
     throw asDataError(err, name);
   }
-  if (!got.schema) throw new DataError('empty or truncated Arrow IPC data (no schema)', { file: name.displayName });
-  return { schema: arrowSchemaToSchema(got.schema, name.displayName), chunks: groupIntoChunks(name, kind, got.infos, blocksize) };
+  return { schema: got.schema, chunks: groupIntoChunks(name, kind, got.infos, blocksize) };
 }
+
+/** A chunk's record batches, with our schema of the file's fields (of the schema the reader decoded; see schemaOfReader). */
+interface ReadBatches { schema: Schema; batches: Arrow.RecordBatch[] }
 
 /**
  * A file chunk's record batches. Their messages lie end to end in the file, so the bytes from the
@@ -108,11 +120,12 @@ export async function planArrowChunks(name: InputName, kind: 'file' | 'stream', 
  * machine). Files with dictionaries (their batches need the
  * dictionary messages first) or with gaps between the batches are read batch by batch.
  */
-async function readFileBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> {
+async function readFileBatches(chunk: ArrowChunk): Promise<ReadBatches> {
   const handle = await open(chunk.path, 'r');
   try {
     const reader = await arrow.RecordBatchReader.from(handle);
     await reader.open();
+    const schema = schemaOfReader(reader, chunk.displayName);
     const footer = (reader as Arrow.AsyncRecordBatchFileReader).footer!;
     const blocks = chunk.batchIndices.map((i) => {
       const block = footer.getRecordBatch(i);
@@ -121,18 +134,18 @@ async function readFileBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> 
     });
     const end = (b: { offset: number | bigint; metaDataLength: number; bodyLength: number | bigint }) => Number(b.offset) + b.metaDataLength + Number(b.bodyLength);
     const contiguous = blocks.every((b, i) => i === 0 || Number(b.offset) === end(blocks[i - 1]));
-    if (footer.numDictionaries > 0 || !contiguous) return await readBatchByBatch(reader as Arrow.AsyncRecordBatchFileReader, chunk);
-    const schema = schemaMessage(reader.schema);
+    if (footer.numDictionaries > 0 || !contiguous) return { schema, batches: await readBatchByBatch(reader as Arrow.AsyncRecordBatchFileReader, chunk) };
+    const head = schemaMessage(reader.schema);
     const start = Number(blocks[0].offset), length = end(blocks[blocks.length - 1]) - start;
-    const bytes = Buffer.allocUnsafe(schema.length + length);
-    bytes.set(schema, 0);
-    const { bytesRead } = await handle.read(bytes, schema.length, length, start);
+    const bytes = Buffer.allocUnsafe(head.length + length);
+    bytes.set(head, 0);
+    const { bytesRead } = await handle.read(bytes, head.length, length, start);
     if (bytesRead < length) throw new DataError(`record batches ${chunk.batchIndices[0]}-${chunk.batchIndices[chunk.batchIndices.length - 1]} are truncated`, { file: chunk.displayName });
     const batches = arrow.RecordBatchReader.from(bytes);
     batches.open();
     const out = [...batches];
     if (out.length !== blocks.length) throw new DataError(`expected ${blocks.length} record batches at bytes ${start}-${start + length}, found ${out.length}`, { file: chunk.displayName });
-    return out;
+    return { schema, batches: out };
   } finally {
     await handle.close();
   }
@@ -195,7 +208,7 @@ export async function float64Extents(chunk: ArrowChunk, columns: readonly string
       buffers += n;
     }
     const byName = new Map<string, number>();
-    fields.forEach((f, i) => { if (!byName.has(f.name)) byName.set(f.name, i); });
+    arrowColumnNames(reader.schema).forEach((name, i) => byName.set(name, i));
     const at = columns.map((name) => byName.get(name) ?? -1);
     if (at.some((i) => i < 0 || fields[i].type.typeId !== arrow.Type.Float || (fields[i].type as Arrow.Float).precision !== arrow.Precision.DOUBLE)) return null;
     const extents: Float64Extents = { batchRows: [], offsets: [] };
@@ -223,19 +236,21 @@ export async function float64Extents(chunk: ArrowChunk, columns: readonly string
 }
 
 /** IPC streams have no index: read through, keeping the wanted batches, and stop after the last. */
-async function readStreamBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]> {
+async function readStreamBatches(chunk: ArrowChunk): Promise<ReadBatches> {
   const wanted = new Set(chunk.batchIndices);
   const last = Math.max(...chunk.batchIndices);
   const stream = createReadStream(chunk.path);
   try {
     const reader = await arrow.RecordBatchReader.from(stream);
+    await reader.open();
+    const schema = schemaOfReader(reader, chunk.displayName); // before iterating: the reader resets itself at the end
     const out: Arrow.RecordBatch[] = [];
     let i = 0;
     for await (const rb of reader) {
       if (wanted.has(i)) out.push(rb);
       if (++i > last) break;
     }
-    return out;
+    return { schema, batches: out };
   } finally {
     stream.destroy();
   }
@@ -243,12 +258,12 @@ async function readStreamBatches(chunk: ArrowChunk): Promise<Arrow.RecordBatch[]
 
 /** The named columns (in that order) of the chunk's record batches, a batch for each (joining them would copy every value). */
 export async function readArrowChunk(chunk: ArrowChunk, columns: readonly string[]): Promise<Batch[]> {
-  let rbs: Arrow.RecordBatch[];
+  let read: ReadBatches;
   try {
-    rbs = chunk.kind === 'file' ? await readFileBatches(chunk) : await readStreamBatches(chunk);
+    read = chunk.kind === 'file' ? await readFileBatches(chunk) : await readStreamBatches(chunk);
   } catch (err) {
     throw asDataError(err, chunk);
   }
-  if (rbs.length === 0) throw new DataError('record batches are missing (file changed or truncated)', { file: chunk.displayName });
-  return arrowTableToBatches(new arrow.Table(rbs), columns);
+  if (read.batches.length === 0) throw new DataError('record batches are missing (file changed or truncated)', { file: chunk.displayName });
+  return arrowTableToBatches(new arrow.Table(read.batches), columns, read.schema);
 }

@@ -10,9 +10,10 @@
 import { openAsBlob } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import * as pw from 'parquet-wasm';
+import type * as Arrow from 'apache-arrow';
 import { arrow } from './apache-arrow.js';
 import type { Batch, Schema } from '../batch.js';
-import { requireColumns } from '../errors.js';
+import { DataError, columnIndices } from '../errors.js';
 import type { ParquetChunk } from './parquet.js';
 import { arrowSchemaToSchema, arrowTableToBatch } from './arrow-batch.js';
 import { inputError, type InputName } from './input-error.js';
@@ -30,12 +31,21 @@ async function openParquet(name: InputName): Promise<pw.ParquetFile> {
   }
 }
 
+/**
+ * The file's Arrow schema as parquet-wasm gives it, decoded by apache-arrow's reader (not through a
+ * Table, whose RecordBatch merges fields of one name; see arrowColumnNames).
+ */
+function arrowSchemaOf(file: pw.ParquetFile): Arrow.Schema {
+  const reader = arrow.RecordBatchReader.from(file.schema().intoIPCStream());
+  reader.open();
+  return reader.schema;
+}
+
 export async function planParquetChunks(name: InputName, blocksize: number): Promise<{ schema: Schema; chunks: ParquetChunk[] }> {
   const { path, displayName } = name;
   const file = await openParquet(name);
   try {
-    const ipcSchema = arrow.tableFromIPC(file.schema().intoIPCStream()).schema;
-    const schema = arrowSchemaToSchema(ipcSchema, displayName);
+    const schema = arrowSchemaToSchema(arrowSchemaOf(file), displayName);
     const meta = file.metadata();
     const chunks: ParquetChunk[] = [];
     let cur: ParquetChunk | null = null;
@@ -64,12 +74,20 @@ export async function planParquetChunks(name: InputName, blocksize: number): Pro
 export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[]): Promise<Batch> {
   const file = await openParquet(chunk);
   try {
-    const fileColumns = arrow.tableFromIPC(file.schema().intoIPCStream()).schema.fields.map((f) => f.name);
-    requireColumns(columns, fileColumns);
+    const fileSchema = arrowSchemaOf(file);
+    const fields = fileSchema.fields;
+    const schema = arrowSchemaToSchema(fileSchema, chunk.displayName);
+    const at = columnIndices(schema.map((f) => f.name), columns);
+    // parquet-wasm picks columns by the file's own names and gives every field of a picked name, in
+    // the file's order: several fields can share the empty name, which gpuframe names column<i>.
     // No columns asked (e.g. count()): read the first one for the row count, then drop it.
-    const read = columns.length > 0 ? [...columns] : fileColumns.slice(0, 1);
-    const wasmTable = await file.read({ rowGroups: chunk.rowGroups, columns: read });
-    return arrowTableToBatch(arrow.tableFromIPC(wasmTable.intoIPCStream()), columns);
+    const fileName = (i: number) => (fields[i].name as string | null) ?? '';
+    const picked = new Set((columns.length > 0 ? at : fields.length > 0 ? [0] : []).map(fileName));
+    const got = fields.flatMap((_, i) => (picked.has(fileName(i)) ? [i] : []));
+    const wasmTable = await file.read({ rowGroups: chunk.rowGroups, columns: [...picked] });
+    const table = arrow.tableFromIPC(wasmTable.intoIPCStream());
+    if (table.numCols !== got.length) throw new DataError(`the Parquet reader gave ${table.numCols} columns for the ${got.length} asked`, { file: chunk.displayName });
+    return arrowTableToBatch(table, columns, got.map((i) => schema[i]));
   } catch (err) {
     throw asDataError(err, chunk);
   } finally {

@@ -8,6 +8,7 @@ import { tokenize, type FieldTable, type TokenizeProblems, countLineBreaks } fro
 import { fieldText } from './columns.js';
 import { openInput, readBytes, Locator } from './input-file.js';
 import { inferColumnType } from './infer-type.js';
+import { columnNames } from '../column-names.js';
 
 export interface CsvLayout {
   /** The plain (not gzip) file the chunks read. */
@@ -92,8 +93,8 @@ function layoutFromSample(buf: Buffer, wholeFile: boolean, path: string, display
   }
   const width = first.lastRecordWidth;
   const headerLine = loc.line(first.recordStarts[0]);
-  const names = columnNames(Array.from({ length: width }, (_, c) => (opts.header ? fieldText(buf, first, c, 0) : '')));
-  checkUniqueNames(names, displayName, headerLine);
+  // An empty name (every name without a header) becomes column<i>; a name given twice is an error.
+  const names = columnNames(Array.from({ length: width }, (_, c) => (opts.header ? fieldText(buf, first, c, 0) : '')), displayName, headerLine);
   const dataStart = opts.header ? first.consumed : first.recordStarts[0];
 
   const sample = tokenize(buf, dataStart, buf.length, d,
@@ -105,35 +106,6 @@ function layoutFromSample(buf: Buffer, wholeFile: boolean, path: string, display
     dataStartLine: 1 + countLineBreaks(buf, 0, dataStart),
     schema: names.map((name, c) => ({ name, type: overrides.get(name) ?? inferColumnType(buf, sample, c, d) })),
   };
-}
-
-/**
- * The header's names, with a name for each empty one (every name without a header): `column<i>`,
- * i counted from 0 as --no-header names them (DuckDB's names too; pandas says `Unnamed: <i>`),
- * or `column<i>_<n>` with the smallest n >= 1 when the header already holds that name, so a
- * generated name never takes one the file gives (pandas' `to_csv` writes an empty name for its
- * index: `,a,b`). Names the header gives twice stay an error (checkUniqueNames).
- */
-function columnNames(header: string[]): string[] {
-  const taken = new Set(header);
-  return header.map((text, c) => {
-    if (text !== '') return text;
-    let name = `column${c}`;
-    for (let n = 1; taken.has(name); n++) name = `column${c}_${n}`;
-    taken.add(name);
-    return name;
-  });
-}
-
-function checkUniqueNames(names: string[], file: string, line: number): void {
-  const seen = new Map<string, number>();
-  names.forEach((name, c) => {
-    const earlier = seen.get(name);
-    if (earlier !== undefined) {
-      throw new DataError(`duplicate column name '${name}' at columns ${earlier + 1} and ${c + 1}`, { file, line, column: c + 1 });
-    }
-    seen.set(name, c);
-  });
 }
 
 /** The --dtypes overrides, each naming an existing column and a known type. */
