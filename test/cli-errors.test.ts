@@ -25,6 +25,7 @@ const cases: Case[] = [
   { name: 'empty file', args: ['read-csv', file('empty.csv', '')], code: 3, message: /empty\.csv.*empty/i },
   { name: 'unknown flag', args: ['read-csv', good, '--frobnicate'], code: 2, message: /frobnicate/ },
   { name: 'bad --blocksize', args: ['read-csv', good, '--blocksize', 'lots'], code: 2, message: /--blocksize/ },
+  { name: '--blocksize past 32-bit chunk positions', args: ['read-csv', good, '--blocksize', '3GB'], code: 2, message: /--blocksize must be at most 1GB/ },
   { name: 'merge key missing on the right', args: ['merge', good, file('r.csv', 'x,y\n1,2\n'), '--on', 'k'], code: 2, message: /'k'/ },
   { name: '-o equal to an input', args: ['read-csv', good, '-o', good], code: 2, message: /also an input/ },
   // Number flags: text or values out of scikit-learn's range are usage errors, not NaN output.

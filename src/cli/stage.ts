@@ -37,12 +37,22 @@ export interface StageFlags extends RunFlagValues {
   json: boolean;
 }
 
+/** The largest --blocksize: the CSV reader holds a chunk's byte positions in 32-bit integers, and a
+ *  chunk runs past its block to the next record end. */
+const MAX_BLOCKSIZE = 1024 ** 3;
+
+function parseBlocksize(text: string): number {
+  const bytes = parseSize(text, '--blocksize');
+  if (bytes > MAX_BLOCKSIZE) throw new UsageError(`--blocksize must be at most 1GB (chunk byte positions are 32-bit), got '${text}'`);
+  return bytes;
+}
+
 export function runSettings(flags: RunFlagValues): RunSettings {
   return {
     device: flags.device as DeviceMode,
     gpus: flags.gpus === undefined ? undefined : parseGpuList(flags.gpus),
     workers: flags.workers ?? availableParallelism(),
-    blocksize: flags.blocksize === undefined ? undefined : parseSize(flags.blocksize, '--blocksize'),
+    blocksize: flags.blocksize === undefined ? undefined : parseBlocksize(flags.blocksize),
     memoryLimit: flags['memory-limit'] ? parseSize(flags['memory-limit'], '--memory-limit') : Math.floor(totalmem() / 2),
     progress: flags.progress && !flags.quiet && process.stderr.isTTY === true,
     tracePath: flags.trace,
