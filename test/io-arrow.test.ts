@@ -12,7 +12,7 @@ import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable } from '../sr
 // The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
 import { arrow } from '../src/engine/io/apache-arrow.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
-import { type NamedColumn, asGiven, batchRows, duckRowsLike, fieldsTable, sampleBatch, tempDir } from './io-formats-fixture.js';
+import { EMPTY_NAMED_FIELDS, EMPTY_NAMED_FIELD_NAMES, emptyNamedRows, asGiven, batchRows, duckRowsLike, fieldsTable, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('arrow');
 
@@ -278,15 +278,9 @@ describe('field names: an empty one is column<i> (as in CSV headers), one given 
   // Two empty names of different types, and a name the generated one would take: apache-arrow
   // decodes the empty names as null, and its RecordBatch would merge the two fields (first takes
   // the last's type); the reader names and types them from the schema it decoded.
-  const columns: NamedColumn[] = [
-    { name: '', type: 'int64', values: [1n, 2n, null, 4n, 5n] },
-    { name: 'k', type: 'string', values: ['a', 'b', 'a', null, 'c'] },
-    { name: '', type: 'string', values: ['x', null, 'y', 'z', 'w'] },
-    { name: 'column0', type: 'int64', values: [10n, 20n, 30n, 40n, 50n] },
-    { name: '', type: 'float64', values: [0.5, 1.5, 2.5, 3.5, 4.5] },
-  ];
-  const names = ['column0_1', 'k', 'column2', 'column0', 'column4'];
-  const rows = (picked: number[]) => columns[0].values.map((_, r) => picked.map((c) => columns[c].values[r]));
+  const columns = EMPTY_NAMED_FIELDS;
+  const names = EMPTY_NAMED_FIELD_NAMES;
+  const rows = emptyNamedRows;
 
   test.each(['file', 'stream'] as const)('IPC %s: generated names, the types and values of each field, chunk by chunk', async (kind) => {
     const path = join(dir, `empty-names.${kind === 'file' ? 'arrow' : 'arrows'}`);

@@ -73,6 +73,21 @@ export interface NamedColumn { name: string; type: 'int64' | 'float64' | 'string
  * one given, and its writers write the fields as given (its data keeps each column's own type).
  * apache-arrow writes an empty name by leaving the name out, as other Arrow writers may.
  */
+/**
+ * Fields with empty names for the Arrow and Parquet readers' naming rule: two empty names of
+ * different types, and a name ('column0') the first generated one would take. `names` are the
+ * columns the readers give them; `rows(picked)` the values of the picked columns, row by row.
+ */
+export const EMPTY_NAMED_FIELDS: NamedColumn[] = [
+  { name: '', type: 'int64', values: [1n, 2n, null, 4n, 5n] },
+  { name: 'k', type: 'string', values: ['a', 'b', 'a', null, 'c'] },
+  { name: '', type: 'string', values: ['x', null, 'y', 'z', 'w'] },
+  { name: 'column0', type: 'int64', values: [10n, 20n, 30n, 40n, 50n] },
+  { name: '', type: 'float64', values: [0.5, 1.5, 2.5, 3.5, 4.5] },
+];
+export const EMPTY_NAMED_FIELD_NAMES = ['column0_1', 'k', 'column2', 'column0', 'column4'];
+export const emptyNamedRows = (picked: number[]) => EMPTY_NAMED_FIELDS[0].values.map((_, r) => picked.map((c) => EMPTY_NAMED_FIELDS[c].values[r]));
+
 export function fieldsTable(columns: NamedColumn[], batchRows = Infinity): Arrow.Table {
   const typeOf = (c: NamedColumn): Arrow.DataType => (c.type === 'int64' ? new arrow.Int64() : c.type === 'float64' ? new arrow.Float64() : new arrow.Utf8());
   const fields = columns.map((c) => new arrow.Field(c.name, typeOf(c), true));

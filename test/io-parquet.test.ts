@@ -4,7 +4,7 @@ import { describe, expect, test } from 'vitest';
 import { concatBatches } from '../src/engine/batch.js';
 import { planParquetChunks, readParquetChunk } from '../src/engine/io/parquet.js';
 import { openFileWriter } from '../src/engine/io/output/index.js';
-import { type NamedColumn, asGiven, batchRows, duckdb, duckRowsLike, fieldsTable, parquetOf, sampleBatch, tempDir } from './io-formats-fixture.js';
+import { EMPTY_NAMED_FIELDS, EMPTY_NAMED_FIELD_NAMES, emptyNamedRows, asGiven, batchRows, duckdb, duckRowsLike, fieldsTable, parquetOf, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('parquet');
 
@@ -82,15 +82,9 @@ describe('reading parquet', () => {
 describe('field names: an empty one is column<i> (as in CSV headers), one given twice is refused', () => {
   // Two empty names of different types, and a name the generated one would take. parquet-wasm
   // picks columns by the file's names, and gives both fields for the empty name.
-  const columns: NamedColumn[] = [
-    { name: '', type: 'int64', values: [1n, 2n, null, 4n, 5n] },
-    { name: 'k', type: 'string', values: ['a', 'b', 'a', null, 'c'] },
-    { name: '', type: 'string', values: ['x', null, 'y', 'z', 'w'] },
-    { name: 'column0', type: 'int64', values: [10n, 20n, 30n, 40n, 50n] },
-    { name: '', type: 'float64', values: [0.5, 1.5, 2.5, 3.5, 4.5] },
-  ];
-  const names = ['column0_1', 'k', 'column2', 'column0', 'column4'];
-  const rows = (picked: number[]) => columns[0].values.map((_, r) => picked.map((c) => columns[c].values[r]));
+  const columns = EMPTY_NAMED_FIELDS;
+  const names = EMPTY_NAMED_FIELD_NAMES;
+  const rows = emptyNamedRows;
 
   test('generated names, the types and values of each field, row group by row group; DuckDB reads the same values', async () => {
     const path = join(dir, 'empty-names.parquet');
