@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { columnFromValues, sliceBatch, type Batch, type DType, type Schema } from '../src/engine/batch.js';
 import { RuntimeFailure, UsageError } from '../src/engine/errors.js';
 import {
-  aggregateOutputSchema, finalizeAggregate, mergePartials, parseAggList, PartialAggregator, partialBytes, splitPartial,
+  aggregateOutputSchema, finalizeAggregate, mergePartials, parseAggList, PartialAggregator, PartialMerger, partialBytes, splitPartial,
   type AggregateSpec, type PartialAggregate,
 } from '../src/engine/ops/aggregate/index.js';
 import { batchRows, duckdb, expectRowsClose, loadTable, queryRows, rng } from './ops-reference.js';
@@ -194,6 +194,26 @@ describe('determinism and partial state', () => {
     twice.add(sliceBatch(data, 0, 20_000));
     twice.add(sliceBatch(data, 10_000, 20_000));
     expect(floatBits(finalizeAggregate(abAgain))).toBe(floatBits(finalizeAggregate(twice.finish())));
+  });
+
+  test('PartialMerger gives what a chain of mergePartials gives, also when its result is taken midway; its size estimate follows the groups', () => {
+    const tenths = Array.from({ length: 10 }, (_, i) => {
+      const agg = new PartialAggregator(data.schema, spec);
+      agg.add(sliceBatch(data, i * 3_000, (i + 1) * 3_000));
+      return agg.finish();
+    });
+    const chain = tenths.slice(1).reduce((merged, p) => mergePartials(merged, p), tenths[0]);
+    const merger = new PartialMerger();
+    expect(merger.result()).toBeNull();
+    tenths.slice(0, 4).forEach((p) => merger.add(p));
+    const midway = merger.result()!;
+    expect(floatBits(finalizeAggregate(midway))).toBe(floatBits(finalizeAggregate(tenths.slice(1, 4).reduce((m, p) => mergePartials(m, p), tenths[0]))));
+    tenths.slice(4).forEach((p) => merger.add(p));
+    const merged = merger.result()!;
+    expect(floatBits(finalizeAggregate(merged))).toBe(floatBits(finalizeAggregate(chain)));
+    expect(merged.groups).toBe(chain.groups);
+    expect(merger.bytes()).toBeGreaterThanOrEqual(partialBytes(chain) * 0.5);
+    expect(merger.bytes()).toBeLessThanOrEqual(partialBytes(chain) * 2);
   });
 });
 

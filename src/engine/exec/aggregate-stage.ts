@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import { columnLength, type Column, type Schema } from '../batch.js';
 import {
-  chooseSplitters, finalizeAggregate, mergePartials, PartialAggregator, partialBytes, partitionPartial, rangeOfGroups, type PartialAggregate,
+  chooseSplitters, finalizeAggregate, PartialAggregator, PartialMerger, partitionPartial, rangeOfGroups, type PartialAggregate,
 } from '../ops/aggregate/index.js';
 import type { FinalAggregateNode } from '../plan/nodes.js';
 import type { RunContext } from './context.js';
@@ -26,25 +26,25 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
   const input = inGpuPartitions(stream, terminal, ctx);
   const budget = ctx.memoryLimit * STATE_SHARE;
   const totalBytes = input.fragments.reduce((s, f) => s + f.bytes, 0);
-  let merged: PartialAggregate | null = null;
+  let merger = new PartialMerger();
   let spill: RangeSpill | null = null;
   let bytesSeen = 0;
   await runStream(ctx, input, terminal, 'groupby', (r, fragment) => {
     bytesSeen += fragment.bytes;
     if (spill !== null) { spill.add(r.partial!); return; }
-    merged = merged === null ? r.partial! : mergePartials(merged, r.partial!);
-    const held = partialBytes(merged);
+    merger.add(r.partial!);
+    const held = merger.bytes();
     if (held > budget) {
       // Guess the final size from the share of input seen so far, and aim for parts of half the budget.
       const projected = held * Math.max(1, totalBytes / Math.max(1, bytesSeen));
       const parts = Math.min(4096, Math.max(2, Math.ceil((2 * projected) / budget)));
-      spill = new RangeSpill(merged, parts, ctx.tmpDir);
-      merged = null;
+      spill = new RangeSpill(merger.result()!, parts, ctx.tmpDir);
+      merger = new PartialMerger(); // the spill holds the groups from here on
     }
   });
   const finished = spill as RangeSpill | null;
   if (finished !== null) return finished.finish();
-  const state = (merged as PartialAggregate | null) ?? new PartialAggregator(input.schema, node.spec).finish();
+  const state = merger.result() ?? new PartialAggregator(input.schema, node.spec).finish();
   const batch = finalizeAggregate(state);
   return { schema: batch.schema, fragments: [{ index: 0, source: { kind: 'batch', batch }, ops: [], bytes: 0 }] };
 }
@@ -79,13 +79,12 @@ class RangeSpill {
     const fragments: Fragment[] = [];
     for (const [part, files] of this.files.entries()) {
       if (files.length === 0) continue;
-      let merged: PartialAggregate | null = null;
+      const merger = new PartialMerger();
       for (const f of files) {
-        const piece = deserialize(readFileSync(f)) as PartialAggregate;
-        merged = merged === null ? piece : mergePartials(merged, piece);
+        merger.add(deserialize(readFileSync(f)) as PartialAggregate);
         rmSync(f);
       }
-      const batch = finalizeAggregate(merged!);
+      const batch = finalizeAggregate(merger.result()!);
       const file = join(this.dir, `agg-final-r${part}.v8`);
       writeSpillFile(file, serialize(batch));
       fragments.push({ index: fragments.length, source: { kind: 'spilled', file }, ops: [], bytes: 0 });

@@ -13,7 +13,7 @@ import { concatBatches, int64Words, sliceBatch, takeColumn, type Batch, type Col
 import type { GpuContext } from '../gpu/device.js';
 import { groupbyAggregate, type AggColumnInput, type DeviceGroupAggregates, type GroupAggregates, type GroupKeys } from '../../kernels/groupby-aggregate.js';
 import { hashKeys, KeyTable, nullKeyMask } from '../ops/keys.js';
-import { aggregateOutputSchema, mergePartials, PartialAggregator, type AggregateSpec, type PartialAggregate } from '../ops/aggregate/index.js';
+import { aggregateOutputSchema, PartialAggregator, PartialMerger, type AggregateSpec, type PartialAggregate } from '../ops/aggregate/index.js';
 import type { AggState } from '../ops/aggregate/state.js';
 import { countState, floatSumState, intSumState, minMaxState } from './gpu-partial-state.js';
 
@@ -49,12 +49,11 @@ export async function gpuPartialAggregate(gpu: GpuContext, batches: Batch[], inp
   const batch = batches.length === 1 ? batches[0] : concatBatches(input, batches);
   if (batch.length === 0) return new PartialAggregator(input, spec).finish();
   const step = maxRowsPerCall(gpu);
-  let merged: PartialAggregate | null = null;
+  const merger = new PartialMerger();
   for (let start = 0; start < batch.length; start += step) {
-    const part = await aggregateSlice(gpu, sliceBatch(batch, start, Math.min(batch.length, start + step)), input, spec);
-    merged = merged === null ? part : mergePartials(merged, part);
+    merger.add(await aggregateSlice(gpu, sliceBatch(batch, start, Math.min(batch.length, start + step)), input, spec));
   }
-  return merged!;
+  return merger.result()!;
 }
 
 /** How rows are grouped: key words for the GPU, and the partial's key columns for chosen groups. */

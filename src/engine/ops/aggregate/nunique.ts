@@ -43,6 +43,10 @@ export class NuniqueAccumulator implements Accumulator {
     return { perGroup: [], pairs: this.pairs.keyColumns() };
   }
 
+  pairCount(): number {
+    return this.pairs.size;
+  }
+
   finalize(groups: number): Column {
     const counts = new Float64Array(groups);
     const w = int64Words(this.pairs.keyColumns()[0] as Int64Column);

@@ -17,6 +17,8 @@ export interface Accumulator {
   /** Folds in another partial state; its group g belongs to this accumulator's group map[g]. */
   merge(src: AggState, map: Int32Array): void;
   state(groups: number): AggState;
+  /** Distinct (group, value) pairs held, for accumulators whose state is such pairs (nunique). */
+  pairCount?(): number;
   /** The result column, one row per group. */
   finalize(groups: number): Column;
 }
