@@ -277,6 +277,12 @@ describe('a reader that stops early', () => {
     expect(res.stdout.split('\n')[0]).toBe(readFileSync(facts, 'utf8').split('\n')[0]);
     expect(res.stderr.trim()).toBe('status 141');
   });
+
+  it('so does -o onto a FIFO whose reader stops early', async () => {
+    const fifo = join(dir, 'early.fifo');
+    const res = await shell(`rm -f '${fifo}' && mkfifo '${fifo}' && { head -c 10 '${fifo}' > /dev/null & } && gpuframe read-csv '${facts}' --device cpu -o '${fifo}' --format csv; echo "status $?" >&2`);
+    expect(res.stderr.trim()).toBe('status 141');
+  });
 });
 
 describe('determinism', () => {

@@ -128,6 +128,8 @@ export class AtomicFileSink extends BufferedSink {
         done += bytesWritten;
       }
     } catch (err) {
+      // A FIFO whose reader went away: the run stops as it does when stdout's reader does (exit 141).
+      if (this.inPlace && (err as NodeJS.ErrnoException).code === 'EPIPE') throw err;
       throw cannotWrite(this.path, err);
     }
   }
