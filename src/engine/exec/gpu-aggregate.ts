@@ -1,6 +1,6 @@
 // The partial-aggregate terminal on the GPU: one partition's rows in, the same PartialAggregate
 // the CPU PartialAggregator would produce out (same key columns, hashes and accumulator states),
-// so mergePartials / finalizeAggregate in the parent work unchanged.
+// so PartialMerger / finalizeAggregate in the parent work unchanged.
 //
 // Keys: a single int64/timestamp key goes to the GPU as its (lo, hi) words and the GPU hash table
 // groups it. Any other key set (strings, bools, floats, several columns) is numbered on the host by

@@ -1,5 +1,5 @@
 // From the GPU group-by's per-group results to the AggState each CPU accumulator keeps
-// (ops/aggregate/*.ts), so that mergePartials and finalizeAggregate treat GPU partials exactly
+// (ops/aggregate/*.ts), so that PartialMerger and finalizeAggregate treat GPU partials exactly
 // like CPU ones. Every function takes `pick`: the GPU groups to keep, in partial group order.
 
 import type { Column, DType } from '../batch.js';

@@ -1,5 +1,5 @@
 // Hash aggregation in three steps that the executor spreads over processes:
-// PartialAggregator (per worker) -> mergePartials (parent, in partition order) -> finalizeAggregate.
+// PartialAggregator (per worker) -> PartialMerger (parent, in partition order) -> finalizeAggregate.
 // A PartialAggregate is plain data (typed arrays, numbers, strings), so it crosses process
 // boundaries by structured clone and spills with v8.serialize.
 import { batchBytes, columnLength, int64Words, takeColumn, type Batch, type Column, type DType, type Int64Column, type Schema } from '../../batch.js';
@@ -113,19 +113,10 @@ function snapshot(header: Pick<PartialAggregate, 'schema' | 'spec' | 'aggInputTy
 
 /** Combines two partials: a's groups first, then b's (a fixed order, for determinism). Neither input changes. */
 export function mergePartials(a: PartialAggregate, b: PartialAggregate): PartialAggregate {
-  const live = takeLive(a);
-  mergeInto(live, b);
-  const merged = snapshot(a, live);
-  liveState.set(merged, live);
-  return merged;
-}
-
-function mergeInto(live: Live, b: PartialAggregate): void {
-  const bMap = live.table.insert(b.keys, b.hashes, b.groups);
-  live.accs.forEach((acc, i) => {
-    acc.ensure(live.table.size);
-    acc.merge(b.states[i], bMap);
-  });
+  const merger = new PartialMerger();
+  merger.add(a);
+  merger.add(b);
+  return merger.result()!;
 }
 
 /**
@@ -147,8 +138,12 @@ export class PartialMerger {
     if (p.groups > 0) this.largestGroupBytes = Math.max(this.largestGroupBytes, (partialBytes(p) - pairBytes) / p.groups);
     if (pairs > 0) this.largestPairBytes = Math.max(this.largestPairBytes, pairBytes / pairs);
     if (this.first === null) { this.first = p; return; }
-    this.live ??= takeLive(this.first);
-    mergeInto(this.live, p);
+    const live = (this.live ??= takeLive(this.first));
+    const map = live.table.insert(p.keys, p.hashes, p.groups);
+    live.accs.forEach((acc, i) => {
+      acc.ensure(live.table.size);
+      acc.merge(p.states[i], map);
+    });
   }
 
   /** About the bytes the merged state holds: its groups and nunique pairs at the largest sizes seen. */
