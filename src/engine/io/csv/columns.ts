@@ -82,9 +82,7 @@ function buildTimestamp(buf: Buffer, t: FieldTable, column: number, valid: Uint8
 function nullMask(buf: Buffer, t: FieldTable, column: number, d: CsvDialect): Uint8Array | null {
   let valid: Uint8Array | null = null;
   const { starts, ends } = t;
-  const nullLengths = d.nullsByLength;
-  const nullFirstBytes = new Uint8Array(256);
-  for (const texts of nullLengths) for (const text of texts ?? []) if (text.length > 0) nullFirstBytes[text[0]] = 1;
+  const { nullsByLength: nullLengths, nullFirstBytes } = d;
   for (let r = 0, i = t.index(column, 0); r < t.records; r++, i++) {
     const s = starts[i], e = ends[i];
     // Most fields have a length or a first byte no null text has: skip the call for them.

@@ -36,6 +36,8 @@ export interface CsvDialect {
   quote: number;
   /** Null texts grouped by byte length: nullsByLength[n] holds the n-byte ones. */
   nullsByLength: Uint8Array[][];
+  /** 1 for each byte some non-empty null text starts with (a field starting otherwise is not null). */
+  nullFirstBytes: Uint8Array;
 }
 
 export const LF = 0x0a;
@@ -52,11 +54,13 @@ export function dialectOf(opts: CsvOptions): CsvDialect {
     throw new UsageError(`--skip-rows must be a whole number >= 0, got ${opts.skipRows}`);
   }
   const nullsByLength: Uint8Array[][] = [];
+  const nullFirstBytes = new Uint8Array(256);
   for (const text of opts.nullValues) {
     const bytes = Buffer.from(text, 'utf8');
     (nullsByLength[bytes.length] ??= []).push(bytes);
+    if (bytes.length > 0) nullFirstBytes[bytes[0]] = 1;
   }
-  return { delimiter, quote, nullsByLength };
+  return { delimiter, quote, nullsByLength, nullFirstBytes };
 }
 
 function singleByte(text: string, flag: string): number {
