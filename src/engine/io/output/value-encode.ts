@@ -96,10 +96,10 @@ function writeFloat(out: ByteBuffer, x: number): void {
   if (abs >= 1e-4 && abs < 1e9) {
     const n = Math.round(abs * 1e4);
     if (n / 1e4 === abs) {
-      // n = whole · 10^4 + frac; int32 arithmetic below 2^31 (|x| < 214748.3648), where a
-      // double's % would be a library call.
-      const whole = n <= 0x7fffffff ? ((n | 0) / 10000) | 0 : Math.floor(n / 10000);
-      let frac = n <= 0x7fffffff ? (n | 0) - whole * 10000 : n - whole * 10000;
+      // n = whole · 10^4 + frac; frac < 10^4 as an int32, so that its % is integer arithmetic
+      // (a double's % is a library call).
+      const whole = Math.floor(n / 10000);
+      let frac = (n - whole * 10000) | 0;
       let decimals = 4;
       while (frac % 10 === 0) { frac = (frac / 10) | 0; decimals--; } // x is not integral: frac > 0
       if (x < 0) out.byte(MINUS);
