@@ -26,6 +26,13 @@ function rejects(text: string, field: string): void {
   expect((err as Error).message).toContain(field);
 }
 
+/** A version-1 forest file of one stump on feature a (classes 0 and 1): node arrays as number lists. */
+const STUMP_V1 = {
+  kind: 'random-forest', formatVersion: 1, featureNames: ['a'], featureTypes: ['float64'], target: 'y', classes: [0, 1],
+  params: {}, metrics: {}, task: 'classification',
+  trees: { valueWidth: 2, treeOffsets: [0, 3], feature: [0, -1, -1], threshold: [0.5, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [0.5, 0.5, 1, 0, 0, 1] },
+};
+
 describe('model files', () => {
   it('round-trip k-means and linreg models with identical predictions and bytes', async () => {
     for (const model of [await fitKMeans(partitioned(data, 40), { k: 3, seed: 2 }), await fitLinReg(partitioned(data, 40))]) {
@@ -63,11 +70,7 @@ describe('model files', () => {
   });
 
   it('reads version-1 forests (node arrays as number lists) and rejects cyclic or out-of-range nodes and absurd sizes', () => {
-    const forest = {
-      kind: 'random-forest', formatVersion: 1, featureNames: ['a'], featureTypes: ['float64'], target: 'y', classes: [0, 1],
-      params: {}, metrics: {}, task: 'classification',
-      trees: { valueWidth: 2, treeOffsets: [0, 3], feature: [0, -1, -1], threshold: [0.5, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [0.5, 0.5, 1, 0, 0, 1] },
-    };
+    const forest = structuredClone(STUMP_V1);
     const ok = parseModel(JSON.stringify(forest), 'f.json');
     expect(Array.from(predictBatch(ok, new Float64Array([0, 1]), 2).prediction)).toEqual([0, 1]);
     const bad = (f: (o: any) => void): string => { const o = structuredClone(forest); f(o); return JSON.stringify(o); };
@@ -109,11 +112,7 @@ describe('model files', () => {
   });
 
   it('int64 classes beyond 2^53 are written exactly as decimal text under a type tag; JSON number lists still read', () => {
-    const v1 = {
-      kind: 'random-forest', formatVersion: 1, featureNames: ['a'], featureTypes: ['float64'], target: 'y', classes: [0, 1],
-      params: {}, metrics: {}, task: 'classification',
-      trees: { valueWidth: 2, treeOffsets: [0, 3], feature: [0, -1, -1], threshold: [0.5, 0, 0], left: [1, -1, -1], right: [2, -1, -1], value: [0.5, 0.5, 1, 0, 0, 1] },
-    };
+    const v1 = structuredClone(STUMP_V1);
     const small = parseModel(JSON.stringify(v1), 'f.json');
     // The usual labels stay a JSON number list (files as they were).
     expect(serializeModel(small)).toContain('"classes":[0,1],');
