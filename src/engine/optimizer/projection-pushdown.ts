@@ -11,15 +11,14 @@ export function pushdownProjection(plan: PlanNode): PlanNode {
 
 /** Rewrites `node` so it produces at least `needed` (names of its output columns). */
 function push(node: PlanNode, needed: readonly string[]): PlanNode {
+  const want = new Set(needed); // lookups in wide schemas stay linear
   switch (node.kind) {
     case 'scan': {
       const order = node.columns ?? node.schema.map((f) => f.name);
-      const want = new Set(needed);
       return { ...node, columns: order.filter((c) => want.has(c)) };
     }
     case 'generate': {
       const order = node.columns ?? schemaOf({ ...node, columns: null }).map((f) => f.name);
-      const want = new Set(needed);
       return { ...node, columns: order.filter((c) => want.has(c)) };
     }
     case 'project': {
@@ -44,7 +43,6 @@ function push(node: PlanNode, needed: readonly string[]): PlanNode {
       const sources = joinColumnSources(leftSchema, rightSchema, node.spec);
       const leftNeeded = new Set(node.spec.leftOn);
       const rightNeeded = new Set(node.spec.rightOn);
-      const want = new Set(needed);
       for (const s of sources) {
         if (!want.has(s.output)) continue;
         if (s.left !== null) leftNeeded.add(s.left);
