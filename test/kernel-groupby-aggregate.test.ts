@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { accumulateColumn, DecodedColumn, groupbyAggregate, groupbyAggregateCpu, type AggColumnInput, type GroupAggregates, type GroupKeys } from '../src/kernels/groupby-aggregate.js';
+import { accumulateColumn, DecodedColumn, freeKeyTable, groupbyAggregate, groupbyAggregateCpu, insertKeys, type AggColumnInput, type GroupAggregates, type GroupKeys } from '../src/kernels/groupby-aggregate.js';
 import { freeBuffer, readU32, storageBuffer, uploadNew } from '../src/engine/gpu/buffers.js';
 import { exactSumValue } from '../src/kernels/float-sum.js';
 import { firstDifference, skipGpuTests, testGpu } from '../src/engine/gpu/test-gpu.js';
@@ -87,6 +87,31 @@ describe.skipIf(skipGpuTests)('groupby-aggregate kernel', () => {
     const gpu = await groupbyAggregate(ctx, k, [intColumn(vals)], { expectedGroups: n });
     expect(gpu.groups).toBe(n);
     expectSame(gpu, groupbyAggregateCpu(k, [intColumn(vals)]));
+  });
+
+  it('gives up on a table past 3/4 full, and fills one up to 3/4 exactly', async () => {
+    // An overflowing pass must stop early (rows with new keys would otherwise each walk a long probe
+    // of a full table): the claim that takes the table past 3/4 of its slots raises the flag.
+    const ctx = await testGpu();
+    const capacity = 1024;
+    const tableFor = async (distinct: number) => {
+      const n = 4 * distinct;
+      const k = int64Keys(Array.from({ length: n }, (_, i) => BigInt(i % distinct) * 0x9e37_79b9n));
+      const keyBuf = await uploadNew(ctx, k.words, 'test keys');
+      const maskBuf = await uploadNew(ctx, new Uint32Array([0]), 'test mask');
+      const table = await insertKeys(ctx, keyBuf, maskBuf, false, n, capacity);
+      freeBuffer(ctx, keyBuf);
+      freeBuffer(ctx, maskBuf);
+      if (table) freeKeyTable(ctx, table);
+      return table !== null;
+    };
+    expect(await tableFor(768)).toBe(true);
+    expect(await tableFor(769)).toBe(false);
+    // Grown from a far too small first guess, the grouping is still the CPU twin's.
+    const n = 60_000;
+    const k = int64Keys(Array.from({ length: n }, (_, i) => BigInt((i * 7919) % 50_000)));
+    const col = intColumn(Array.from({ length: n }, (_, i) => BigInt(i)));
+    expectSame(await groupbyAggregate(ctx, k, [col], { expectedGroups: 1 }), groupbyAggregateCpu(k, [col]));
   });
 
   it('sums floats exactly where float64 addition would lose digits, and handles NaN/inf/nulls', async () => {

@@ -112,11 +112,11 @@ export function freeKeyTable(ctx: GpuContext, t: KeyTable): void {
 
 /**
  * The key table of n rows (key words and validity mask on the device), sized for `expectedGroups`
- * and grown (×4) when it fills, up to nextPow2(2n) slots (2 per row).
+ * and grown (×8) when it passes 3/4 full, up to nextPow2(2n) slots (2 per row, which never does).
  */
 export async function buildKeyTable(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, expectedGroups: number): Promise<KeyTable> {
   const maxCapacity = nextPow2(2 * n);
-  for (let capacity = Math.min(maxCapacity, nextPow2(2 * expectedGroups)); ; capacity = Math.min(maxCapacity, capacity * 4)) {
+  for (let capacity = Math.min(maxCapacity, nextPow2(2 * expectedGroups)); ; capacity = Math.min(maxCapacity, capacity * 8)) {
     const table = await insertKeys(ctx, keyBuf, maskBuf, hasNulls, n, capacity);
     if (table) return table;
     if (capacity >= maxCapacity) throw new RuntimeFailure('GPU group-by table overflowed at full capacity');
@@ -136,7 +136,7 @@ export async function insertKeys(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GP
     rowSlot: storageBuffer(ctx, n * 4, 'row slots'),
     capacity,
   };
-  const overflow = storageBuffer(ctx, 4, 'overflow flag');
+  const overflow = storageBuffer(ctx, 8, 'overflow flag and claims');
   fillU32(ctx, t.firstRow, 0xffffffff); // storage buffers come zeroed; first rows start at 'none'
   const params = sharedUniform(ctx, [n, capacity, hasNulls ? 1 : 0]);
   kernelFor(ctx, 'groupby-insert', W.GROUPBY_INSERT_WGSL)

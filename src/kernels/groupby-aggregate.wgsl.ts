@@ -86,7 +86,9 @@ struct Params { n: u32, capacity: u32, hasNulls: u32, _pad: u32 }
 @group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;
 @group(0) @binding(4) var<storage, read_write> firstRow: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> rowSlot: array<u32>;
-@group(0) @binding(6) var<storage, read_write> overflow: atomic<u32>;
+// overflow[0]: set when the table is too full (the host retries with a larger one);
+// overflow[1]: slots claimed so far.
+@group(0) @binding(6) var<storage, read_write> overflow: array<atomic<u32>, 2>;
 @group(0) @binding(7) var<uniform> p: Params;
 
 fn findSlot(i: u32) -> u32 {
@@ -94,21 +96,27 @@ fn findSlot(i: u32) -> u32 {
   let k1 = keys[2u * i + 1u];
   let mask = p.capacity - 1u;
   var s = hash2(k0, k1) & mask;
-  // Bounded: a probe this long means the table is (nearly) full, so the host retries with a
-  // larger one; the bound keeps a full table from costing every row a walk of the whole table.
+  // Why the table gives up early: once it is too full, every row with a new key would walk a long
+  // probe before failing, and rows by the million made one overflowing pass cost seconds. So a claim
+  // that takes the table past 3/4 full raises the flag, and probing rows look at it every 16 steps.
+  // The step bound stays as a backstop against a pathological cluster.
   let maxSteps = min(4u * p.capacity + 16u, 4096u);
   for (var step = 0u; step < maxSteps; step++) {
+    if ((step & 15u) == 15u && atomicLoad(&overflow[0]) != 0u) { return 0xffffffffu; }
     var o = atomicLoad(&owner[s]);
     if (o == 0u) {
       let r = atomicCompareExchangeWeak(&owner[s], 0u, i + 1u);
-      if (r.exchanged) { return s; }
+      if (r.exchanged) {
+        if (atomicAdd(&overflow[1], 1u) >= p.capacity - (p.capacity >> 2u)) { atomicStore(&overflow[0], 1u); }
+        return s;
+      }
       o = r.old_value;
       if (o == 0u) { continue; }
     }
     if (keys[2u * (o - 1u)] == k0 && keys[2u * (o - 1u) + 1u] == k1) { return s; }
     s = (s + 1u) & mask;
   }
-  atomicStore(&overflow, 1u);
+  atomicStore(&overflow[0], 1u);
   return 0xffffffffu;
 }
 
