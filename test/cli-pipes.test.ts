@@ -313,8 +313,8 @@ describe('memory limit', () => {
     const res = await gpuframe([...args, '-o', tight, '--memory-limit', '8MB', '--trace', trace]);
     expect(res.code, res.stderr).toBe(0);
     expect(readFileSync(tight).equals(readFileSync(free))).toBe(true);
-    // The spilled result comes back as several key-range fragments instead of one batch.
-    const spilled = JSON.parse(readFileSync(trace, 'utf8')).traceEvents.filter((e: { name?: string }) => e.name?.includes('(spilled)'));
+    // The spilled result comes back as several key-range fragments, merged by the workers, instead of one batch.
+    const spilled = JSON.parse(readFileSync(trace, 'utf8')).traceEvents.filter((e: { name?: string }) => e.name?.includes('(aggregate-range)'));
     expect(spilled.length).toBeGreaterThan(1);
   });
 });

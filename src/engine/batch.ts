@@ -236,7 +236,8 @@ export function sliceBatch(batch: Batch, start: number, end: number): Batch {
   return { schema: batch.schema, length: end - start, columns: batch.columns.map((c) => sliceColumn(c, start, end)) };
 }
 
-function sliceColumn(col: Column, start: number, end: number): Column {
+/** Rows [start, end) of a column, copied. */
+export function sliceColumn(col: Column, start: number, end: number): Column {
   const valid = col.valid === null ? null : col.valid.slice(start, end);
   if (col.type !== 'string') return { type: col.type, values: col.values.slice(start, end), valid } as Column;
   const base = col.offsets[start];

@@ -1,94 +1,54 @@
 // The combine step of a groupby, in the parent: partial states arrive in partition order and are
-// merged in that order. While the merged state fits in a quarter of --memory-limit it stays in
-// memory; past that, groups are range-partitioned by key into parts spilled to the temp dir, and
-// each part is merged and finalised on its own, in key order. Every group sees the same sequence
-// of merges either way, so spilling never changes the output bytes.
+// merged in that order. While the merged state is small it stays in the parent. Past a quarter of
+// --memory-limit, or past SLICE_AFTER_GROUPS groups when several workers could share the merge,
+// every partial goes to sorted slices in the temp dir instead, and each key range is merged and
+// finalised by a worker (partial-slices.ts). Every group sees the same sequence of merges either
+// way, so neither spilling nor the number of workers changes the output bytes.
 
-import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { deserialize, serialize } from 'node:v8';
-import { columnLength, type Column, type Schema } from '../batch.js';
-import {
-  chooseSplitters, finalizeAggregate, PartialAggregator, PartialMerger, partitionPartial, rangeOfGroups, type PartialAggregate,
-} from '../ops/aggregate/index.js';
 import type { FinalAggregateNode } from '../plan/nodes.js';
+import { finalizeAggregate, PartialAggregator, PartialMerger } from '../ops/aggregate/index.js';
 import type { RunContext } from './context.js';
-import type { Fragment } from './fragment.js';
 import { inGpuPartitions } from './gpu-partitions.js';
+import { SliceCombine } from './partial-slices.js';
+import { concurrencyOf } from './pool.js';
 import { runStream, type Stream } from './stream.js';
-import { writeSpillFile } from './spill-file.js';
 
-/** Share of --memory-limit the merged state may hold before it spills. */
+/** Share of --memory-limit the merged state may hold in the parent. */
 const STATE_SHARE = 1 / 4;
+/** Groups past which the merge goes to the workers, when there are two or more. */
+const SLICE_AFTER_GROUPS = 1 << 20;
+/** Most key ranges a merge is cut into. */
+const MAX_RANGES = 4096;
 
 export async function aggregateStream(node: FinalAggregateNode, stream: Stream, ctx: RunContext): Promise<Stream> {
-  const terminal = { kind: 'partial-aggregate' as const, spec: node.spec, inputSchema: stream.schema };
+  const workers = ctx.runner.inProcess ? 1 : concurrencyOf(ctx.runner);
+  const sliceDir = ctx.runner.inProcess ? undefined : ctx.tmpDir;
+  const terminal = { kind: 'partial-aggregate' as const, spec: node.spec, inputSchema: stream.schema, sliceDir };
   const input = inGpuPartitions(stream, terminal, ctx);
   const budget = ctx.memoryLimit * STATE_SHARE;
-  const totalBytes = input.fragments.reduce((s, f) => s + f.bytes, 0);
+  const schema = new PartialAggregator(input.schema, node.spec).finish().schema;
   let merger = new PartialMerger();
-  let spill: RangeSpill | null = null;
-  let bytesSeen = 0;
-  await runStream(ctx, input, terminal, 'groupby', (r, fragment) => {
-    bytesSeen += fragment.bytes;
-    if (spill !== null) { spill.add(r.partial!); return; }
+  let slices: SliceCombine | null = null;
+  const toSlices = (): SliceCombine => {
+    const combine = new SliceCombine(schema, ctx.tmpDir);
+    const held = merger.result();
+    if (held !== null) combine.addPartial(held); // the partials merged so far come first
+    merger = new PartialMerger();
+    return combine;
+  };
+  await runStream(ctx, input, terminal, 'groupby', (r) => {
+    if (r.slices) { (slices ??= toSlices()).add(r.slices); return; }
+    if (slices !== null) { slices.addPartial(r.partial!); return; }
     merger.add(r.partial!);
-    const held = merger.bytes();
-    if (held > budget) {
-      // Guess the final size from the share of input seen so far, and aim for parts of half the budget.
-      const projected = held * Math.max(1, totalBytes / Math.max(1, bytesSeen));
-      const parts = Math.min(4096, Math.max(2, Math.ceil((2 * projected) / budget)));
-      spill = new RangeSpill(merger.result()!, parts, ctx.tmpDir);
-      merger = new PartialMerger(); // the spill holds the groups from here on
-    }
+    if (merger.bytes() > budget || (workers >= 2 && merger.groups() > SLICE_AFTER_GROUPS)) slices = toSlices();
   });
-  const finished = spill as RangeSpill | null;
-  if (finished !== null) return finished.finish();
+  const combine = slices as SliceCombine | null;
+  if (combine !== null) {
+    // Ranges for every worker to take a few, and each of about half the budget.
+    const ranges = Math.min(MAX_RANGES, Math.max(4 * workers, Math.ceil((2 * combine.heldBytes()) / budget)));
+    return { schema, fragments: combine.fragments(ranges) };
+  }
   const state = merger.result() ?? new PartialAggregator(input.schema, node.spec).finish();
   const batch = finalizeAggregate(state);
   return { schema: batch.schema, fragments: [{ index: 0, source: { kind: 'batch', batch }, ops: [], bytes: 0 }] };
-}
-
-class RangeSpill {
-  private readonly splitters: Column[];
-  /** Spill files of each key range, in arrival (= partition) order. */
-  private readonly files: string[][];
-  private readonly schema: Schema;
-  private seq = 0;
-
-  constructor(first: PartialAggregate, parts: number, private readonly dir: string) {
-    this.schema = first.schema;
-    this.splitters = chooseSplitters(first, parts);
-    this.files = Array.from({ length: columnLength(this.splitters[0]) + 1 }, () => []);
-    this.add(first);
-  }
-
-  add(p: PartialAggregate): void {
-    const pieces = partitionPartial(p, rangeOfGroups(p, this.splitters), this.files.length);
-    const seq = this.seq++;
-    pieces.forEach((piece, part) => {
-      if (piece.groups === 0) return;
-      const file = join(this.dir, `agg-r${part}-s${seq}.v8`);
-      writeSpillFile(file, serialize(piece));
-      this.files[part].push(file);
-    });
-  }
-
-  /** Merges and finalises each range, in key order, into one spilled batch per range. */
-  finish(): Stream {
-    const fragments: Fragment[] = [];
-    for (const [part, files] of this.files.entries()) {
-      if (files.length === 0) continue;
-      const merger = new PartialMerger();
-      for (const f of files) {
-        merger.add(deserialize(readFileSync(f)) as PartialAggregate);
-        rmSync(f);
-      }
-      const batch = finalizeAggregate(merger.result()!);
-      const file = join(this.dir, `agg-final-r${part}.v8`);
-      writeSpillFile(file, serialize(batch));
-      fragments.push({ index: fragments.length, source: { kind: 'spilled', file }, ops: [], bytes: 0 });
-    }
-    return { schema: this.schema, fragments };
-  }
 }

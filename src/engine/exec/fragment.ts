@@ -2,7 +2,8 @@
 // streaming operators, and end in a terminal that says what to send back. Fragments are plain data,
 // so the parent can send them to worker processes (CPU or GPU) by structured clone.
 
-import type { Batch, Schema } from '../batch.js';
+import type { Batch, Column, Schema } from '../batch.js';
+import type { PartialSlices } from './partial-slices.js';
 import type { CsvChunk, CsvLayout, CsvOptions } from '../io/csv/index.js';
 import type { ArrowChunk } from '../io/arrow.js';
 import type { ParquetChunk } from '../io/parquet.js';
@@ -27,6 +28,11 @@ export type SourceSpec =
   | { kind: 'none' }
   /** A batch the parent spilled to the run's temp dir (v8-serialised). */
   | { kind: 'spilled'; file: string }
+  /**
+   * Key range `range` (of the ranges `splitters` bound) of a groupby whose partials were cut into
+   * sorted slices: its groups merged from the slices in order and finalised (partial-slices.ts).
+   */
+  | { kind: 'aggregate-range'; schema: Schema; slices: { file: string; whole: boolean }[]; splitters: Column[]; range: number }
   /** One bucket pair of a partitioned join, read only by the join-bucket terminal (it keeps each row's origin). */
   | { kind: 'bucket-pair'; left: ShuffledSide; right: ShuffledSide }
   /** One fragment's rows of a partitioned join: its pieces from every bucket (ops/join/bucket-join.ts). */
@@ -76,7 +82,8 @@ export type Terminal =
   | { kind: 'map-matrix'; matrixId: string; task: string; args: unknown; firstRows: number[] }
   /** Forget a matrix. */
   | { kind: 'drop-matrix'; matrixId: string }
-  | { kind: 'partial-aggregate'; spec: AggregateSpec; inputSchema: Schema }
+  /** `sliceDir`: a large partial goes back as sorted slices written there (partial-slices.ts). */
+  | { kind: 'partial-aggregate'; spec: AggregateSpec; inputSchema: Schema; sliceDir?: string }
   /** Split the rows by key hash into spill files, one per bucket, each row with its position (partition.ts). */
   | { kind: 'hash-partition'; keys: string[]; buckets: number; dir: string; prefix: string }
   /** Join the fragment's bucket pair into a spill file, cut by the fragment placing each row (bucket-join.ts). */
@@ -99,6 +106,8 @@ export interface FragmentResult {
   encoded?: Uint8Array;
   encodedFile?: SpillRange;
   partial?: PartialAggregate;
+  /** partial-aggregate with `sliceDir`: the partial, cut into slices there (instead of `partial`). */
+  slices?: PartialSlices;
   /** hash-partition: for each bucket, the spill file written (or null when the bucket got no rows). */
   spills?: ({ file: string; bytes: number } | null)[];
   /** join-bucket: where each piece of the output lies in the terminal's file. */

@@ -15,6 +15,7 @@ import { gpuFaultAt, maybeInjectFault } from './fault-hook.js';
 import type { Broadcast, Task } from './fragment.js';
 import { ResidentCache } from './gpu-resident.js';
 import { DeviceLost, runGpuTask, usesWarmedKernels, type GpuWorkerState } from './gpu-task.js';
+import { sliceLargePartial } from './partial-slices.js';
 import { warmUpKernels } from './gpu-warmup.js';
 import { useForestLeafFinder } from '../ml/predict-columns.js';
 import { gpuForestLeafFinder } from './gpu-forest-predict.js';
@@ -98,7 +99,7 @@ process.on('message', (msg: ParentMessage) => {
     try {
       if (!gpu || !worker) throw new DeviceLost('this GPU worker has no device');
       maybeInjectGpuFault(gpu);
-      const result = await runGpuTask(msg.task, cache, worker);
+      const result = sliceLargePartial(await runGpuTask(msg.task, cache, worker), msg.task.terminal);
       // With GPUFRAME_GPU_PHASES=1, when the task arrived and left (the parent reports the messages' latency).
       process.send!({ type: 'result', id: msg.id, result, ...(GPU_PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) });
       // A trainer's next round follows within a fraction of a millisecond (hot-wait.ts).

@@ -21,6 +21,7 @@ import { sourceFile, type Broadcast, type Fragment, type FragmentResult, type Op
 import { growTreesTask } from './forest-trees.js';
 import { aggregateBelowJoin, runAggregateBelowJoin } from './join-aggregate.js';
 import { readSpillRange, writeSpillFile } from './spill-file.js';
+import { readAggregateRange } from './partial-slices.js';
 import { decodeBatchSpill, encodeBatchSpill } from './batch-spill.js';
 
 /** Build tables of broadcast joins, kept for the life of the worker. */
@@ -177,6 +178,8 @@ async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch
       return [source.batch];
     case 'spilled':
       return [deserialize(readFileSync(source.file)) as Batch];
+    case 'aggregate-range':
+      return [readAggregateRange(source)];
     case 'bucket-pair':
       throw new Error('a bucket pair is read by its join-bucket terminal only');
     case 'joined':

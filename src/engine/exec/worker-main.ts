@@ -4,6 +4,7 @@
 import { serializeError } from '../errors.js';
 import type { Broadcast, Task } from './fragment.js';
 import { BroadcastCache, runTask } from './run-fragment.js';
+import { sliceLargePartial } from './partial-slices.js';
 import { maybeInjectFault } from './fault-hook.js';
 import { releaseScratch } from '../io/scratch.js';
 
@@ -21,7 +22,7 @@ process.on('message', (msg: ParentMessage) => {
   }
   tasksRun++;
   maybeInjectFault(tasksRun);
-  runTask(msg.task, cache).then(
+  runTask(msg.task, cache).then((result) => sliceLargePartial(result, msg.task.terminal)).then(
     (result) => process.send!({ type: 'result', id: msg.id, result }, collectGarbage),
     (err) => process.send!({ type: 'error', id: msg.id, error: serializeError(err) }),
   );

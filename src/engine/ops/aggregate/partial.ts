@@ -2,7 +2,7 @@
 // PartialAggregator (per worker) -> PartialMerger (parent, in partition order) -> finalizeAggregate.
 // A PartialAggregate is plain data (typed arrays, numbers, strings), so it crosses process
 // boundaries by structured clone and spills with v8.serialize.
-import { batchBytes, columnLength, int64Words, takeColumn, type Batch, type Column, type DType, type Int64Column, type Schema } from '../../batch.js';
+import { batchBytes, columnLength, int64Words, sliceColumn, takeColumn, type Batch, type Column, type DType, type Int64Column, type Schema } from '../../batch.js';
 import { bucketOf, hashKeys, KeyTable, nullKeyMask } from '../keys.js';
 import { sortIndicesByKeys } from '../sort.js';
 import { accumulatorFor } from './accumulators.js';
@@ -146,6 +146,11 @@ export class PartialMerger {
     });
   }
 
+  /** Groups held. */
+  groups(): number {
+    return this.live?.table.size ?? this.first?.groups ?? 0;
+  }
+
   /** About the bytes the merged state holds: its groups and nunique pairs at the largest sizes seen. */
   bytes(): number {
     if (this.live === null) return this.first === null ? 0 : partialBytes(this.first);
@@ -208,27 +213,78 @@ export function splitPartial(p: PartialAggregate, parts: number): PartialAggrega
 
 /** Splits the groups into `parts` partials: group g goes to part `partOfGroup[g]`, keeping group order. */
 export function partitionPartial(p: PartialAggregate, partOfGroup: Int32Array, parts: number): PartialAggregate[] {
-  const bucket = partOfGroup;
-  const newId = new Int32Array(p.groups);
   const sizes = new Int32Array(parts);
-  for (let g = 0; g < p.groups; g++) newId[g] = sizes[bucket[g]]++;
-  return Array.from({ length: parts }, (_, part) => {
-    const groups = new Int32Array(sizes[part]);
-    for (let g = 0; g < p.groups; g++) if (bucket[g] === part) groups[newId[g]] = g;
-    const states = p.states.map((s) => ({
-      perGroup: s.perGroup.map((c) => takeColumn(c, groups)),
-      pairs: s.pairs === null ? null : pairsOfPart(s.pairs, bucket, newId, part),
-    }));
-    return { ...p, groups: groups.length, keys: p.keys.map((c) => takeColumn(c, groups)), hashes: p.hashes.filter((_, g) => bucket[g] === part), states };
-  });
+  for (let g = 0; g < p.groups; g++) sizes[partOfGroup[g]]++;
+  const members = Array.from(sizes, (n) => new Int32Array(n));
+  sizes.fill(0);
+  for (let g = 0; g < p.groups; g++) members[partOfGroup[g]][sizes[partOfGroup[g]]++] = g;
+  return members.map((groups) => takeGroups(p, groups));
 }
 
-/** The (group, value) pairs whose group lies in `part`, with group ids renumbered for that part. */
-function pairsOfPart(pairs: Column[], bucket: Int32Array, newId: Int32Array, part: number): Column[] {
+/** The partial of groups `groups` of p (in that order): group i of the result is group groups[i] of p. */
+export function takeGroups(p: PartialAggregate, groups: Int32Array): PartialAggregate {
+  const newId = new Int32Array(p.groups).fill(-1);
+  groups.forEach((g, i) => { newId[g] = i; });
+  const hashes = new Uint32Array(groups.length);
+  groups.forEach((g, i) => { hashes[i] = p.hashes[g]; });
+  const states = p.states.map((s) => ({
+    perGroup: s.perGroup.map((c) => takeColumn(c, groups)),
+    pairs: s.pairs === null ? null : pairsOfGroups(s.pairs, newId),
+  }));
+  return { ...p, groups: groups.length, keys: p.keys.map((c) => takeColumn(c, groups)), hashes, states };
+}
+
+/**
+ * p with its groups in key order (sort.ts order) and its nunique pairs in group order, so that
+ * consecutive groups can be cut off by `sliceOfSorted` without a scan of the whole partial.
+ */
+export function sortedPartial(p: PartialAggregate): PartialAggregate {
+  const sorted = takeGroups(p, sortIndicesByKeys(p.keys, p.groups));
+  const states = sorted.states.map((s) => (s.pairs === null ? s : { ...s, pairs: pairsInGroupOrder(s.pairs, sorted.groups) }));
+  return { ...sorted, states };
+}
+
+/** Groups [start, end) of a partial from `sortedPartial`, numbered from 0. */
+export function sliceOfSorted(p: PartialAggregate, start: number, end: number): PartialAggregate {
+  const states = p.states.map((s) => ({
+    perGroup: s.perGroup.map((c) => sliceColumn(c, start, end)),
+    pairs: s.pairs === null ? null : pairsOfSlice(s.pairs, start, end),
+  }));
+  return { ...p, groups: end - start, keys: p.keys.map((c) => sliceColumn(c, start, end)), hashes: p.hashes.slice(start, end), states };
+}
+
+/** Pairs stably reordered by group (a counting sort over the group ids). */
+function pairsInGroupOrder(pairs: Column[], groups: number): Column[] {
+  const gw = int64Words(pairs[0] as Int64Column);
+  const n = gw.length / 2;
+  const at = new Int32Array(groups + 1);
+  for (let i = 0; i < n; i++) at[gw[2 * i] + 1]++;
+  for (let g = 0; g < groups; g++) at[g + 1] += at[g];
+  const order = new Int32Array(n);
+  for (let i = 0; i < n; i++) order[at[gw[2 * i]]++] = i;
+  return [takeColumn(pairs[0], order), takeColumn(pairs[1], order)];
+}
+
+/** The pairs of groups [start, end) when pairs are in group order, renumbered from 0. */
+function pairsOfSlice(pairs: Column[], start: number, end: number): Column[] {
+  const gw = int64Words(pairs[0] as Int64Column);
+  const firstAtLeast = (g: number) => {
+    let lo = 0, hi = gw.length / 2;
+    while (lo < hi) { const mid = (lo + hi) >>> 1; if (gw[2 * mid] < g) lo = mid + 1; else hi = mid; }
+    return lo;
+  };
+  const a = firstAtLeast(start), b = firstAtLeast(end);
+  const words = new Int32Array(2 * (b - a));
+  for (let i = a; i < b; i++) words[2 * (i - a)] = gw[2 * i] - start;
+  return [{ type: 'int64', values: new BigInt64Array(words.buffer), valid: null }, sliceColumn(pairs[1], a, b)];
+}
+
+/** The (group, value) pairs whose group has a new id (newId[g] >= 0), with their groups renumbered. */
+function pairsOfGroups(pairs: Column[], newId: Int32Array): Column[] {
   const gw = int64Words(pairs[0] as Int64Column);
   const n = gw.length / 2;
   const rows: number[] = [];
-  for (let i = 0; i < n; i++) if (bucket[gw[2 * i]] === part) rows.push(i);
+  for (let i = 0; i < n; i++) if (newId[gw[2 * i]] >= 0) rows.push(i);
   const words = new Int32Array(2 * rows.length);
   rows.forEach((r, i) => { words[2 * i] = newId[gw[2 * r]]; });
   return [{ type: 'int64', values: new BigInt64Array(words.buffer), valid: null }, takeColumn(pairs[1], Int32Array.from(rows))];

@@ -1,35 +1,33 @@
-// Range partitioning of groups by key, for aggregations whose groups do not fit in memory:
-// parts cover consecutive key ranges, so finalising the parts one by one, in order, yields the
-// globally sorted result without a merge of sorted runs.
+// Range partitioning of groups by key: parts cover consecutive key ranges, so finalising the parts
+// one by one, in order, yields the globally sorted result without a merge of sorted runs.
 
-import { columnLength, concatBatches, takeColumn, type Batch, type Column } from '../../batch.js';
+import { columnLength, concatBatches, takeColumn, type Column, type Schema } from '../../batch.js';
 import { sortIndicesByKeys } from '../sort.js';
-import type { PartialAggregate } from './partial.js';
 
-/** Up to `parts - 1` splitter keys taken evenly from the sorted keys of `sample`. */
-export function chooseSplitters(sample: PartialAggregate, parts: number): Column[] {
-  const order = sortIndicesByKeys(sample.keys, sample.groups);
+/** Up to `parts - 1` splitter keys taken evenly from the sorted `keys` (`length` rows; a sample of all keys). */
+export function chooseSplitters(keys: Column[], length: number, parts: number): Column[] {
+  const order = sortIndicesByKeys(keys, length);
   const picks: number[] = [];
   for (let i = 1; i < parts; i++) {
-    const at = Math.floor((i * sample.groups) / parts);
-    if (at > 0 && at < sample.groups) picks.push(order[at]);
+    const at = Math.floor((i * length) / parts);
+    if (at > 0 && at < length) picks.push(order[at]);
   }
-  return sample.keys.map((c) => takeColumn(c, Int32Array.from(picks)));
+  return keys.map((c) => takeColumn(c, Int32Array.from(picks)));
 }
 
 /**
- * For each group of `p`, the index of its range: the number of splitters <= its key.
+ * For each of `length` key rows, the index of its range: the number of splitters <= its key.
  * Splitters go first in one stable sort with the keys, so a key equal to a splitter sorts after it.
  */
-export function rangeOfGroups(p: PartialAggregate, splitters: Column[]): Int32Array {
+export function rangeOfKeys(keys: Column[], length: number, splitters: Column[]): Int32Array {
   const nSplit = splitters.length === 0 ? 0 : columnLength(splitters[0]);
-  const schema = p.schema.slice(0, p.keys.length);
-  const both: Batch = concatBatches(schema, [
+  const schema: Schema = keys.map((c, i) => ({ name: `k${i}`, type: c.type }));
+  const both = concatBatches(schema, [
     { schema, length: nSplit, columns: splitters },
-    { schema, length: p.groups, columns: p.keys },
+    { schema, length, columns: keys },
   ]);
   const order = sortIndicesByKeys(both.columns, both.length);
-  const range = new Int32Array(p.groups);
+  const range = new Int32Array(length);
   let passed = 0;
   for (const row of order) {
     if (row < nSplit) passed++;
@@ -37,4 +35,3 @@ export function rangeOfGroups(p: PartialAggregate, splitters: Column[]): Int32Ar
   }
   return range;
 }
-
