@@ -232,6 +232,31 @@ describe('int64 sums', () => {
     expect(run).toThrow(`sum_v overflows int64 (exact sum ${2n * near}) in the group k=7, s=y`);
   });
 
+  test('sums at the edges of int64 and of the 32-bit word split, against BigInt', () => {
+    // Each group's values go far past 2^64 and come back (carries into the top word and out), or
+    // end at the int64 limits, or at a high word just inside or outside 32 bits.
+    const max = 2n ** 63n - 1n, min = -(2n ** 63n);
+    const groups: bigint[][] = [
+      [max], [min], [max, -1n, 1n], [min, 1n, -1n], [-1n], [0n], [2n ** 31n * 2n ** 32n - 1n], [-(2n ** 31n) * 2n ** 32n],
+      [2n ** 52n + 1n, 2n ** 52n + 1n], [-(2n ** 52n) - 3n, 7n], [2n ** 32n - 1n, 1n], [-(2n ** 32n), -1n],
+      [...Array(9).fill(max), ...Array(9).fill(-max), 5n], [...Array(9).fill(min), ...Array(9).fill(max), 9n],
+    ];
+    const keys = groups.flatMap((vals, g) => vals.map(() => BigInt(g)));
+    const vals = groups.flat();
+    for (const rows of [1, 2, 3]) {
+      const out = aggregate(makeBatch([['k', 'int64', keys], ['v', 'int64', vals]]), { keys: ['k'], aggs: parseAggList('sum(v),mean(v)'), dropna: false }, rows, 2);
+      groups.forEach((g, i) => {
+        const sum = g.reduce((a, b) => a + b, 0n);
+        expect(out.columns[1].values[i]).toBe(sum);
+        const mean = out.columns[2].values[i] as number;
+        // The mean of the exact sum, correctly rounded: within half an ulp of sum / n.
+        const n = BigInt(g.length);
+        const exact = Number(sum * 2n ** 20n / n) / 2 ** 20;
+        expect(Math.abs(mean - exact)).toBeLessThanOrEqual(Math.abs(exact) * 2 ** -52 + 2 ** -20);
+      });
+    }
+  });
+
   test('timestamp keys and min/max of timestamps, NaN ordering in min/max', () => {
     const t = (s: string) => BigInt(Date.parse(s)) * 1000n;
     const b = makeBatch([

@@ -304,6 +304,14 @@ export class KeyTable {
     this.stores = types.map(storeFor);
   }
 
+  /**
+   * Makes room for `keys` keys in all without rehashing on the way (a merge knows how many keys
+   * can come: a table grown by doubling rehashed every key about twice).
+   */
+  reserve(keys: number): void {
+    if (keys * 2 > this.mask + 1) this.rehash(keys);
+  }
+
   /** Id of each row's key (rows 0..length), inserting keys not seen before. Rows with skip[i] = 1 get -1. */
   insert(cols: readonly Column[], hashes: Uint32Array, length: number, skip: Uint8Array | null = null): Int32Array {
     return this.probe(cols, hashes, length, skip, true);
@@ -352,7 +360,7 @@ export class KeyTable {
         if (slots[2 * slot + 1] === hash32 && words[2 * id] === lo && words[2 * id + 1] === hi && (!hasNull || valid[id] === 1)) { found = id; break; }
         slot = (slot + 1) & mask;
       }
-      out[i] = found >= 0 || !insert ? found : this.findOrInsert(i, hash, true);
+      out[i] = found >= 0 || !insert ? found : this.insertAt(slot, i, hash);
     }
   }
 
@@ -370,7 +378,13 @@ export class KeyTable {
       }
       slot = (slot + 1) & this.mask;
     }
-    if (!insert) return -1;
+    return insert ? this.insertAt(slot, row, hash) : -1;
+  }
+
+  /** Gives row `row`'s key (hash `hash`) the next id, in empty slot `slot` (where its probe ended). */
+  private insertAt(slot: number, row: number, hash: number): number {
+    const stores = this.stores;
+    const hash32 = hash | 0;
     const id = this.size++;
     for (let c = 0; c < stores.length; c++) stores[c].push(row);
     if (id >= this.idHashes.length) this.idHashes = grow(this.idHashes, id + 1);
@@ -381,8 +395,10 @@ export class KeyTable {
     return id;
   }
 
-  private rehash(): void {
-    const mask = this.mask * 2 + 1;
+  /** Rebuilds the slots for at least `keys` keys at most half full (default: twice the slots). */
+  private rehash(keys = this.mask + 1): void {
+    let mask = this.mask * 2 + 1;
+    while ((mask + 1) < keys * 2) mask = mask * 2 + 1;
     const slots = new Int32Array(2 * (mask + 1)).fill(-1);
     for (let id = 0; id < this.size; id++) {
       const hash = this.idHashes[id];

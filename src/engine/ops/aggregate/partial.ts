@@ -99,6 +99,7 @@ function takeLive(p: PartialAggregate): Live {
     return live;
   }
   const table = new KeyTable(p.keys.map((c) => c.type));
+  table.reserve(p.groups);
   table.insert(p.keys, p.hashes, p.groups); // ids 0..p.groups-1 in p's own order
   const accs = newAccumulators(p, p.groups);
   const map = identity(p.groups);
@@ -139,6 +140,7 @@ export class PartialMerger {
     if (pairs > 0) this.largestPairBytes = Math.max(this.largestPairBytes, pairBytes / pairs);
     if (this.first === null) { this.first = p; return; }
     const live = (this.live ??= takeLive(this.first));
+    live.table.reserve(live.table.size + p.groups);
     const map = live.table.insert(p.keys, p.hashes, p.groups);
     live.accs.forEach((acc, i) => {
       acc.ensure(live.table.size);
