@@ -25,10 +25,10 @@ import { dialectOf } from '../io/csv/options.js';
 import { hashKeys } from '../ops/keys.js';
 import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
 import type { SourceSpec, Task } from './fragment.js';
-import type { CsvChunk } from '../io/csv/index.js';
 import { aggregatedColumns, gpuSupports, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
 import { PhaseTimes } from '../gpu/timing.js';
-import { ChunkText, uploadChunkFromFile } from './gpu-csv-bytes.js';
+import { uploadChunkFromFile } from './gpu-csv-bytes.js';
+import { gatherSpans, type PackedSpans } from '../../kernels/span-bytes.js';
 import { aggregateBelowJoin } from './join-aggregate.js';
 
 export type CsvSource = Extract<SourceSpec, { kind: 'csv' }>;
@@ -134,7 +134,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     groupsSeen = result.groups;
     phases.mark('aggregate');
     const pick = groupsToKeep(result, plan.exactIntKey && !spec.dropna);
-    const keys = await keysOfGroups(gpu, rows, plan, source.chunk, pick, result);
+    const keys = await keysOfGroups(gpu, data, rows, plan, pick, result);
     const partial = partialOfGroups(result, pick, keys, hashKeys(keys, pick.length), input, spec, inputSlot);
     phases.mark('keys');
     phases.report(`gpu csv ${source.chunk.displayName}@${source.chunk.start}: ${n} rows`);
@@ -149,9 +149,10 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
 
 /**
  * The key columns of the picked groups, from each group's owner row (null for the null-key group):
- * the owner rows' key spans and int64 words are gathered on the device, one readback for all.
+ * the owner rows' key spans and int64 words are gathered on the device, one readback for all, then
+ * the text keys' bytes from the chunk in `data`, a second.
  */
-async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, chunk: CsvChunk, pick: Int32Array, result: DeviceGroupAggregates): Promise<Column[]> {
+async function keysOfGroups(gpu: GpuContext, data: GPUBuffer, rows: CsvRows, plan: CsvPlan, pick: Int32Array, result: DeviceGroupAggregates): Promise<Column[]> {
   const n = rows.records;
   const reps = await uploadNew(gpu, Uint32Array.from(pick, (g) => result.ownerRow[g]), 'group owner rows');
   const sources: GatherSource[] = [];
@@ -161,40 +162,57 @@ async function keysOfGroups(gpu: GpuContext, rows: CsvRows, plan: CsvPlan, chunk
   });
   const gathered = await gatherEntries(gpu, reps, pick.length, sources);
   freeBuffer(gpu, reps);
-  const textKeyCount = plan.keys.filter((j) => plan.columns[j].kind === 'text').length;
-  const text = textKeyCount > 0 ? new ChunkText(chunk, textKeyCount * pick.length) : null;
+  // Every text key's bytes in one gather from the chunk on the device: spans of key k at k * groups.
+  const textSpans = plan.keys.flatMap((j, k) => (plan.columns[j].kind === 'text' ? [gathered[spanIndex(plan, k)]] : []));
+  const text = textSpans.length > 0 ? await gatherSpans(gpu, data, ...spanBounds(textSpans)) : null;
   let next = 0;
-  try {
-    return plan.keys.map((j) => {
-      const spans = gathered[next++];
-      if (plan.columns[j].kind === 'text') return textKeys(spans, text!);
-      const words = gathered[next++];
-      // A null int64 key field: the span says so (the exact one-key case puts such rows in the null group).
-      const valid = new Uint8Array(pick.length);
-      pick.forEach((g, i) => { valid[i] = result.nullKey[g] || spans[2 * i] >>> 30 & 1 ? 0 : 1; });
-      return { type: 'int64', values: new BigInt64Array(words.slice().buffer), valid: valid.includes(0) ? valid : null };
-    });
-  } finally {
-    text?.close();
-  }
+  let textKey = 0;
+  return plan.keys.map((j) => {
+    const spans = gathered[next++];
+    if (plan.columns[j].kind === 'text') return textKeys(spans, text!, textKey++ * pick.length);
+    const words = gathered[next++];
+    // A null int64 key field: the span says so (the exact one-key case puts such rows in the null group).
+    const valid = new Uint8Array(pick.length);
+    pick.forEach((g, i) => { valid[i] = result.nullKey[g] || spans[2 * i] >>> 30 & 1 ? 0 : 1; });
+    return { type: 'int64', values: new BigInt64Array(words.slice().buffer), valid: valid.includes(0) ? valid : null };
+  });
 }
 
-/** The text of each group's key field from its span (doubled quotes undone; null-text fields null). */
-function textKeys(spans: Uint32Array, text: ChunkText): StringColumn {
+/** Index in keysOfGroups' gathered words of key k's spans (an int64 key has its value words after them). */
+function spanIndex(plan: CsvPlan, k: number): number {
+  let at = 0;
+  for (let i = 0; i < k; i++) at += plan.columns[plan.keys[i]].kind === 'int64' ? 2 : 1;
+  return at;
+}
+
+/** Start and end bytes of spans (2 words each: flags and start, end), one list after another; a null field is empty. */
+function spanBounds(lists: Uint32Array[]): [Uint32Array, Uint32Array] {
+  const count = lists.reduce((n, l) => n + l.length / 2, 0);
+  const starts = new Uint32Array(count), ends = new Uint32Array(count);
+  let i = 0;
+  for (const spans of lists) {
+    for (let g = 0; g < spans.length / 2; g++, i++) {
+      starts[i] = spans[2 * g] & 0x3fffffff;
+      ends[i] = spans[2 * g] >>> 30 & 1 ? starts[i] : spans[2 * g + 1];
+    }
+  }
+  return [starts, ends];
+}
+
+/** The text of each group's key field (doubled quotes undone; null-text fields null): span g is packed span first + g. */
+function textKeys(spans: Uint32Array, text: PackedSpans, first: number): StringColumn {
   const n = spans.length / 2;
   const offsets = new Int32Array(n + 1);
   let valid: Uint8Array | null = null;
-  let total = 0;
-  for (let g = 0; g < n; g++) total += spans[2 * g + 1] - (spans[2 * g] & 0x3fffffff);
-  const data = new Uint8Array(total);
+  const data = new Uint8Array(text.offsets[first + n] - text.offsets[first]);
   let at = 0;
   for (let g = 0; g < n; g++) {
-    const flags = spans[2 * g] >>> 30, start = spans[2 * g] & 0x3fffffff, end = spans[2 * g + 1];
+    const flags = spans[2 * g] >>> 30;
     if (flags & 1) {
       valid ??= new Uint8Array(n).fill(1);
       valid[g] = 0;
     } else {
-      const field = text.bytes(start, end);
+      const field = text.data.subarray(text.offsets[first + g], text.offsets[first + g + 1]);
       if (flags & 2) at = copyUnescaped(field, 0, field.length, data, at, 0x22);
       else { data.set(field, at); at += field.length; }
     }

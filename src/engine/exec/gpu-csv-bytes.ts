@@ -1,7 +1,7 @@
 // A CSV chunk's raw bytes for the GPU, read from the file straight into the device's staging
 // buffers (one copy: page cache to staging memory) and uploaded slot by slot. The host keeps no
-// copy of the chunk: the few bytes it needs afterwards (group keys' text) are read again by
-// position (ChunkText).
+// copy of the chunk: the few bytes it needs afterwards (group keys' text) are gathered on the
+// device (kernels/span-bytes.ts).
 
 import { closeSync } from 'node:fs';
 import type { GpuContext } from '../gpu/device.js';
@@ -30,32 +30,5 @@ export async function uploadChunkFromFile(gpu: GpuContext, chunk: CsvChunk): Pro
     return { data, length };
   } finally {
     closeSync(fd);
-  }
-}
-
-/** Byte ranges of a chunk read back from its file: one read of the whole chunk when many are needed. */
-export class ChunkText {
-  private whole: Buffer | null = null;
-  private readonly fd: number;
-
-  constructor(private readonly chunk: CsvChunk, ranges: number) {
-    this.fd = openInput(chunk.path, chunk.displayName).fd;
-    // Past a thousand ranges one sequential read is cheaper than a read per range.
-    if (ranges > 1024) {
-      this.whole = Buffer.allocUnsafe(chunk.end - chunk.start);
-      readInto(this.fd, this.whole, chunk.start);
-    }
-  }
-
-  /** Bytes [start, end) of the chunk (offsets within it; the appended '\n' is never asked for). */
-  bytes(start: number, end: number): Uint8Array {
-    if (this.whole) return this.whole.subarray(start, end);
-    const out = Buffer.allocUnsafe(end - start);
-    readInto(this.fd, out, this.chunk.start + start);
-    return out;
-  }
-
-  close(): void {
-    closeSync(this.fd);
   }
 }
