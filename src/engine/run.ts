@@ -110,10 +110,16 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
   const runner = await createRunner(settings, tracer);
   const tmpDir = mkdtempSync(join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
   const temporaryInputs = plan ? scansOf(plan).flatMap((s) => s.files.filter((f) => f.temporary).map((f) => f.path)) : [];
+  const removeTemporaries = () => {
+    // A worker killed a moment ago (a backup copy that lost its race is still running at the end)
+    // may be writing a spill file as the dir goes: retry, and never fail a finished run over its
+    // temp dir. What remains, a later run sweeps (the dir's name holds this pid).
+    try { rmSync(tmpDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 20 }); } catch { /* swept later */ }
+    for (const f of temporaryInputs) rmSync(f, { force: true });
+  };
   const release = () => {
     void runner.close();
-    rmSync(tmpDir, { recursive: true, force: true });
-    for (const f of temporaryInputs) rmSync(f, { force: true });
+    removeTemporaries();
   };
   const unregister = onInterrupt(release);
   const progress = settings.progress ? terminalProgress() : silentProgress;
@@ -128,7 +134,8 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
   } finally {
     progress.stop();
     unregister();
-    release();
+    await runner.close(); // its workers are killed before their temp dir goes
+    removeTemporaries();
     if (tracer && settings.tracePath) tracer.write(settings.tracePath);
   }
 }
