@@ -112,11 +112,11 @@ export function freeKeyTable(ctx: GpuContext, t: KeyTable): void {
 
 /**
  * The key table of n rows (key words and validity mask on the device), sized for `expectedGroups`
- * and grown (×8) when it passes 3/4 full, up to nextPow2(2n) slots (2 per row, which never does).
+ * and grown (×4) when it passes 3/4 full, up to nextPow2(2n) slots (2 per row, which never does).
  */
 export async function buildKeyTable(ctx: GpuContext, keyBuf: GPUBuffer, maskBuf: GPUBuffer, hasNulls: boolean, n: number, expectedGroups: number): Promise<KeyTable> {
   const maxCapacity = nextPow2(2 * n);
-  for (let capacity = Math.min(maxCapacity, nextPow2(2 * expectedGroups)); ; capacity = Math.min(maxCapacity, capacity * 8)) {
+  for (let capacity = Math.min(maxCapacity, nextPow2(2 * expectedGroups)); ; capacity = Math.min(maxCapacity, capacity * 4)) {
     const table = await insertKeys(ctx, keyBuf, maskBuf, hasNulls, n, capacity);
     if (table) return table;
     if (capacity >= maxCapacity) throw new RuntimeFailure('GPU group-by table overflowed at full capacity');
@@ -160,7 +160,7 @@ export type DeviceGroupAggregates = Omit<GroupAggregates<DecodedColumn>, 'keyWor
  */
 export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: readonly DeviceAggColumn[], n: number): Promise<DeviceGroupAggregates> {
   const accs = columns.map((col) => accumulateColumn(ctx, t.rowSlot, t.capacity + 1, col, n));
-  const { groups, slotOfGroup } = await numberGroups(ctx, t);
+  const { groups, slotOfGroup } = await numberGroups(ctx, t, n);
   // Every per-group record in one gather and one readback.
   const parts = await gatherEntries(ctx, slotOfGroup, groups, [
     { src: t.owner, width: 1 }, { src: t.counts, width: 2 }, { src: t.firstRow, width: 1 },
@@ -169,38 +169,18 @@ export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: re
   for (const b of [slotOfGroup, ...accs.flatMap((a) => [a.sum, a.minMax])]) freeBuffer(ctx, b);
   freeKeyTable(ctx, t);
   const [owner, counts, firstRow] = parts;
-  // Per-group decoding on the host: small (one record per group), in first-appearance order.
-  const order = firstAppearanceOrder(firstRow, groups, n);
+  // Per-group decoding on the host, one record per group, already in first-appearance order.
   const ownerRow = new Uint32Array(groups);
   const nullKey = new Uint8Array(groups);
   const rows = new Float64Array(groups);
-  const first = new Uint32Array(groups);
-  order.forEach((g, out) => {
-    const o = owner[g];
-    if (o === 0) nullKey[out] = 1; else ownerRow[out] = o - 1;
-    rows[out] = counts[2 * g] + counts[2 * g + 1] * 2 ** 32;
-    first[out] = firstRow[g];
-  });
-  const decoded = columns.map((col, c) => new DecodedColumn(col.type, { sum: parts[3 + 2 * c], minMax: parts[4 + 2 * c] }, order));
-  return { groups, ownerRow, nullKey, firstRow: first, rows, columns: decoded };
-}
-
-/**
- * Groups 0..groups-1 ordered by their first rows. Why not a comparison sort: with a group per row
- * (millions a chunk) it took seconds. First rows are distinct rows below n, so placing each group
- * at its first row and reading the rows in order sorts them in O(n).
- */
-export function firstAppearanceOrder(firstRow: Uint32Array, groups: number, n: number): Int32Array {
-  const groupAt = new Int32Array(n).fill(-1);
   for (let g = 0; g < groups; g++) {
-    const row = firstRow[g];
-    if (row >= n || groupAt[row] !== -1) throw new Error(`group ${g} has first row ${row} (of ${n} rows), not a row of its own`);
-    groupAt[row] = g;
+    const o = owner[g];
+    if (o === 0) nullKey[g] = 1; else ownerRow[g] = o - 1;
+    rows[g] = counts[2 * g] + counts[2 * g + 1] * 2 ** 32;
   }
-  const order = new Int32Array(groups);
-  let out = 0;
-  for (let row = 0; row < n; row++) if (groupAt[row] >= 0) order[out++] = groupAt[row];
-  return order;
+  const first = firstRow.slice();
+  const decoded = columns.map((col, c) => new DecodedColumn(col.type, { sum: parts[3 + 2 * c], minMax: parts[4 + 2 * c] }, groups));
+  return { groups, ownerRow, nullKey, firstRow: first, rows, columns: decoded };
 }
 
 /** Words to gather per index: `width` words at `src[srcOffset + index·width]`. */
@@ -255,17 +235,16 @@ export function accumulateColumn(ctx: GpuContext, rowSlot: GPUBuffer, slots: num
   return { sum, minMax };
 }
 
-/** Numbers the used slots 0..groups-1 (scan of used flags) and lists each group's slot. */
-async function numberGroups(ctx: GpuContext, t: KeyTable): Promise<{ groups: number; slotOfGroup: GPUBuffer }> {
-  const { capacity } = t;
-  const flags = storageBuffer(ctx, (capacity + 2) * 4, 'used flags');
-  const params = sharedUniform(ctx, [capacity, 0, 0]);
-  const wg = workgroupsFor(capacity + 1);
-  kernelFor(ctx, 'groupby-mark', W.GROUPBY_MARK_WGSL).dispatch('mark_used', [t.owner, t.counts, flags, params], wg);
-  exclusiveScan(ctx, flags, capacity + 2);
-  const [groups] = await readU32(ctx, flags, 1, capacity + 1);
+/** Numbers the groups 0..groups-1 in first-appearance order (by first row) and lists each group's slot. */
+async function numberGroups(ctx: GpuContext, t: KeyTable, n: number): Promise<{ groups: number; slotOfGroup: GPUBuffer }> {
+  const flags = storageBuffer(ctx, (n + 1) * 4, 'first-row flags');
+  const params = sharedUniform(ctx, [n, 0, 0]);
+  const wg = workgroupsFor(n);
+  if (n > 0) kernelFor(ctx, 'groupby-mark-first', W.GROUPBY_MARK_FIRST_WGSL).dispatch('mark_first_rows', [t.rowSlot, t.firstRow, flags, params], wg);
+  exclusiveScan(ctx, flags, n + 1);
+  const [groups] = await readU32(ctx, flags, 1, n);
   const slotOfGroup = storageBuffer(ctx, Math.max(1, groups) * 4, 'slot of group');
-  kernelFor(ctx, 'groupby-compact', W.GROUPBY_COMPACT_WGSL).dispatch('compact', [flags, slotOfGroup, params], wg);
+  if (n > 0) kernelFor(ctx, 'groupby-order', W.GROUPBY_ORDER_WGSL).dispatch('order_groups', [flags, t.rowSlot, slotOfGroup, params], wg);
   freeBuffer(ctx, flags);
   return { groups, slotOfGroup };
 }
@@ -295,9 +274,8 @@ export class DecodedColumn implements ColumnAggregates {
   private exactFloat: ExactFloatSum[] | undefined;
   private exactInt: bigint[] | undefined;
 
-  constructor(readonly type: 'int64' | 'float64', words: { sum: Uint32Array; minMax: Uint32Array }, order: ArrayLike<number>) {
+  constructor(readonly type: 'int64' | 'float64', words: { sum: Uint32Array; minMax: Uint32Array }, groups: number) {
     const isFloat = type === 'float64';
-    const groups = order.length;
     const width = isFloat ? FLOAT_WIDTH : INT_WIDTH;
     const kept = isFloat ? FLOAT_WIDTH : 6;
     this.count = new Float64Array(groups);
@@ -307,10 +285,10 @@ export class DecodedColumn implements ColumnAggregates {
     const minWords = new Uint32Array(min.buffer), maxWords = new Uint32Array(max.buffer);
     const sum = words.sum, mm = words.minMax, skip = isFloat ? 0 : 2; // int64: the count words are not kept
     for (let out = 0; out < groups; out++) {
-      const at = order[out] * width;
+      const at = out * width;
       this.count[out] = sum[at] + sum[at + 1] * 2 ** 32;
       for (let w = 0; w < kept; w++) this.sumWords[out * kept + w] = sum[at + skip + w];
-      const m = order[out] * 4;
+      const m = out * 4;
       fromOrdered(mm[m], mm[m + 1], isFloat, true, maxWords, out);
       fromOrdered(mm[m + 2], mm[m + 3], isFloat, false, minWords, out);
     }

@@ -154,34 +154,39 @@ fn insert_keys(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocat
 }
 `;
 
-const COMPACT = /* wgsl */ `
-struct Params { capacity: u32, groups: u32, width: u32, _pad: u32 }
-@group(0) @binding(0) var<storage, read> owner: array<u32>;
-@group(0) @binding(1) var<storage, read> counts: array<u32>;
+// Groups numbered in first-appearance order, on the device: the host then reads each group's
+// records in output order (read back in slot order, decoding millions of groups jumped around
+// memory and bound high-cardinality chunks).
+const MARK_FIRST_ROWS = /* wgsl */ `
+struct Params { n: u32, _a: u32, _b: u32, _pad: u32 }
+@group(0) @binding(0) var<storage, read> rowSlot: array<u32>;
+@group(0) @binding(1) var<storage, read> firstRow: array<u32>;
 @group(0) @binding(2) var<storage, read_write> flags: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-// flags[s] = 1 for a used slot (the null slot is used when it counted rows).
+// flags[i] = 1 where row i is its group's first row (a row without a slot is in no group).
 @compute @workgroup_size(256)
-fn mark_used(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  for (var s = gid.x; s <= p.capacity; s += gridStride(nwg)) {
-    flags[s] = select(0u, 1u, owner[s] != 0u || counts[2u * s] != 0u || counts[2u * s + 1u] != 0u);
+fn mark_first_rows(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
+    let s = rowSlot[i];
+    flags[i] = select(0u, 1u, s != 0xffffffffu && firstRow[s] == i);
   }
 }
 `;
 
-const GATHER = /* wgsl */ `
-struct Params { capacity: u32, groups: u32, width: u32, _pad: u32 }
+const ORDER_GROUPS = /* wgsl */ `
+struct Params { n: u32, _a: u32, _b: u32, _pad: u32 }
 @group(0) @binding(0) var<storage, read> scanned: array<u32>;
-@group(0) @binding(1) var<storage, read_write> slotOfGroup: array<u32>;
-@group(0) @binding(2) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> rowSlot: array<u32>;
+@group(0) @binding(2) var<storage, read_write> slotOfGroup: array<u32>;
+@group(0) @binding(3) var<uniform> p: Params;
 
-// After an exclusive scan of the used flags (capacity + 2 words), slot s is used when its
-// prefix differs from the next one, and that prefix is its group number.
+// After an exclusive scan of the first-row flags (n + 1 words), row i is a first row when its
+// prefix differs from the next one, and that prefix is its group's number.
 @compute @workgroup_size(256)
-fn compact(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
-  for (var s = gid.x; s <= p.capacity; s += gridStride(nwg)) {
-    if (scanned[s + 1u] != scanned[s]) { slotOfGroup[scanned[s]] = s; }
+fn order_groups(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  for (var i = gid.x; i < p.n; i += gridStride(nwg)) {
+    if (scanned[i + 1u] != scanned[i]) { slotOfGroup[scanned[i]] = rowSlot[i]; }
   }
 }
 `;
@@ -513,8 +518,8 @@ fn minmax_lo(@builtin(global_invocation_id) gid: vec3u, @builtin(local_invocatio
 
 // Local tables: 15 KiB of workgroup memory or less per entry point (entries × (LW + 1) × 4 bytes).
 export const GROUPBY_INSERT_WGSL = WGSL_GRID + WGSL_HASH2 + WGSL_VALID + localCache(1024, 2) + INSERT;
-export const GROUPBY_MARK_WGSL = WGSL_GRID + COMPACT;
-export const GROUPBY_COMPACT_WGSL = WGSL_GRID + GATHER;
+export const GROUPBY_MARK_FIRST_WGSL = WGSL_GRID + MARK_FIRST_ROWS;
+export const GROUPBY_ORDER_WGSL = WGSL_GRID + ORDER_GROUPS;
 export const GROUPBY_GATHER_WGSL = WGSL_GRID + GATHER_ROWS;
 export const GROUPBY_INT_SUM_WGSL = WGSL_GRID + WGSL_VALID + COLUMN_HEAD + localCache(640, 5) + COLUMN_LOCAL + INT_SUM;
 export const GROUPBY_FLOAT_SUM_WGSL = WGSL_GRID + WGSL_VALID + COLUMN_HEAD + localCache(384, 9) + COLUMN_LOCAL + FLOAT_SUM;

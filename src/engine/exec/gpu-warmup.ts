@@ -24,8 +24,8 @@ export const CSV_GROUPBY_KERNELS: [string, string, string[]][] = [
   ['groupby-int-sum', G.GROUPBY_INT_SUM_WGSL, ['sum_int']],
   ['groupby-float-sum', G.GROUPBY_FLOAT_SUM_WGSL, ['float_exponents', 'float_sum']],
   ['groupby-min-max', G.GROUPBY_MIN_MAX_WGSL, ['minmax_init', 'minmax_hi', 'minmax_lo']],
-  ['groupby-mark', G.GROUPBY_MARK_WGSL, ['mark_used']],
-  ['groupby-compact', G.GROUPBY_COMPACT_WGSL, ['compact']],
+  ['groupby-mark-first', G.GROUPBY_MARK_FIRST_WGSL, ['mark_first_rows']],
+  ['groupby-order', G.GROUPBY_ORDER_WGSL, ['order_groups']],
   ['groupby-gather', G.GROUPBY_GATHER_WGSL, ['gather']],
 ];
 
