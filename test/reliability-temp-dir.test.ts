@@ -10,6 +10,9 @@ describe('the run temp dir', () => {
   it('a run ends normally while another process keeps writing files into its temp dir', async () => {
     let dir = '';
     let writer: ReturnType<typeof spawn> | null = null;
+    // withRunContext installs the CLI's signal handlers (print, exit 130/143): not in a test worker.
+    const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    const before = new Map(signals.map((s) => [s, process.listeners(s)]));
     try {
       const result = await withRunContext({ workers: 0, memoryLimit: 1e9, progress: false, warn: () => {} }, null, async (ctx) => {
         dir = ctx.tmpDir;
@@ -20,6 +23,7 @@ describe('the run temp dir', () => {
       });
       expect(result).toBe(42);
     } finally {
+      for (const s of signals) for (const l of process.listeners(s)) if (!before.get(s)!.includes(l)) process.off(s, l);
       (writer as ReturnType<typeof spawn> | null)?.kill('SIGKILL');
       await sleep(50);
       rmSync(dir, { recursive: true, force: true });
