@@ -26,13 +26,11 @@ export type SourceSpec =
   | { kind: 'generate'; generator: GeneratorKind; params: GenerateParams; chunkIndex: number; chunkRows: number; columns: string[] }
   /** Reads nothing: the task works on data already resident in the worker (see matrix.ts). */
   | { kind: 'none' }
-  /** A batch the parent spilled to the run's temp dir (v8-serialised). */
-  | { kind: 'spilled'; file: string }
   /**
-   * Key range `range` (of the ranges `splitters` bound) of a groupby whose partials were cut into
-   * sorted slices: its groups merged from the slices in order and finalised (partial-slices.ts).
+   * A key range [lower, upper) of a groupby whose partials were cut into sorted slices (a null
+   * bound: open on that side): its groups merged from the slices in order and finalised (partial-slices.ts).
    */
-  | { kind: 'aggregate-range'; schema: Schema; slices: { file: string; whole: boolean }[]; splitters: Column[]; range: number }
+  | { kind: 'aggregate-range'; schema: Schema; slices: { file: string; whole: boolean }[]; lower: Column[] | null; upper: Column[] | null }
   /** One bucket pair of a partitioned join, read only by the join-bucket terminal (it keeps each row's origin). */
   | { kind: 'bucket-pair'; left: ShuffledSide; right: ShuffledSide }
   /** One fragment's rows of a partitioned join: its pieces from every bucket (ops/join/bucket-join.ts). */

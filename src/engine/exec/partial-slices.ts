@@ -116,7 +116,10 @@ export class SliceCombine {
     const firstRange = rangeOfKeys(firsts, slices, splitters);
     const lastRange = rangeOfKeys(allKeys((s) => s.lasts), slices, splitters);
     const count = splitters.length === 0 ? 1 : columnLength(splitters[0]) + 1;
-    const sources: AggregateRangeSource[] = Array.from({ length: count }, (_, range) => ({ kind: 'aggregate-range', schema: this.schema, slices: [], splitters, range }));
+    const splitter = (i: number) => (i < 0 || i >= count - 1 ? null : splitters.map((c) => takeColumn(c, Int32Array.of(i))));
+    const sources: AggregateRangeSource[] = Array.from({ length: count }, (_, range) => ({
+      kind: 'aggregate-range', schema: this.schema, slices: [], lower: splitter(range - 1), upper: splitter(range),
+    }));
     const bytes = new Array<number>(count).fill(0);
     let at = 0;
     for (const s of this.sliced) {
@@ -139,9 +142,13 @@ export function readAggregateRange(source: AggregateRangeSource): Batch {
   for (const slice of source.slices) {
     let p = deserialize(readFileSync(slice.file)) as PartialAggregate;
     if (!slice.whole) {
-      const range = rangeOfKeys(p.keys, p.groups, source.splitters);
+      // The range's bounds as splitters: a key of the range is at or past `lower` and before `upper`.
+      const keySchema = source.schema.slice(0, p.keys.length);
+      const bounds = [source.lower, source.upper].filter((b): b is Column[] => b !== null).map((columns) => ({ schema: keySchema, length: 1, columns }));
+      const range = rangeOfKeys(p.keys, p.groups, concatBatches(keySchema, bounds).columns);
+      const inside = source.lower === null ? 0 : 1;
       const mine: number[] = [];
-      for (let g = 0; g < p.groups; g++) if (range[g] === source.range) mine.push(g);
+      for (let g = 0; g < p.groups; g++) if (range[g] === inside) mine.push(g);
       p = takeGroups(p, Int32Array.from(mine));
     }
     merger.add(p);

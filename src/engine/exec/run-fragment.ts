@@ -4,7 +4,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join as joinPath } from 'node:path';
-import { deserialize } from 'node:v8';
 import { concatBatches, emptyBatch, selectColumns, type Batch } from '../batch.js';
 import { readArrowChunk } from '../io/arrow.js';
 import { readCsvChunk } from '../io/csv/index.js';
@@ -176,8 +175,6 @@ async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch
     }
     case 'batch':
       return [source.batch];
-    case 'spilled':
-      return [deserialize(readFileSync(source.file)) as Batch];
     case 'aggregate-range':
       return [readAggregateRange(source)];
     case 'bucket-pair':
