@@ -284,10 +284,12 @@ export class DecodedColumn implements ColumnAggregates {
     const max = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
     const minWords = new Uint32Array(min.buffer), maxWords = new Uint32Array(max.buffer);
     const sum = words.sum, mm = words.minMax, skip = isFloat ? 0 : 2; // int64: the count words are not kept
+    const sumWords = this.sumWords, count = this.count;
+    if (kept === width) sumWords.set(sum.subarray(0, groups * width)); // float64 keeps every word, in group order
     for (let out = 0; out < groups; out++) {
       const at = out * width;
-      this.count[out] = sum[at] + sum[at + 1] * 2 ** 32;
-      for (let w = 0; w < kept; w++) this.sumWords[out * kept + w] = sum[at + skip + w];
+      count[out] = sum[at] + sum[at + 1] * 2 ** 32;
+      if (kept !== width) for (let w = 0; w < kept; w++) sumWords[out * kept + w] = sum[at + skip + w];
       const m = out * 4;
       fromOrdered(mm[m], mm[m + 1], isFloat, true, maxWords, out);
       fromOrdered(mm[m + 2], mm[m + 3], isFloat, false, minWords, out);
