@@ -2,7 +2,7 @@
 // column's type from a sample of records.
 import { closeSync, fstatSync, type Stats } from 'node:fs';
 import { DTYPES, type DType, type Schema } from '../../batch.js';
-import { DataError, UsageError, requireColumn } from '../../errors.js';
+import { DataError, UsageError, requireColumns } from '../../errors.js';
 import { dialectOf, type CsvDialect, type CsvOptions } from './options.js';
 import { tokenize, type FieldTable, type TokenizeProblems, countLineBreaks } from './tokenizer.js';
 import { fieldText } from './columns.js';
@@ -110,10 +110,9 @@ function layoutFromSample(buf: Buffer, wholeFile: boolean, path: string, display
 
 /** The --dtypes overrides, each naming an existing column and a known type. */
 function checkedOverrides(names: string[], dtypes: Record<string, DType>): Map<string, DType> {
-  const known = new Set(names);
   const given = Object.entries(dtypes);
+  requireColumns(given.map(([name]) => name), names, 'column in --dtypes');
   for (const [name, type] of given) {
-    if (!known.has(name)) requireColumn(name, names, 'column in --dtypes');
     if (!DTYPES.includes(type)) throw new UsageError(`unknown type '${type}' for column '${name}' in --dtypes; use one of ${DTYPES.join(', ')}`);
   }
   return new Map(given);
