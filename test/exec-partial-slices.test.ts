@@ -65,13 +65,14 @@ describe('groupby combined in key ranges', () => {
   const words = ['', 'a', 'b', 'ab', 'ba', 'zz', 'é'];
   const s = Array.from({ length: n }, () => (r() < 0.05 ? null : words[Math.floor(r() * words.length)] + Math.floor(r() * 300)));
   const t = Array.from({ length: n }, () => (r() < 0.05 ? null : Math.floor(r() * 40) - 20));
-  // -0 and 0 in the same groups: min/max keep a group's first zero, so the merge order shows.
-  const f = Array.from({ length: n }, () => (r() < 0.1 ? (r() < 0.5 ? -0 : 0) : r() < 0.05 ? null : (r() - 0.5) * 10 ** Math.floor(r() * 30 - 15)));
+  // -0 and 0 in the same groups: min/max keep a group's first zero, so the merge order shows. As a
+  // key: -0 and 0 one group, NaN one group, nulls last.
+  const f = Array.from({ length: n }, () => (r() < 0.1 ? (r() < 0.5 ? -0 : 0) : r() < 0.05 ? null : r() < 0.02 ? NaN : (r() - 0.5) * 10 ** Math.floor(r() * 30 - 15)));
   const v = Array.from({ length: n }, () => BigInt(Math.floor((r() - 0.5) * 2 ** 52)) * 100n); // sums past 2^53, within int64
   const batch = makeBatch([['rising', 'int64', rising], ['spread', 'int64', spread], ['s', 'string', s], ['t', 'int64', t], ['f', 'float64', f], ['v', 'int64', v]]);
   const aggs = 'count(),sum(v),sum(f),mean(f),min(f),max(f),var(f),nunique(s),nunique(f),min(s),max(s)';
 
-  for (const keys of [['rising'], ['spread'], ['s', 't']]) {
+  for (const keys of [['rising'], ['spread'], ['s', 't'], ['f']]) {
     it(`keys ${keys.join(',')}: the bytes of one merge, for any ranges, slice sizes and switch points`, () => {
       const spec: AggregateSpec = { keys, aggs: parseAggList(aggs), dropna: false };
       const partials = partialsOf(batch, spec, 7);
