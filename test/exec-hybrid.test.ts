@@ -2,7 +2,7 @@
 // workers take anything, a slow GPU task gets a CPU backup whose result wins, and a task fails only
 // when every copy failed.
 
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { FragmentResult, Task } from '../src/engine/exec/fragment.js';
 import { HybridRunner } from '../src/engine/exec/hybrid-pool.js';
 import { BESIDE_GPU_NICENESS, NO_WORKERS, ProcessPool } from '../src/engine/exec/pool.js';
@@ -67,10 +67,16 @@ describe('HybridRunner', () => {
   });
 
   it('once both kinds have timed a task, CPU workers take GPU tasks only while the GPU backlog outlasts a CPU task', async () => {
+    // Fake time: the bounds below follow from the task times, which a loaded machine (CI runs test
+    // files side by side) stretched on real timers, so that CPU workers rightly took more tasks.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     const gpu = fake('gpu', 1, () => 10);
     const cpu = fake('cpu', 2, () => 100);
     const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => hybrid.run(task(i, true), `t${i}`)));
+    const pending = Promise.all(Array.from({ length: 40 }, (_, i) => hybrid.run(task(i, true), `t${i}`)));
+    await vi.runAllTimersAsync();
+    const results = await pending;
+    vi.useRealTimers();
     expect(results.map((r) => r.rows)).toEqual(Array.from({ length: 40 }, (_, i) => i));
     // At 0 ms one CPU worker takes the last task (nothing timed yet: one times the CPU side); at
     // 100 ms the GPU's backlog (~30 tasks of 10 ms) outlasts a 100 ms CPU task, so both take one;
