@@ -6,7 +6,7 @@
 // way, so neither spilling nor the number of workers changes the output bytes.
 
 import type { FinalAggregateNode } from '../plan/nodes.js';
-import { finalizeAggregate, PartialAggregator, PartialMerger } from '../ops/aggregate/index.js';
+import { aggregateOutputSchema, finalizeAggregate, PartialAggregator, PartialMerger } from '../ops/aggregate/index.js';
 import type { RunContext } from './context.js';
 import { inGpuPartitions } from './gpu-partitions.js';
 import { SliceCombine } from './partial-slices.js';
@@ -26,7 +26,7 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
   const terminal = { kind: 'partial-aggregate' as const, spec: node.spec, inputSchema: stream.schema, sliceDir };
   const input = inGpuPartitions(stream, terminal, ctx);
   const budget = ctx.memoryLimit * STATE_SHARE;
-  const schema = new PartialAggregator(input.schema, node.spec).finish().schema;
+  const schema = aggregateOutputSchema(input.schema, node.spec);
   let merger = new PartialMerger();
   let slices: SliceCombine | null = null;
   const toSlices = (): SliceCombine => {

@@ -162,27 +162,21 @@ async function keysOfGroups(gpu: GpuContext, data: GPUBuffer, rows: CsvRows, pla
   });
   const gathered = await gatherEntries(gpu, reps, pick.length, sources);
   freeBuffer(gpu, reps);
-  // Every text key's bytes in one gather from the chunk on the device: spans of key k at k * groups.
-  const textSpans = plan.keys.flatMap((j, k) => (plan.columns[j].kind === 'text' ? [gathered[spanIndex(plan, k)]] : []));
-  const text = textSpans.length > 0 ? await gatherSpans(gpu, data, ...spanBounds(textSpans)) : null;
+  // Each key's gathered words, in the order pushed above: its spans, then an int64 key's values
+  // (a key is text or int64; words null: text).
   let next = 0;
+  const perKey = plan.keys.map((j) => ({ spans: gathered[next++], words: plan.columns[j].kind === 'int64' ? gathered[next++] : null }));
+  // Every text key's bytes in one gather from the chunk on the device: the t-th text key's spans at t * groups.
+  const textSpans = perKey.filter((k) => k.words === null).map((k) => k.spans);
+  const text = textSpans.length > 0 ? await gatherSpans(gpu, data, ...spanBounds(textSpans)) : null;
   let textKey = 0;
-  return plan.keys.map((j) => {
-    const spans = gathered[next++];
-    if (plan.columns[j].kind === 'text') return textKeys(spans, text!, textKey++ * pick.length);
-    const words = gathered[next++];
+  return perKey.map(({ spans, words }) => {
+    if (words === null) return textKeys(spans, text!, textKey++ * pick.length);
     // A null int64 key field: the span says so (the exact one-key case puts such rows in the null group).
     const valid = new Uint8Array(pick.length);
     pick.forEach((g, i) => { valid[i] = result.nullKey[g] || spans[2 * i] >>> 30 & 1 ? 0 : 1; });
     return { type: 'int64', values: new BigInt64Array(words.slice().buffer), valid: valid.includes(0) ? valid : null };
   });
-}
-
-/** Index in keysOfGroups' gathered words of key k's spans (an int64 key has its value words after them). */
-function spanIndex(plan: CsvPlan, k: number): number {
-  let at = 0;
-  for (let i = 0; i < k; i++) at += plan.columns[plan.keys[i]].kind === 'int64' ? 2 : 1;
-  return at;
 }
 
 /** Start and end bytes of spans (2 words each: flags and start, end), one list after another; a null field is empty. */

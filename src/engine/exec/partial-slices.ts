@@ -32,7 +32,7 @@ function sliceGroupsFor(groups: number): number {
 }
 
 /** A worker cuts its partial into slices itself from this many groups on (smaller ones go to the parent whole). */
-export const WORKER_SLICE_GROUPS = 1 << 18;
+const WORKER_SLICE_GROUPS = 1 << 18;
 
 /** A partial cut into slices of consecutive keys (key order), as spill files. */
 export interface PartialSlices {

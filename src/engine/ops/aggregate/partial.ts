@@ -225,13 +225,20 @@ export function partitionPartial(p: PartialAggregate, partOfGroup: Int32Array, p
 
 /** The partial of groups `groups` of p (in that order): group i of the result is group groups[i] of p. */
 export function takeGroups(p: PartialAggregate, groups: Int32Array): PartialAggregate {
-  const newId = new Int32Array(p.groups).fill(-1);
-  groups.forEach((g, i) => { newId[g] = i; });
   const hashes = new Uint32Array(groups.length);
   groups.forEach((g, i) => { hashes[i] = p.hashes[g]; });
+  // Each group's new id, for renumbering nunique pairs (built only when a state has pairs).
+  let newId: Int32Array | null = null;
+  const renumbered = () => {
+    if (newId === null) {
+      newId = new Int32Array(p.groups).fill(-1);
+      groups.forEach((g, i) => { newId![g] = i; });
+    }
+    return newId;
+  };
   const states = p.states.map((s) => ({
     perGroup: s.perGroup.map((c) => takeColumn(c, groups)),
-    pairs: s.pairs === null ? null : pairsOfGroups(s.pairs, newId),
+    pairs: s.pairs === null ? null : pairsOfGroups(s.pairs, renumbered()),
   }));
   return { ...p, groups: groups.length, keys: p.keys.map((c) => takeColumn(c, groups)), hashes, states };
 }
