@@ -64,7 +64,14 @@ describe('inGpuPartitions', () => {
 describe.skipIf(skipGpuTests)('default mode through the CLI (GPU and CPU workers, automatic block size)', () => {
   const dir = tempDir('gpu-partitions');
   const facts = join(dir, 'facts.csv');
-  beforeAll(() => { factCsv(facts, { rows: 160_000, groups: 300, seed: 9 }); });
+  const ids = join(dir, 'ids.csv');
+  beforeAll(() => {
+    factCsv(facts, { rows: 160_000, groups: 300, seed: 9 });
+    factCsv(ids, { rows: 160_000, groups: 1e9, seed: 10 });
+  });
+  // Partitions: distinct task labels ("groupby #i (csv)"), whichever worker and copy ran them.
+  const tasks = (name: string) => new Set((JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')).traceEvents as { name: string }[])
+    .map((e) => /^groupby #(\d+)/.exec(e.name)?.[1]).filter((x) => x !== undefined)).size;
 
   it('a group-by the GPU takes runs in fewer, larger partitions, with the CPU run\'s bytes', async () => {
     const args = (name: string, device: string) => ['groupby', facts, '--by', 'ki', '--agg', 'count(),sum(i),max(f)', '--device', device, '--workers', '2', '-o', join(dir, `${name}.csv`), '--trace', join(dir, `${name}.json`)];
@@ -73,9 +80,6 @@ describe.skipIf(skipGpuTests)('default mode through the CLI (GPU and CPU workers
     expect(gpu.code, gpu.stderr).toBe(0);
     expect(cpu.code, cpu.stderr).toBe(0);
     expect(readFileSync(join(dir, 'gpu.csv')).equals(readFileSync(join(dir, 'cpu.csv')))).toBe(true);
-    // Partitions: distinct task labels ("groupby #i (csv)"), whichever worker and copy ran them.
-    const tasks = (name: string) => new Set((JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')).traceEvents as { name: string }[])
-      .map((e) => /^groupby #(\d+)/.exec(e.name)?.[1]).filter((x) => x !== undefined)).size;
     const bytes = statSync(facts).size;
     // CPU: 64 MB capped to four per worker (2 workers): 8. Default mode: 1 MB chunks (four per
     // worker of 3) merged into partitions of about a quarter of the file (four per GPU worker).
@@ -83,5 +87,17 @@ describe.skipIf(skipGpuTests)('default mode through the CLI (GPU and CPU workers
     expect(tasks('cpu')).toBe(8);
     expect(tasks('gpu')).toBeLessThanOrEqual(5);
     expect(tasks('gpu')).toBeGreaterThanOrEqual(4);
+  }, 60_000);
+
+  it('a group-by with a group per row keeps the small chunks (group-cardinality.ts), with the CPU run\'s bytes', async () => {
+    const args = (name: string, device: string) => ['groupby', ids, '--by', 'ki', '--agg', 'count(),sum(i),max(f)', '--device', device, '--workers', '2', '-o', join(dir, `${name}.csv`), '--trace', join(dir, `${name}.json`)];
+    const gpu = await gpuframe(args('ids-gpu', 'gpu'));
+    const cpu = await gpuframe(args('ids-cpu', 'cpu'));
+    expect(gpu.code, gpu.stderr).toBe(0);
+    expect(cpu.code, cpu.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'ids-gpu.csv')).equals(readFileSync(join(dir, 'ids-cpu.csv')))).toBe(true);
+    // Four 1 MB chunks per worker of 3 (two CPU, one GPU), none merged.
+    expect(statSync(ids).size).toBeGreaterThan(12 * MB);
+    expect(tasks('ids-gpu')).toBeGreaterThanOrEqual(12);
   }, 60_000);
 });

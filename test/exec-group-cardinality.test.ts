@@ -1,0 +1,112 @@
+// The group-count estimate that decides GPU-sized partitions (group-cardinality.ts): Chao's
+// estimator against keys drawn from known numbers of distinct values, the sample read from a real
+// CSV chunk, and inGpuPartitions keeping small chunks for a key with a group per row.
+
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Column } from '../src/engine/batch.js';
+import type { RunContext } from '../src/engine/exec/context.js';
+import type { Fragment, Terminal } from '../src/engine/exec/fragment.js';
+import { estimateDistinct, expectedGroups, groupShareOf, keySample, sampleGroupKeys, SAMPLE_BYTES } from '../src/engine/exec/group-cardinality.js';
+import { inGpuPartitions, MANY_GROUPS_SHARE } from '../src/engine/exec/gpu-partitions.js';
+import { DEFAULT_CSV_OPTIONS, inferCsvLayout, type CsvChunk } from '../src/engine/io/csv/index.js';
+import { factCsv, rng, tempDir } from './helpers/data.js';
+
+const MB = 1 << 20;
+
+/** `n` int64 keys drawn uniformly from `distinct` values. */
+function drawn(n: number, distinct: number, seed: number): Column {
+  const r = rng(seed);
+  return { type: 'int64', values: BigInt64Array.from({ length: n }, () => BigInt(Math.floor(r() * distinct))), valid: null };
+}
+
+describe('estimateDistinct (Chao) and expectedGroups', () => {
+  it('estimates the distinct keys behind 16k draws within 15% from 300 to 90k keys, and millions past 10^7', () => {
+    for (const distinct of [300, 5000, 90_000]) {
+      const got = estimateDistinct(keySample([drawn(16_000, distinct, distinct)], 16_000, MB));
+      expect(Math.abs(got / distinct - 1), `${distinct}: ${got}`).toBeLessThan(0.15);
+    }
+    expect(estimateDistinct(keySample([drawn(16_000, 1e7, 7)], 16_000, MB))).toBeGreaterThan(2e6);
+  });
+
+  it('expects as many groups as rows when keys are many, and all keys when rows are many', () => {
+    expect(expectedGroups(1e12, 1e6) / 1e6).toBeCloseTo(1, 5);
+    expect(expectedGroups(300, 1e6)).toBeCloseTo(300, 6);
+    expect(expectedGroups(1000, 1000)).toBeCloseTo(1000 * (1 - Math.exp(-1)), 6);
+    expect(expectedGroups(0, 1000)).toBe(0);
+  });
+
+  it('puts the bench\'s keys on the right side of the threshold for a 256 MB partition', () => {
+    // 16k rows per MB of sample, as the bench's flights data (about 60 bytes a row).
+    const share = (distinct: number) => groupShareOf(keySample([drawn(16_000, distinct, 3)], 16_000, MB), 256 * MB);
+    expect(share(300)).toBeLessThan(0.001); // an airport
+    expect(share(90_000)).toBeLessThan(MANY_GROUPS_SHARE / 2); // a pair of airports
+    expect(share(1e9)).toBeGreaterThan(0.9); // an id
+    expect(share(3e6)).toBeGreaterThan(MANY_GROUPS_SHARE); // a few million keys: ~0.7 per row
+  });
+});
+
+describe('sampleGroupKeys and inGpuPartitions over a real CSV file', () => {
+  const dir = tempDir('group-cardinality');
+  const few = join(dir, 'few.csv'), many = join(dir, 'many.csv');
+  beforeAll(() => {
+    factCsv(few, { rows: 120_000, groups: 300, seed: 1 });
+    factCsv(many, { rows: 120_000, groups: 1e9, seed: 2 });
+  });
+
+  /** The file in `parts` chunks cut at line ends, as a scan's fragments grouping by `key`. */
+  async function fragmentsOf(path: string, key: string, parts: number): Promise<Fragment[]> {
+    const text = readFileSync(path);
+    const layout = await inferCsvLayout(path, path, DEFAULT_CSV_OPTIONS);
+    const cuts = [text.indexOf(0x0a) + 1];
+    for (let i = 1; i < parts; i++) cuts.push(text.indexOf(0x0a, Math.floor((i * text.length) / parts)) + 1);
+    cuts.push(text.length);
+    return cuts.slice(0, -1).map((start, i) => {
+      const chunk: CsvChunk = { path, displayName: path, start, end: cuts[i + 1], firstLine: i === 0 ? 2 : null, lineOrigin: { offset: cuts[0], line: 2 } };
+      return { index: i, source: { kind: 'csv', chunk, layout, options: DEFAULT_CSV_OPTIONS, columns: [key, 'i'] }, ops: [{ kind: 'project', columns: [key, 'i'] }], bytes: chunk.end - start };
+    });
+  }
+  const terminal = (key: string): Terminal => ({ kind: 'partial-aggregate', spec: { keys: [key], aggs: [], dropna: false }, inputSchema: [] });
+  const context = (blocksize: number) => ({ runner: { size: 3, prefersGpu: () => true }, blocksize, gpuBlocksize: 4 * blocksize }) as unknown as RunContext;
+
+  it('samples the first MB of the first chunk, up to a line end', async () => {
+    const [first] = await fragmentsOf(many, 'ki', 4);
+    const s = sampleGroupKeys(first, terminal('ki'))!;
+    expect(s.bytes).toBeLessThanOrEqual(SAMPLE_BYTES);
+    expect(s.bytes).toBeGreaterThan(SAMPLE_BYTES - 200);
+    const lines = readFileSync(many).subarray(first.source.kind === 'csv' ? first.source.chunk.start : 0).subarray(0, s.bytes).toString().split('\n');
+    expect(lines.at(-1)).toBe(''); // ends at a line end
+    expect(s.rows).toBe(lines.length - 1);
+    // A key per row, but for the 5% null keys (one key, seen many times).
+    expect(s.distinct).toBeGreaterThan(0.9 * s.rows);
+    expect(s.once).toBe(s.distinct - 1);
+  });
+
+  it('keeps the small chunks for a key with a group per row, merges them for 300 groups', async () => {
+    const blocksize = Math.ceil(readFileSync(many).length / 8);
+    const manyStream = { schema: [], fragments: await fragmentsOf(many, 'ki', 8) };
+    expect(inGpuPartitions(manyStream, terminal('ki'), context(blocksize))).toBe(manyStream);
+    const fewStream = { schema: [], fragments: await fragmentsOf(few, 'ks', 8) };
+    expect(inGpuPartitions(fewStream, terminal('ks'), context(blocksize)).fragments).toHaveLength(2);
+    // The string key of the many-groups file too (its null keys aside, one per row).
+    const manyStrings = { schema: [], fragments: await fragmentsOf(many, 'ks', 8) };
+    expect(inGpuPartitions(manyStrings, terminal('ks'), context(blocksize))).toBe(manyStrings);
+  });
+
+  it('gives no sample (so partitions merge as before) when it cannot read cleanly or the task is not a plain group-by', async () => {
+    const [first] = await fragmentsOf(many, 'ki', 4);
+    expect(sampleGroupKeys(first, { kind: 'collect' } as Terminal)).toBeNull();
+    expect(sampleGroupKeys({ ...first, ops: [{ kind: 'filter' } as never] }, terminal('ki'))).toBeNull();
+    expect(sampleGroupKeys(first, terminal('no_such_column'))).toBeNull();
+    // A quoted field with a line end across the sample's end: the cut lands inside quotes.
+    const quoted = join(dir, 'quoted.csv');
+    const row = 'x,1\n';
+    const head = 'k,v\n' + row.repeat(Math.floor((SAMPLE_BYTES - 100) / row.length));
+    writeFileSync(quoted, head + '"a\n' + 'b'.repeat(200) + '\nc",2\n' + row.repeat(100));
+    const layout = await inferCsvLayout(quoted, quoted, DEFAULT_CSV_OPTIONS);
+    const chunk: CsvChunk = { path: quoted, displayName: quoted, start: 4, end: readFileSync(quoted).length, firstLine: 2, lineOrigin: { offset: 4, line: 2 } };
+    const f: Fragment = { index: 0, source: { kind: 'csv', chunk, layout, options: DEFAULT_CSV_OPTIONS, columns: ['k', 'v'] }, ops: [], bytes: chunk.end - 4 };
+    expect(sampleGroupKeys(f, terminal('k'))).toBeNull();
+  });
+});
