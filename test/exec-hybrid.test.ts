@@ -86,6 +86,26 @@ describe('HybridRunner', () => {
     expect(gpu.ran.length).toBeGreaterThanOrEqual(34);
   });
 
+  it('before any GPU task has finished, a long-running one counts as the GPU\'s time: all CPU workers share a slow GPU\'s work', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    // A group per id: each chunk costs the GPU worker 10× what it costs a CPU worker.
+    const gpu = fake('gpu', 1, () => 1000);
+    const cpu = fake('cpu', 4, () => 100);
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    const pending = Promise.all(Array.from({ length: 40 }, (_, i) => hybrid.run(task(i, true), `t${i}`)));
+    await vi.advanceTimersByTimeAsync(999); // the GPU's first task is still running
+    const byThen = cpu.ran.length;
+    await vi.runAllTimersAsync();
+    const results = await pending;
+    vi.useRealTimers();
+    expect(results.map((r) => r.rows)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    // One CPU worker times the CPU side (0–100 ms); from then on the GPU's first task has run 100 ms
+    // with 39 tasks queued behind it, so all four take tasks: ~4 per 100 ms. Waiting for the GPU's
+    // first result would have left three of them idle for its whole second: 10 tasks by then.
+    expect(byThen).toBeGreaterThanOrEqual(30);
+    expect(gpu.ran[0]).toBe(0);
+  });
+
   it('idle CPU workers back up GPU tasks only once nothing is queued for the GPUs', async () => {
     const gpu = fake('gpu', 1, () => 20);
     const cpu = fake('cpu', 2, () => 200);

@@ -31,6 +31,8 @@ interface Job {
   /** Copies started, and how many of them have failed. */
   copies: number;
   failures: number;
+  /** When the first copy started (performance.now()). */
+  startedAt: number;
 }
 
 /**
@@ -116,7 +118,7 @@ export class HybridRunner implements TaskRunner {
     return new Promise((resolve, reject) => {
       if (this.gpuFailure) return reject(this.gpuFailure);
       const gpuOnly = this.gpuOnly(task);
-      this.queue.push({ task, label, resolve, reject, settled: false, prefersGpu: gpuOnly || this.gpuSpeedsUp(task), gpuOnly, copies: 0, failures: 0 });
+      this.queue.push({ task, label, resolve, reject, settled: false, prefersGpu: gpuOnly || this.gpuSpeedsUp(task), gpuOnly, copies: 0, failures: 0, startedAt: 0 });
       // Scheduled once the caller has queued its whole burst of tasks: pumping after the first
       // alone found the queue empty and made idle CPU workers back up the task the GPU just took.
       if (!this.pumpQueued) {
@@ -186,14 +188,23 @@ export class HybridRunner implements TaskRunner {
    * kinds of worker have timed one, only one CPU worker at a time (it times the CPU side: while
    * the GPUs open, 32 CPU workers that each took a 64 MB chunk at ~2 s held up a 10 GB group-by
    * that two H200s finish in ~3 s); then when the queue ahead of the GPUs would take them longer
-   * than the CPU takes for one task.
+   * than the CPU takes for one task. Until a GPU task has finished, the longest-running one gives
+   * a lower bound of the GPU's time (a group per id: the first 14 MB chunks took a GPU worker
+   * 1.5 s, and waiting for them kept 15 of 16 CPU workers idle that long).
    */
   private cpuWorthIt(): boolean {
-    const { gpu: g, cpu: c } = this.taskMs;
+    const { cpu: c } = this.taskMs;
+    const g = this.taskMs.gpu ?? this.longestGpuRunMs();
     if (this.gpu?.size === 0) return true;
     if (!this.gpu || g === null || c === null) return this.onCpuAlone.length === 0;
     const queued = this.queue.reduce((n, j) => n + (j.prefersGpu ? 1 : 0), 0);
     return (queued / Math.max(1, concurrencyOf(this.gpu))) * g > c;
+  }
+
+  /** How long the oldest first copy still running on a GPU worker has run; null when none runs. */
+  private longestGpuRunMs(): number | null {
+    const first = this.onGpuAlone.reduce((t, j) => Math.min(t, j.startedAt), Infinity);
+    return first === Infinity ? null : performance.now() - first;
   }
 
   private lastCpuMayRun(): number {
@@ -208,6 +219,7 @@ export class HybridRunner implements TaskRunner {
 
   private start(job: Job, onGpu: boolean): void {
     job.copies++;
+    if (job.copies === 1) job.startedAt = performance.now();
     if (onGpu) {
       this.gpuBusy++;
       if (job.copies === 1) this.onGpuAlone.push(job);
@@ -217,7 +229,7 @@ export class HybridRunner implements TaskRunner {
     }
     const runner = onGpu ? this.gpu! : this.cpu;
     const label = `${job.label}${onGpu ? ' [gpu]' : job.copies > 1 ? ' [backup]' : ''}`;
-    const timed = job.copies === 1 && job.prefersGpu, began = performance.now();
+    const timed = job.copies === 1 && job.prefersGpu, began = job.startedAt;
     runner.run(job.task, label).then(
       (result) => {
         if (timed) this.recordTaskMs(onGpu ? 'gpu' : 'cpu', performance.now() - began);
