@@ -30,7 +30,7 @@ export type SourceSpec =
    * A key range [lower, upper) of a groupby whose partials were cut into sorted slices (a null
    * bound: open on that side): its groups merged from the slices in order and finalised (partial-slices.ts).
    */
-  | { kind: 'aggregate-range'; schema: Schema; slices: { file: string; whole: boolean }[]; lower: Column[] | null; upper: Column[] | null }
+  | { kind: 'aggregate-range'; schema: Schema; slices: (SpillRange & { whole: boolean })[]; lower: Column[] | null; upper: Column[] | null }
   /** One bucket pair of a partitioned join, read only by the join-bucket terminal (it keeps each row's origin). */
   | { kind: 'bucket-pair'; left: ShuffledSide; right: ShuffledSide }
   /** One fragment's rows of a partitioned join: its pieces from every bucket (ops/join/bucket-join.ts). */
