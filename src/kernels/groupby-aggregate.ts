@@ -308,10 +308,15 @@ export class DecodedColumn implements ColumnAggregates {
     return this.exactInt;
   }
 
-  /** int64 sum of group g as lo, hi (in [0, 2^32)) and top: sum = top·2^64 + hi·2^32 + lo, no BigInt. */
-  intSumParts(g: number): [number, number, number] {
-    const w = this.sumWords.subarray(6 * g, 6 * g + 6);
-    return [w[0], w[1], w[2] + w[3] * 2 ** 32 - (w[4] + w[5] * 2 ** 32)];
+  /**
+   * int64 sum of group g into lo[i], hi[i] (in [0, 2^32)) and top[i]: sum = top·2^64 + hi·2^32 + lo,
+   * no BigInt (and no array per group: with a group per row, that allocation cost more than the rest).
+   */
+  writeIntSum(g: number, lo: Float64Array, hi: Float64Array, top: Float64Array, i: number): void {
+    const w = this.sumWords, at = 6 * g;
+    lo[i] = w[at];
+    hi[i] = w[at + 1];
+    top[i] = w[at + 2] + w[at + 3] * 2 ** 32 - (w[at + 4] + w[at + 5] * 2 ** 32);
   }
 
   /** float64: group g's finite sum as a double-double (null: take it from floatSum, with BigInt). */

@@ -152,9 +152,10 @@ export function aggregatedColumns(spec: AggregateSpec, input: Schema): number[] 
 
 /** The GPU groups that are real groups: all, but the null-key group only when it is one. */
 export function groupsToKeep(result: { groups: number; nullKey: Uint8Array }, keepNullGroup: boolean): Int32Array {
-  const keep: number[] = [];
-  for (let g = 0; g < result.groups; g++) if (!result.nullKey[g] || keepNullGroup) keep.push(g);
-  return Int32Array.from(keep);
+  const keep = new Int32Array(result.groups);
+  let kept = 0;
+  for (let g = 0; g < result.groups; g++) if (!result.nullKey[g] || keepNullGroup) keep[kept++] = g;
+  return kept === keep.length ? keep : keep.slice(0, kept);
 }
 
 /**

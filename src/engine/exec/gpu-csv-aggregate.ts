@@ -154,7 +154,10 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
  */
 async function keysOfGroups(gpu: GpuContext, data: GPUBuffer, rows: CsvRows, plan: CsvPlan, pick: Int32Array, result: DeviceGroupAggregates): Promise<Column[]> {
   const n = rows.records;
-  const reps = await uploadNew(gpu, Uint32Array.from(pick, (g) => result.ownerRow[g]), 'group owner rows');
+  // Plain loops here and below: TypedArray.from and forEach with a callback cost ~140 ns a group.
+  const owners = new Uint32Array(pick.length);
+  for (let i = 0; i < pick.length; i++) owners[i] = result.ownerRow[pick[i]];
+  const reps = await uploadNew(gpu, owners, 'group owner rows');
   const sources: GatherSource[] = [];
   plan.keys.forEach((j, k) => {
     sources.push({ src: rows.key.spans, width: 2, srcOffset: 2 * k * n });
@@ -174,7 +177,7 @@ async function keysOfGroups(gpu: GpuContext, data: GPUBuffer, rows: CsvRows, pla
     if (words === null) return textKeys(spans, text!, textKey++ * pick.length);
     // A null int64 key field: the span says so (the exact one-key case puts such rows in the null group).
     const valid = new Uint8Array(pick.length);
-    pick.forEach((g, i) => { valid[i] = result.nullKey[g] || spans[2 * i] >>> 30 & 1 ? 0 : 1; });
+    for (let i = 0; i < pick.length; i++) valid[i] = result.nullKey[pick[i]] || spans[2 * i] >>> 30 & 1 ? 0 : 1;
     return { type: 'int64', values: new BigInt64Array(words.slice().buffer), valid: valid.includes(0) ? valid : null };
   });
 }

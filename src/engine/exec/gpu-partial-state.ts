@@ -24,7 +24,7 @@ export function countState(counts: Float64Array, pick: Int32Array): AggState {
 export function intSumState(col: DecodedColumn, pick: Int32Array): AggState {
   const k = pick.length;
   const lo = new Float64Array(k), hi = new Float64Array(k), top = new Float64Array(k);
-  for (let g = 0; g < k; g++) [lo[g], hi[g], top[g]] = col.intSumParts(pick[g]);
+  for (let g = 0; g < k; g++) col.writeIntSum(pick[g], lo, hi, top, g);
   return state([lo, hi, top, picked(col.count, pick)].map(float64Column));
 }
 
