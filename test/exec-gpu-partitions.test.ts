@@ -89,15 +89,18 @@ describe.skipIf(skipGpuTests)('default mode through the CLI (GPU and CPU workers
     expect(tasks('gpu')).toBeGreaterThanOrEqual(4);
   }, 60_000);
 
-  it('a group-by with a group per row keeps the small chunks (group-cardinality.ts), with the CPU run\'s bytes', async () => {
+  it('a group-by with a group per row is left to the CPU workers, in small chunks (group-cardinality.ts), with the CPU run\'s bytes', async () => {
     const args = (name: string, device: string) => ['groupby', ids, '--by', 'ki', '--agg', 'count(),sum(i),max(f)', '--device', device, '--workers', '2', '-o', join(dir, `${name}.csv`), '--trace', join(dir, `${name}.json`)];
     const gpu = await gpuframe(args('ids-gpu', 'gpu'));
     const cpu = await gpuframe(args('ids-cpu', 'cpu'));
     expect(gpu.code, gpu.stderr).toBe(0);
     expect(cpu.code, cpu.stderr).toBe(0);
     expect(readFileSync(join(dir, 'ids-gpu.csv')).equals(readFileSync(join(dir, 'ids-cpu.csv')))).toBe(true);
-    // Four 1 MB chunks per worker of 3 (two CPU, one GPU), none merged.
+    // Four 1 MB chunks per worker of 3 (two CPU, one GPU), none merged, none run by the GPU worker.
     expect(statSync(ids).size).toBeGreaterThan(12 * MB);
     expect(tasks('ids-gpu')).toBeGreaterThanOrEqual(12);
+    const labels = (JSON.parse(readFileSync(join(dir, 'ids-gpu.json'), 'utf8')).traceEvents as { name: string }[]).map((e) => e.name);
+    expect(labels.filter((l) => l.startsWith('groupby #')).length).toBeGreaterThanOrEqual(12);
+    expect(labels.filter((l) => l.startsWith('groupby #') && l.endsWith('[gpu]'))).toEqual([]);
   }, 60_000);
 });

@@ -1,15 +1,16 @@
-// The group-count estimate that decides GPU-sized partitions (group-cardinality.ts): Chao's
-// estimator against keys drawn from known numbers of distinct values, the sample read from a real
-// CSV chunk, and inGpuPartitions keeping small chunks for a key with a group per row.
+// The group-count estimate that decides whether GPU workers take a group-by's tasks
+// (group-cardinality.ts): Chao's estimator against keys drawn from known numbers of distinct
+// values, the sample read from a real CSV chunk, and the decision for a key with a group per row.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Column } from '../src/engine/batch.js';
-import type { RunContext } from '../src/engine/exec/context.js';
 import type { Fragment, Terminal } from '../src/engine/exec/fragment.js';
-import { estimateDistinct, expectedGroups, groupShareOf, keySample, sampleGroupKeys, SAMPLE_BYTES } from '../src/engine/exec/group-cardinality.js';
-import { inGpuPartitions, MANY_GROUPS_SHARE } from '../src/engine/exec/gpu-partitions.js';
+import {
+  estimateDistinct, expectedGroups, groupShareOf, keySample, manyGroupsPerPartition, MANY_GROUPS_SHARE, sampleGroupKeys, SAMPLE_BYTES,
+} from '../src/engine/exec/group-cardinality.js';
+import { gpuCsvPathApplies } from '../src/engine/exec/gpu-csv-aggregate.js';
 import { DEFAULT_CSV_OPTIONS, inferCsvLayout, type CsvChunk } from '../src/engine/io/csv/index.js';
 import { factCsv, rng, tempDir } from './helpers/data.js';
 
@@ -47,7 +48,7 @@ describe('estimateDistinct (Chao) and expectedGroups', () => {
   });
 });
 
-describe('sampleGroupKeys and inGpuPartitions over a real CSV file', () => {
+describe('sampleGroupKeys and manyGroupsPerPartition over a real CSV file', () => {
   const dir = tempDir('group-cardinality');
   const few = join(dir, 'few.csv'), many = join(dir, 'many.csv');
   beforeAll(() => {
@@ -68,7 +69,6 @@ describe('sampleGroupKeys and inGpuPartitions over a real CSV file', () => {
     });
   }
   const terminal = (key: string): Terminal => ({ kind: 'partial-aggregate', spec: { keys: [key], aggs: [], dropna: false }, inputSchema: [] });
-  const context = (blocksize: number) => ({ runner: { size: 3, prefersGpu: () => true }, blocksize, gpuBlocksize: 4 * blocksize }) as unknown as RunContext;
 
   it('samples the first MB of the first chunk, up to a line end', async () => {
     const [first] = await fragmentsOf(many, 'ki', 4);
@@ -83,15 +83,21 @@ describe('sampleGroupKeys and inGpuPartitions over a real CSV file', () => {
     expect(s.once).toBe(s.distinct - 1);
   });
 
-  it('keeps the small chunks for a key with a group per row, merges them for 300 groups', async () => {
-    const blocksize = Math.ceil(readFileSync(many).length / 8);
-    const manyStream = { schema: [], fragments: await fragmentsOf(many, 'ki', 8) };
-    expect(inGpuPartitions(manyStream, terminal('ki'), context(blocksize))).toBe(manyStream);
-    const fewStream = { schema: [], fragments: await fragmentsOf(few, 'ks', 8) };
-    expect(inGpuPartitions(fewStream, terminal('ks'), context(blocksize)).fragments).toHaveLength(2);
+  it('finds many groups per partition for a key with a group per row, not for 300 groups; such tasks are not the GPU\'s', async () => {
+    const half = readFileSync(many).length / 2;
+    const [manyFirst] = await fragmentsOf(many, 'ki', 8);
+    expect(manyGroupsPerPartition(manyFirst, terminal('ki'), half)).toBe(true);
     // The string key of the many-groups file too (its null keys aside, one per row).
-    const manyStrings = { schema: [], fragments: await fragmentsOf(many, 'ks', 8) };
-    expect(inGpuPartitions(manyStrings, terminal('ks'), context(blocksize))).toBe(manyStrings);
+    const [manyStrings] = await fragmentsOf(many, 'ks', 8);
+    expect(manyGroupsPerPartition(manyStrings, terminal('ks'), half)).toBe(true);
+    const [fewFirst] = await fragmentsOf(few, 'ks', 8);
+    expect(manyGroupsPerPartition(fewFirst, terminal('ks'), half)).toBe(false);
+    // GPU workers take a plain group-by over a CSV chunk, unless it has many groups.
+    const input = [{ name: 'ki', type: 'int64' as const }, { name: 'i', type: 'int64' as const }];
+    const spec = { keys: ['ki'], aggs: [{ func: 'sum' as const, column: 'i', name: 'sum_i' }], dropna: false };
+    const plain: Terminal = { kind: 'partial-aggregate', spec, inputSchema: input };
+    expect(gpuCsvPathApplies({ fragment: manyFirst, terminal: plain })).toBe(true);
+    expect(gpuCsvPathApplies({ fragment: manyFirst, terminal: { ...plain, manyGroups: true } })).toBe(false);
   });
 
   it('gives no sample (so partitions merge as before) when it cannot read cleanly or the task is not a plain group-by', async () => {

@@ -8,7 +8,9 @@
 import type { FinalAggregateNode } from '../plan/nodes.js';
 import { aggregateOutputSchema, finalizeAggregate, PartialAggregator, PartialMerger } from '../ops/aggregate/index.js';
 import type { RunContext } from './context.js';
+import type { Terminal } from './fragment.js';
 import { inGpuPartitions } from './gpu-partitions.js';
+import { manyGroupsPerPartition } from './group-cardinality.js';
 import { SliceCombine } from './partial-slices.js';
 import { concurrencyOf } from './pool.js';
 import { runStream, type Stream } from './stream.js';
@@ -23,7 +25,8 @@ const MAX_RANGES = 4096;
 export async function aggregateStream(node: FinalAggregateNode, stream: Stream, ctx: RunContext): Promise<Stream> {
   const workers = ctx.runner.inProcess ? 1 : concurrencyOf(ctx.runner);
   const sliceDir = ctx.runner.inProcess ? undefined : ctx.tmpDir;
-  const terminal = { kind: 'partial-aggregate' as const, spec: node.spec, inputSchema: stream.schema, sliceDir };
+  const plain = { kind: 'partial-aggregate' as const, spec: node.spec, inputSchema: stream.schema, sliceDir };
+  const terminal = { ...plain, manyGroups: manyGroupsForGpus(stream, plain, ctx) };
   const input = inGpuPartitions(stream, terminal, ctx);
   const budget = ctx.memoryLimit * STATE_SHARE;
   const schema = aggregateOutputSchema(input.schema, node.spec);
@@ -51,4 +54,14 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
   const state = merger.result() ?? new PartialAggregator(input.schema, node.spec).finish();
   const batch = finalizeAggregate(state);
   return { schema: batch.schema, fragments: [{ index: 0, source: { kind: 'batch', batch }, ops: [], bytes: 0 }] };
+}
+
+/**
+ * Beside CPU workers, whether a sample of the key puts many groups per row in a GPU-sized
+ * partition: then the CPU workers take the tasks (group-cardinality.ts).
+ */
+function manyGroupsForGpus(stream: Stream, terminal: Terminal, ctx: RunContext): boolean {
+  const first = stream.fragments[0];
+  return first !== undefined && ctx.gpuBlocksize !== undefined && ctx.runner.prefersGpu?.({ fragment: first, terminal }) === true
+    && manyGroupsPerPartition(first, terminal, ctx.gpuBlocksize);
 }

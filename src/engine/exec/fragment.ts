@@ -80,8 +80,12 @@ export type Terminal =
   | { kind: 'map-matrix'; matrixId: string; task: string; args: unknown; firstRows: number[] }
   /** Forget a matrix. */
   | { kind: 'drop-matrix'; matrixId: string }
-  /** `sliceDir`: a large partial goes back as sorted slices written there (partial-slices.ts). */
-  | { kind: 'partial-aggregate'; spec: AggregateSpec; inputSchema: Schema; sliceDir?: string }
+  /**
+   * `sliceDir`: a large partial goes back as sorted slices written there (partial-slices.ts).
+   * `manyGroups`: a sample says GPU-sized partitions would hold many groups per row, where a GPU
+   * worker is no faster than a CPU worker: CPU workers take these tasks (group-cardinality.ts).
+   */
+  | { kind: 'partial-aggregate'; spec: AggregateSpec; inputSchema: Schema; sliceDir?: string; manyGroups?: boolean }
   /** Split the rows by key hash into spill files, one per bucket, each row with its position (partition.ts). */
   | { kind: 'hash-partition'; keys: string[]; buckets: number; dir: string; prefix: string }
   /** Join the fragment's bucket pair into a spill file, cut by the fragment placing each row (bucket-join.ts). */

@@ -62,13 +62,14 @@ const KIND_OF: Partial<Record<string, CsvFieldKind>> = { int64: 'int64', float64
 /**
  * Whether the task is one the GPU CSV path runs (a partial aggregate straight over a CSV chunk):
  * the tasks a GPU worker speeds up. Anything else (joins, other sources) a GPU worker runs with
- * the CPU code, no faster than a CPU worker, so idle CPU workers should have it first.
+ * the CPU code, no faster than a CPU worker, so idle CPU workers should have it first; so are
+ * group-bys with many groups per partition (terminal.manyGroups), for the host work per group.
  */
 export function gpuCsvPathApplies(task: Task): boolean {
   const below = aggregateBelowJoin(task);
   if (below !== null) return gpuCsvPathApplies(below.leftTask);
   const { fragment, terminal } = task;
-  return terminal.kind === 'partial-aggregate' && fragment.source.kind === 'csv' && fragment.ops.every((op) => op.kind === 'project')
+  return terminal.kind === 'partial-aggregate' && !terminal.manyGroups && fragment.source.kind === 'csv' && fragment.ops.every((op) => op.kind === 'project')
     && gpuSupports(terminal.spec, terminal.inputSchema) && typeof planOf(fragment.source, terminal.spec, terminal.inputSchema) !== 'string';
 }
 

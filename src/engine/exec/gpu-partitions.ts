@@ -6,22 +6,12 @@
 // (BENCHMARKS.md, "Larger partitions for GPU workers alone"). A CPU worker that takes one (to time
 // the CPU side) is backed up by an idle GPU worker, so it does not hold up the end. Merged chunks
 // end at cuts the smaller ones had, so guessed cuts are confirmed as before, and output bytes
-// never depend on partition sizes. A group-by whose key makes many groups per partition (estimated
-// from a sample, group-cardinality.ts) keeps the small chunks: there a GPU worker's host work per
-// group outweighs a CPU worker's per row, and many partitions let both kinds share the work.
+// never depend on partition sizes. A group-by with many groups per partition is not a task the
+// GPU workers take (group-cardinality.ts), so it keeps the small chunks.
 
 import type { RunContext } from './context.js';
-import { groupShareOf, sampleGroupKeys } from './group-cardinality.js';
 import type { Fragment, Terminal } from './fragment.js';
 import type { Stream } from './stream.js';
-
-/**
- * Groups per row in a GPU-sized partition past which it stays in small chunks. A GPU worker's host
- * work per group is about a third of a CPU worker's per row (one H200: ~0.7 µs a group, against
- * ~2 µs a row on a core), so past an eighth its partitions are no longer worth holding the CPU
- * workers back for. Keys of the bench: an airport 0.0001, a pair of airports 0.02 (merged); an id 1.
- */
-export const MANY_GROUPS_SHARE = 1 / 8;
 
 /** The stream with its CSV chunks merged k at a time (k = gpuBlocksize / blocksize, per file) when GPU workers would take its tasks. */
 export function inGpuPartitions(stream: Stream, terminal: Terminal, ctx: RunContext): Stream {
@@ -30,8 +20,6 @@ export function inGpuPartitions(stream: Stream, terminal: Terminal, ctx: RunCont
   // An epilogue numbers its fragments after the stream's: left as they are.
   if (per < 2 || first === undefined || (stream.epilogues?.length ?? 0) > 0 || !stream.fragments.every((f) => f.source.kind === 'csv')) return stream;
   if (!ctx.runner.prefersGpu?.({ fragment: first, terminal })) return stream;
-  const sample = sampleGroupKeys(first, terminal);
-  if (sample !== null && groupShareOf(sample, per * ctx.blocksize) > MANY_GROUPS_SHARE) return stream;
   const merged: Fragment[] = [];
   let run = 0;
   for (const f of stream.fragments) {

@@ -1,10 +1,12 @@
 // How many groups a group-by's partitions will hold, estimated from a sample at the start of its
-// input before any task runs. GPU-sized partitions (gpu-partitions.ts) pay off when a partition
-// has few groups: a GPU worker's cost per partition is then a few round trips. With many groups
-// its host work per group (decoding the groups' records, building the partial) outweighs what a
-// CPU worker spends per row, and four big partitions leave the CPU workers nothing to share
-// (1 GB with a group per id on one H200 + 16 cores: 14.0 s in GPU-sized partitions, 6.0 s on CPU
-// workers alone). Only the partitioning follows from the estimate, never the output bytes.
+// input before any task runs. With few groups per partition a GPU worker is far ahead of a CPU
+// worker, most of all in large partitions (gpu-partitions.ts): its cost per partition is a few
+// round trips. With many, its host work per group (decoding the groups' records, sorting and
+// slicing the partial) is as much as a CPU worker's work per row, and it holds a core for it. A
+// group per id, 1 GB, one H200 + 16 cores: in GPU-sized partitions 12.1-12.6 s; in small ones
+// beside the CPU workers 5.8-7.4 s, a GPU task taking 1.7 CPU tasks' time and ending last; CPU
+// workers alone 4.9-5.2 s. So such tasks go to the CPU workers. Only who runs a task follows
+// from the estimate, never the output bytes.
 
 import { closeSync } from 'node:fs';
 import type { Column } from '../batch.js';
@@ -12,6 +14,13 @@ import { openInput, readBytes } from '../io/csv/input-file.js';
 import { readCsvChunk } from '../io/csv/index.js';
 import { hashKeys } from '../ops/keys.js';
 import type { Fragment, Terminal } from './fragment.js';
+
+/**
+ * Groups per row in a GPU-sized partition past which the CPU workers take a group-by's tasks.
+ * Between the keys measured (an airport 0.0001 and a pair of airports 0.02 per row in 256 MB: the
+ * GPU far ahead; an id 1: the CPU workers ahead); where exactly the two cross is not measured.
+ */
+export const MANY_GROUPS_SHARE = 1 / 8;
 
 /** Bytes read from the start of the first partition for the estimate (about 16k rows of a narrow table). */
 export const SAMPLE_BYTES = 1 << 20;
@@ -87,4 +96,10 @@ export function groupShareOf(sample: KeySample, partitionBytes: number): number 
   if (sample.rows === 0) return 0;
   const rows = Math.max(1, (sample.rows * partitionBytes) / sample.bytes);
   return expectedGroups(estimateDistinct(sample), rows) / rows;
+}
+
+/** Whether a sample of the first fragment's keys puts more than MANY_GROUPS_SHARE groups per row in a partition of `partitionBytes`. */
+export function manyGroupsPerPartition(first: Fragment, terminal: Terminal, partitionBytes: number): boolean {
+  const sample = sampleGroupKeys(first, terminal);
+  return sample !== null && groupShareOf(sample, partitionBytes) > MANY_GROUPS_SHARE;
 }
