@@ -68,19 +68,25 @@ export function exactOfDouble(x: number): ExactFloatSum {
   return { mant, exp2: Math.max(e, 1) - 1075, special: 0 };
 }
 
-/** Bits [pos, pos + count) of a little-endian array of 32-bit limbs (count ≤ 32; bits past the end are 0). */
-function bitsAt(m: Uint32Array, pos: number, count: number): number {
+// The helpers below work on limbs in scratch arrays: doubleDoubleOfLimbs runs once per group of a
+// high-cardinality result, and allocating its limb arrays cost more than the arithmetic.
+const DIFF = new Uint32Array(6);
+const KEPT = new Uint32Array(6);
+const REST = new Uint32Array(6);
+
+/** Bits [pos, pos + count) of m's first `length` little-endian 32-bit limbs (count ≤ 32; bits past the end are 0). */
+function bitsAt(m: Uint32Array, length: number, pos: number, count: number): number {
   const limb = pos >>> 5, off = pos & 31;
-  let v = limb < m.length ? m[limb] >>> off : 0;
-  if (off > 0 && limb + 1 < m.length) v = (v | (m[limb + 1] << (32 - off))) >>> 0;
+  let v = limb < length ? m[limb] >>> off : 0;
+  if (off > 0 && limb + 1 < length) v = (v | (m[limb + 1] << (32 - off))) >>> 0;
   return count === 32 ? v >>> 0 : (v & ((2 ** count) - 1)) >>> 0;
 }
 
 /** Whether any bit below `pos` is set. */
-function anyBelow(m: Uint32Array, pos: number): boolean {
+function anyBelow(m: Uint32Array, length: number, pos: number): boolean {
   const limb = pos >>> 5;
-  for (let k = 0; k < Math.min(limb, m.length); k++) if (m[k] !== 0) return true;
-  return limb < m.length && (m[limb] & ((2 ** (pos & 31)) - 1)) !== 0;
+  for (let k = 0; k < Math.min(limb, length); k++) if (m[k] !== 0) return true;
+  return limb < length && (m[limb] & ((2 ** (pos & 31)) - 1)) !== 0;
 }
 
 /** x · 2^e in two steps, so that 2^e itself never under- or overflows. */
@@ -88,52 +94,55 @@ function scaled(x: number, e: number): number {
   return x * 2 ** Math.trunc(e / 2) * 2 ** (e - Math.trunc(e / 2));
 }
 
-/**
- * m · 2^e rounded once to the nearest double (ties to even), m ≥ 0 as 32-bit limbs, with the
- * rounded integer mantissa and the bit position of its unit in m (mant · 2^low is what was kept).
- */
-function roundLimbs(m: Uint32Array, e: number): { value: number; mant: number; low: number } {
-  let t = m.length - 1;
+/** What the last roundLimbs kept: the rounded integer mantissa and the bit position of its unit (mant · 2^low). */
+let roundedMant = 0, roundedLow = 0;
+
+/** m · 2^e (m ≥ 0, its first `length` limbs) rounded once to the nearest double, ties to even; sets roundedMant and roundedLow. */
+function roundLimbs(m: Uint32Array, length: number, e: number): number {
+  let t = length - 1;
   while (t >= 0 && m[t] === 0) t--;
-  if (t < 0) return { value: 0, mant: 0, low: 0 };
+  roundedMant = 0;
+  roundedLow = 0;
+  if (t < 0) return 0;
   const bits = 32 * t + 32 - Math.clz32(m[t]);
   if (bits <= 53) {
     let v = 0;
     for (let k = t; k >= 0; k--) v = v * 2 ** 32 + m[k]; // exact: fewer than 54 bits
-    return { value: scaled(v, e), mant: v, low: 0 };
+    roundedMant = v;
+    return scaled(v, e);
   }
   const low = bits - 53;
-  let mant = bitsAt(m, low + 32, 21) * 2 ** 32 + bitsAt(m, low, 32);
-  if (bitsAt(m, low - 1, 1) === 1 && (anyBelow(m, low - 1) || mant % 2 === 1)) mant += 1;
-  return { value: scaled(mant, low + e), mant, low };
+  let mant = bitsAt(m, length, low + 32, 21) * 2 ** 32 + bitsAt(m, length, low, 32);
+  if (bitsAt(m, length, low - 1, 1) === 1 && (anyBelow(m, length, low - 1) || mant % 2 === 1)) mant += 1;
+  roundedMant = mant;
+  roundedLow = low;
+  return scaled(mant, low + e);
 }
 
-/** a − b for limb arrays of equal length: the sign (−1, 0, 1) and |a − b| as limbs. */
-function subtractLimbs(a: Uint32Array, b: Uint32Array): [number, Uint32Array] {
-  let k = a.length - 1;
-  while (k >= 0 && a[k] === b[k]) k--;
-  if (k < 0) return [0, new Uint32Array(a.length)];
-  const [big, small, sign] = a[k] > b[k] ? [a, b, 1] : [b, a, -1];
-  const out = new Uint32Array(a.length);
+/** a − b over `length` limbs (from aAt and bAt): the sign (−1, 0, 1), and |a − b| in out unless 0. */
+function subtractLimbs(a: Uint32Array, aAt: number, b: Uint32Array, bAt: number, length: number, out: Uint32Array): number {
+  let k = length - 1;
+  while (k >= 0 && a[aAt + k] === b[bAt + k]) k--;
+  if (k < 0) return 0;
+  const sign = a[aAt + k] > b[bAt + k] ? 1 : -1;
   let borrow = 0;
-  for (let i = 0; i < a.length; i++) {
-    const d = big[i] - small[i] - borrow;
+  for (let i = 0; i < length; i++) {
+    const d = sign > 0 ? a[aAt + i] - b[bAt + i] - borrow : b[bAt + i] - a[aAt + i] - borrow;
     out[i] = d < 0 ? d + 2 ** 32 : d;
     borrow = d < 0 ? 1 : 0;
   }
-  return [sign, out];
+  return sign;
 }
 
-/** mant · 2^low as limbs (mant < 2^54). */
-function limbsOf(mant: number, low: number, length: number): Uint32Array {
-  const out = new Uint32Array(length + 1);
-  const words = [mant % 2 ** 32, Math.floor(mant / 2 ** 32)];
-  words.forEach((w, i) => {
+/** mant · 2^low (mant < 2^54) as `length` limbs in out. */
+function limbsOf(mant: number, low: number, out: Uint32Array, length: number): void {
+  out.fill(0, 0, length);
+  for (let i = 0; i < 2; i++) {
+    const w = i === 0 ? mant % 2 ** 32 : Math.floor(mant / 2 ** 32);
     const pos = low + 32 * i, limb = pos >>> 5, off = pos & 31;
-    if (limb < out.length) out[limb] = (out[limb] | (w << off)) >>> 0;
-    if (off > 0 && limb + 1 < out.length) out[limb + 1] = (out[limb + 1] | (w >>> (32 - off))) >>> 0;
-  });
-  return out;
+    if (limb < length) out[limb] = (out[limb] | (w << off)) >>> 0;
+    if (off > 0 && limb + 1 < length) out[limb + 1] = (out[limb + 1] | (w >>> (32 - off))) >>> 0;
+  }
 }
 
 /**
@@ -145,10 +154,12 @@ function limbsOf(mant: number, low: number, length: number): Uint32Array {
  */
 export function doubleDoubleOfLimbs(words: Uint32Array, at: number): [number, number] | null {
   const e = words[at + 2] - 1075 - 64;
-  const [sign, m] = subtractLimbs(words.subarray(at + 4, at + 9), words.subarray(at + 9, at + 14));
+  const sign = subtractLimbs(words, at + 4, words, at + 9, 5, DIFF);
   if (sign === 0) return [0, 0];
-  const hi = roundLimbs(m, e);
-  if (!(Math.abs(hi.value) >= 2 ** -1022) || !Number.isFinite(hi.value)) return null;
-  const [restSign, rest] = subtractLimbs(new Uint32Array([...m, 0]), limbsOf(hi.mant, hi.low, m.length));
-  return [sign * hi.value, restSign === 0 ? 0 : sign * restSign * roundLimbs(rest, e).value];
+  DIFF[5] = 0;
+  const hi = roundLimbs(DIFF, 5, e);
+  if (!(Math.abs(hi) >= 2 ** -1022) || !Number.isFinite(hi)) return null;
+  limbsOf(roundedMant, roundedLow, KEPT, 6);
+  const restSign = subtractLimbs(DIFF, 0, KEPT, 0, 6, REST);
+  return [sign * hi, restSign === 0 ? 0 : sign * restSign * roundLimbs(REST, 6, e)];
 }
