@@ -279,13 +279,13 @@ export class DecodedColumn implements ColumnAggregates {
     const width = isFloat ? FLOAT_WIDTH : INT_WIDTH;
     const kept = isFloat ? FLOAT_WIDTH : 6;
     this.count = new Float64Array(groups);
-    this.sumWords = new Uint32Array(groups * kept);
+    // float64 keeps every word, in group order: the gathered words themselves, not a copy.
+    this.sumWords = kept === width ? words.sum.subarray(0, groups * width) : new Uint32Array(groups * kept);
     const min = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
     const max = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
     const minWords = new Uint32Array(min.buffer), maxWords = new Uint32Array(max.buffer);
     const sum = words.sum, mm = words.minMax, skip = isFloat ? 0 : 2; // int64: the count words are not kept
     const sumWords = this.sumWords, count = this.count;
-    if (kept === width) sumWords.set(sum.subarray(0, groups * width)); // float64 keeps every word, in group order
     for (let out = 0; out < groups; out++) {
       const at = out * width;
       count[out] = sum[at] + sum[at + 1] * 2 ** 32;
