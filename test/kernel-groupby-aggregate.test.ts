@@ -284,7 +284,7 @@ describe.skipIf(skipGpuTests)('groupby-aggregate kernel: workgroup-local pre-agg
         const words = isFloat ? new Uint32Array(col.values.buffer) : col.words;
         const values = await uploadNew(ctx, words, 'values');
         const { sum, minMax } = accumulateColumn(ctx, slotBuf, slots, { type: col.type, values, mask: noNulls, hasNulls: false }, n, workgroups);
-        const decoded = new DecodedColumn(col.type, { sum: await readU32(ctx, sum, slots * (isFloat ? 14 : 8)), minMax: await readU32(ctx, minMax, slots * 4) }, 3);
+        const decoded = new DecodedColumn(col.type, { sum: await readU32(ctx, sum, slots * (isFloat ? 14 : 8)), minMax: await readU32(ctx, minMax!, slots * 4) }, 3);
         for (const b of [values, sum, minMax]) freeBuffer(ctx, b);
         const want = cpu.columns[c];
         expect(firstDifference(decoded.sumWords, expectedSumWords(group, groups, col))).toBe(-1);

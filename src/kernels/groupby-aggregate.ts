@@ -89,7 +89,20 @@ export interface DeviceAggColumn {
   values: GPUBuffer;
   mask: GPUBuffer;
   hasNulls: boolean;
+  /** What the query asks of the column besides its count (default: everything). */
+  needs?: ColumnNeeds;
 }
+
+/**
+ * A column's aggregates beyond its non-null count: its sum (sum, mean), its min and max. What is
+ * not asked for is neither computed nor read back (a float's exact sum is 10 of its 14 words per
+ * group, and min/max 4 more: with 90k groups a partition, reading back and decoding them was a
+ * large part of a GPU worker's time).
+ */
+export interface ColumnNeeds { sum: boolean; minMax: boolean }
+const EVERYTHING: ColumnNeeds = { sum: true, minMax: true };
+/** Words of a float64 sum record before its limbs: count lo, count hi, largest exponent, special flags. */
+const FLOAT_HEAD = 4;
 
 async function uploadAggColumn(ctx: GpuContext, col: AggColumnInput, n: number, ring?: StagingRing): Promise<DeviceAggColumn> {
   const data = col.type === 'float64' ? new Uint32Array(col.values.buffer, col.values.byteOffset, n * 2) : col.words;
@@ -162,11 +175,15 @@ export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: re
   const accs = columns.map((col) => accumulateColumn(ctx, t.rowSlot, t.capacity + 1, col, n));
   const { groups, slotOfGroup } = await numberGroups(ctx, t, n);
   // Every per-group record in one gather and one readback.
-  const parts = await gatherEntries(ctx, slotOfGroup, groups, [
-    { src: t.owner, width: 1 }, { src: t.counts, width: 2 }, { src: t.firstRow, width: 1 },
-    ...columns.flatMap((col, c) => [{ src: accs[c].sum, width: col.type === 'int64' ? INT_WIDTH : FLOAT_WIDTH }, { src: accs[c].minMax, width: MINMAX_WIDTH }]),
-  ]);
-  for (const b of [slotOfGroup, ...accs.flatMap((a) => [a.sum, a.minMax])]) freeBuffer(ctx, b);
+  // A float column whose sum is not asked for: the record's head alone (count and special flags).
+  const sumWidth = (col: DeviceAggColumn) => (col.type === 'int64' ? INT_WIDTH : (col.needs ?? EVERYTHING).sum ? FLOAT_WIDTH : FLOAT_HEAD);
+  const sources: GatherSource[] = [{ src: t.owner, width: 1 }, { src: t.counts, width: 2 }, { src: t.firstRow, width: 1 }];
+  columns.forEach((col, c) => {
+    sources.push({ src: accs[c].sum, width: sumWidth(col), stride: col.type === 'int64' ? INT_WIDTH : FLOAT_WIDTH });
+    if (accs[c].minMax) sources.push({ src: accs[c].minMax!, width: MINMAX_WIDTH });
+  });
+  const parts = await gatherEntries(ctx, slotOfGroup, groups, sources);
+  for (const b of [slotOfGroup, ...accs.flatMap((a) => (a.minMax ? [a.sum, a.minMax] : [a.sum]))]) freeBuffer(ctx, b);
   freeKeyTable(ctx, t);
   const [owner, counts, firstRow] = parts;
   // Per-group decoding on the host, one record per group, already in first-appearance order.
@@ -179,12 +196,14 @@ export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: re
     rows[g] = counts[2 * g] + counts[2 * g + 1] * 2 ** 32;
   }
   const first = firstRow.slice();
-  const decoded = columns.map((col, c) => new DecodedColumn(col.type, { sum: parts[3 + 2 * c], minMax: parts[4 + 2 * c] }, groups));
+  let next = 3;
+  const decoded = columns.map((col, c) => new DecodedColumn(col.type, { sum: parts[next++], minMax: accs[c].minMax ? parts[next++] : null }, groups, sumWidth(col)));
   return { groups, ownerRow, nullKey, firstRow: first, rows, columns: decoded };
 }
 
 /** Words to gather per index: `width` words at `src[srcOffset + index·width]`. */
-export interface GatherSource { src: GPUBuffer; width: number; srcOffset?: number }
+/** Entries of `stride` words (default: width) in src from srcOffset, of which the first `width` are gathered. */
+export interface GatherSource { src: GPUBuffer; width: number; srcOffset?: number; stride?: number }
 
 /**
  * For `count` indices in `index` (a device buffer of u32), the entries of each source, read back
@@ -197,8 +216,8 @@ export async function gatherEntries(ctx: GpuContext, index: GPUBuffer, count: nu
   const enc = ctx.device.createCommandEncoder();
   const offsets: number[] = [];
   let at = 0;
-  for (const { src, width, srcOffset } of sources) {
-    const p = sharedUniform(ctx, [srcOffset ?? 0, count, width, at]);
+  for (const { src, width, srcOffset, stride } of sources) {
+    const p = sharedUniform(ctx, [srcOffset ?? 0, count, width, at, stride ?? width, 0, 0, 0]);
     if (count > 0) gather.dispatch('gather', [src, index, dst, p], workgroupsFor(count * width), enc);
     offsets.push(at);
     at += count * width;
@@ -214,22 +233,24 @@ export async function gatherEntries(ctx: GpuContext, index: GPUBuffer, count: nu
  * insert_keys writes it); the caller frees the accumulators. `wg` (workgroups) is for tests that
  * make one workgroup take many rows, to reach the carries of its local sums.
  */
-export function accumulateColumn(ctx: GpuContext, rowSlot: GPUBuffer, slots: number, col: DeviceAggColumn, n: number, wg = workgroupsFor(n)): { sum: GPUBuffer; minMax: GPUBuffer } {
+export function accumulateColumn(ctx: GpuContext, rowSlot: GPUBuffer, slots: number, col: DeviceAggColumn, n: number, wg = workgroupsFor(n)): { sum: GPUBuffer; minMax: GPUBuffer | null } {
   const isFloat = col.type === 'float64';
+  const needs = col.needs ?? EVERYTHING;
   const params = sharedUniform(ctx, [n, col.hasNulls ? 1 : 0, isFloat ? 1 : 0]);
+  // The sum record holds the count too (and a float's special flags, which min/max need): always built.
   const sum = storageBuffer(ctx, slots * (isFloat ? FLOAT_WIDTH : INT_WIDTH) * 4, 'sum accumulators');
-  const minMax = storageBuffer(ctx, slots * MINMAX_WIDTH * 4, 'min/max accumulators');
   const bindings = (acc: GPUBuffer) => [rowSlot, col.values, col.mask, acc, params];
-  const mm = kernelFor(ctx, 'groupby-min-max', W.GROUPBY_MIN_MAX_WGSL);
-  const slotParams = sharedUniform(ctx, [slots, 0, 0]);
-  mm.dispatch('minmax_init', [null, null, null, minMax, slotParams], workgroupsFor(slots));
   if (isFloat) {
     const k = kernelFor(ctx, 'groupby-float-sum', W.GROUPBY_FLOAT_SUM_WGSL);
     k.dispatch('float_exponents', bindings(sum), wg);
-    k.dispatch('float_sum', bindings(sum), wg);
+    if (needs.sum) k.dispatch('float_sum', bindings(sum), wg);
   } else {
     kernelFor(ctx, 'groupby-int-sum', W.GROUPBY_INT_SUM_WGSL).dispatch('sum_int', bindings(sum), wg);
   }
+  if (!needs.minMax) return { sum, minMax: null };
+  const minMax = storageBuffer(ctx, slots * MINMAX_WIDTH * 4, 'min/max accumulators');
+  const mm = kernelFor(ctx, 'groupby-min-max', W.GROUPBY_MIN_MAX_WGSL);
+  mm.dispatch('minmax_init', [null, null, null, minMax, sharedUniform(ctx, [slots, 0, 0])], workgroupsFor(slots));
   mm.dispatch('minmax_hi', bindings(minMax), wg);
   mm.dispatch('minmax_lo', bindings(minMax), wg);
   return { sum, minMax };
@@ -267,32 +288,43 @@ function fromOrdered(hi: number, lo: number, isFloat: boolean, isMax: boolean, d
  */
 export class DecodedColumn implements ColumnAggregates {
   readonly count: Float64Array;
+  /** Empty when min and max were not asked for (ColumnNeeds). */
   readonly min: BigInt64Array | Float64Array;
   readonly max: BigInt64Array | Float64Array;
-  /** int64: per group [limb 0..3, negatives lo, negatives hi]; float64: per group the 14 accumulator words. */
+  /**
+   * int64: per group [limb 0..3, negatives lo, negatives hi]; float64: per group the 14 accumulator
+   * words, or only their head (FLOAT_HEAD: count and special flags) when the sum was not asked for.
+   */
   readonly sumWords: Uint32Array;
+  /** Words per group in sumWords. */
+  private readonly kept: number;
   private exactFloat: ExactFloatSum[] | undefined;
   private exactInt: bigint[] | undefined;
 
-  constructor(readonly type: 'int64' | 'float64', words: { sum: Uint32Array; minMax: Uint32Array }, groups: number) {
+  /** `width`: words per group in words.sum (a float's head alone when its sum was not gathered); minMax null when not gathered. */
+  constructor(readonly type: 'int64' | 'float64', words: { sum: Uint32Array; minMax: Uint32Array | null }, groups: number,
+              width = type === 'float64' ? FLOAT_WIDTH : INT_WIDTH) {
     const isFloat = type === 'float64';
-    const width = isFloat ? FLOAT_WIDTH : INT_WIDTH;
-    const kept = isFloat ? FLOAT_WIDTH : 6;
+    const kept = isFloat ? width : 6;
+    this.kept = kept;
     this.count = new Float64Array(groups);
-    // float64 keeps every word, in group order: the gathered words themselves, not a copy.
+    // float64 keeps every word gathered, in group order: the gathered words themselves, not a copy.
     this.sumWords = kept === width ? words.sum.subarray(0, groups * width) : new Uint32Array(groups * kept);
-    const min = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
-    const max = isFloat ? new Float64Array(groups) : new BigInt64Array(groups);
-    const minWords = new Uint32Array(min.buffer), maxWords = new Uint32Array(max.buffer);
     const sum = words.sum, mm = words.minMax, skip = isFloat ? 0 : 2; // int64: the count words are not kept
     const sumWords = this.sumWords, count = this.count;
     for (let out = 0; out < groups; out++) {
       const at = out * width;
       count[out] = sum[at] + sum[at + 1] * 2 ** 32;
       if (kept !== width) for (let w = 0; w < kept; w++) sumWords[out * kept + w] = sum[at + skip + w];
+    }
+    const extremes = mm === null ? 0 : groups;
+    const min = isFloat ? new Float64Array(extremes) : new BigInt64Array(extremes);
+    const max = isFloat ? new Float64Array(extremes) : new BigInt64Array(extremes);
+    const minWords = new Uint32Array(min.buffer), maxWords = new Uint32Array(max.buffer);
+    for (let out = 0; out < extremes; out++) {
       const m = out * 4;
-      fromOrdered(mm[m], mm[m + 1], isFloat, true, maxWords, out);
-      fromOrdered(mm[m + 2], mm[m + 3], isFloat, false, minWords, out);
+      fromOrdered(mm![m], mm![m + 1], isFloat, true, maxWords, out);
+      fromOrdered(mm![m + 2], mm![m + 3], isFloat, false, minWords, out);
     }
     this.min = min;
     this.max = max;
@@ -321,16 +353,16 @@ export class DecodedColumn implements ColumnAggregates {
 
   /** float64: group g's finite sum as a double-double (null: take it from floatSum, with BigInt). */
   floatSumParts(g: number): [number, number] | null {
-    return this.type === 'float64' ? doubleDoubleOfLimbs(this.sumWords, FLOAT_WIDTH * g) : null;
+    return this.type === 'float64' && this.kept === FLOAT_WIDTH ? doubleDoubleOfLimbs(this.sumWords, FLOAT_WIDTH * g) : null;
   }
 
   /** float64: group g's special flags (1 NaN, 2 +inf, 4 -inf). */
   floatSpecial(g: number): number {
-    return this.type === 'float64' ? this.sumWords[FLOAT_WIDTH * g + 3] : 0;
+    return this.type === 'float64' ? this.sumWords[this.kept * g + 3] : 0;
   }
 
   get floatSum(): ExactFloatSum[] | undefined {
-    if (this.type !== 'float64') return undefined;
+    if (this.type !== 'float64' || this.kept !== FLOAT_WIDTH) return undefined;
     this.exactFloat ??= Array.from({ length: this.count.length }, (_, g) => {
       const s = this.sumWords.subarray(FLOAT_WIDTH * g, FLOAT_WIDTH * (g + 1));
       const limbs = (at: number) => s.subarray(at, at + 5).reduceRight((acc, w) => (acc << 32n) | BigInt(w), 0n);

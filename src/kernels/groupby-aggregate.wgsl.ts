@@ -192,19 +192,19 @@ fn order_groups(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgrou
 `;
 
 const GATHER_ROWS = /* wgsl */ `
-struct Params { srcOffset: u32, groups: u32, width: u32, dstOffset: u32 }
+struct Params { srcOffset: u32, groups: u32, width: u32, dstOffset: u32, stride: u32, _a: u32, _b: u32, _c: u32 }
 @group(0) @binding(0) var<storage, read> src: array<u32>;
 @group(0) @binding(1) var<storage, read> slotOfGroup: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dst: array<u32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-// dst[dstOffset + g·width ...] = src[srcOffset + index[g]·width ...], each entry \`width\` words.
+// dst[dstOffset + g·width ...] = src[srcOffset + index[g]·stride ...]: each entry's first \`width\` words.
 @compute @workgroup_size(256)
 fn gather(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let total = p.groups * p.width;
   for (var j = gid.x; j < total; j += gridStride(nwg)) {
     let g = j / p.width;
-    dst[p.dstOffset + j] = src[p.srcOffset + slotOfGroup[g] * p.width + (j - g * p.width)];
+    dst[p.dstOffset + j] = src[p.srcOffset + slotOfGroup[g] * p.stride + (j - g * p.width)];
   }
 }
 `;

@@ -11,7 +11,7 @@
 
 import { concatBatches, int64Words, sliceBatch, takeColumn, type Batch, type Column, type Schema } from '../batch.js';
 import type { GpuContext } from '../gpu/device.js';
-import { groupbyAggregate, type AggColumnInput, type DeviceGroupAggregates, type GroupAggregates, type GroupKeys } from '../../kernels/groupby-aggregate.js';
+import { groupbyAggregate, type AggColumnInput, type ColumnNeeds, type DeviceGroupAggregates, type GroupAggregates, type GroupKeys } from '../../kernels/groupby-aggregate.js';
 import { hashKeys, KeyTable, nullKeyMask } from '../ops/keys.js';
 import { aggregateOutputSchema, PartialAggregator, PartialMerger, type AggregateSpec, type PartialAggregate } from '../ops/aggregate/index.js';
 import type { AggState } from '../ops/aggregate/state.js';
@@ -148,6 +148,12 @@ export function aggregatedColumns(spec: AggregateSpec, input: Schema): number[] 
     if (!out.includes(ci)) out.push(ci);
   }
   return out;
+}
+
+/** What the aggregates of `spec` ask of column `name` besides its count (sum or mean: its sum; min or max: both extremes). */
+export function columnNeeds(spec: AggregateSpec, name: string): ColumnNeeds {
+  const funcs = spec.aggs.filter((a) => a.column === name).map((a) => a.func);
+  return { sum: funcs.includes('sum') || funcs.includes('mean'), minMax: funcs.includes('min') || funcs.includes('max') };
 }
 
 /** The GPU groups that are real groups: all, but the null-key group only when it is one. */

@@ -25,7 +25,7 @@ import { dialectOf } from '../io/csv/options.js';
 import { hashKeys } from '../ops/keys.js';
 import type { AggregateSpec, PartialAggregate } from '../ops/aggregate/index.js';
 import type { SourceSpec, Task } from './fragment.js';
-import { aggregatedColumns, gpuSupports, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
+import { aggregatedColumns, columnNeeds, gpuSupports, groupsToKeep, partialOfGroups } from './gpu-aggregate.js';
 import { PhaseTimes } from '../gpu/timing.js';
 import { uploadChunkFromFile } from './gpu-csv-bytes.js';
 import { gatherSpans, type PackedSpans } from '../../kernels/span-bytes.js';
@@ -127,7 +127,7 @@ export async function gpuCsvPartialAggregate(gpu: GpuContext, source: CsvSource,
     for (const j of aggregatedColumns(spec, input)) {
       if (plan.columns[j].kind === 'text' && rows.nulls[j] === 0) { inputSlot.set(j, -1); continue; }
       inputSlot.set(j, inputs.length);
-      inputs.push(deviceColumn(gpu, rows, j, plan.columns[j].kind));
+      inputs.push({ ...deviceColumn(gpu, rows, j, plan.columns[j].kind), needs: columnNeeds(spec, input[j].name) });
     }
     const grouped = table;
     table = null; // aggregateByTable frees it
