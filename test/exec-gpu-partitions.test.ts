@@ -69,38 +69,37 @@ describe.skipIf(skipGpuTests)('default mode through the CLI (GPU and CPU workers
     factCsv(facts, { rows: 160_000, groups: 300, seed: 9 });
     factCsv(ids, { rows: 160_000, groups: 1e9, seed: 10 });
   });
+  const taskLabels = (name: string) => (JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')).traceEvents as { name: string }[])
+    .map((e) => e.name).filter((l) => l.startsWith('groupby #'));
   // Partitions: distinct task labels ("groupby #i (csv)"), whichever worker and copy ran them.
-  const tasks = (name: string) => new Set((JSON.parse(readFileSync(join(dir, `${name}.json`), 'utf8')).traceEvents as { name: string }[])
-    .map((e) => /^groupby #(\d+)/.exec(e.name)?.[1]).filter((x) => x !== undefined)).size;
+  const tasks = (name: string) => new Set(taskLabels(name).map((l) => /^groupby #(\d+)/.exec(l)![1])).size;
+
+  /** Groups `file` by ki with --device gpu and cpu (2 CPU workers), traced as `${name}-gpu` and `${name}-cpu`; both write the same bytes. */
+  async function gpuAndCpu(name: string, file: string): Promise<void> {
+    for (const device of ['gpu', 'cpu']) {
+      const out = `${name}-${device}`;
+      const res = await gpuframe(['groupby', file, '--by', 'ki', '--agg', 'count(),sum(i),max(f)', '--device', device, '--workers', '2', '-o', join(dir, `${out}.csv`), '--trace', join(dir, `${out}.json`)]);
+      expect(res.code, res.stderr).toBe(0);
+    }
+    expect(readFileSync(join(dir, `${name}-gpu.csv`)).equals(readFileSync(join(dir, `${name}-cpu.csv`)))).toBe(true);
+  }
 
   it('a group-by the GPU takes runs in fewer, larger partitions, with the CPU run\'s bytes', async () => {
-    const args = (name: string, device: string) => ['groupby', facts, '--by', 'ki', '--agg', 'count(),sum(i),max(f)', '--device', device, '--workers', '2', '-o', join(dir, `${name}.csv`), '--trace', join(dir, `${name}.json`)];
-    const gpu = await gpuframe(args('gpu', 'gpu'));
-    const cpu = await gpuframe(args('cpu', 'cpu'));
-    expect(gpu.code, gpu.stderr).toBe(0);
-    expect(cpu.code, cpu.stderr).toBe(0);
-    expect(readFileSync(join(dir, 'gpu.csv')).equals(readFileSync(join(dir, 'cpu.csv')))).toBe(true);
+    await gpuAndCpu('facts', facts);
     const bytes = statSync(facts).size;
     // CPU: 64 MB capped to four per worker (2 workers): 8. Default mode: 1 MB chunks (four per
     // worker of 3) merged into partitions of about a quarter of the file (four per GPU worker).
     expect(bytes).toBeGreaterThan(8 * MB);
-    expect(tasks('cpu')).toBe(8);
-    expect(tasks('gpu')).toBeLessThanOrEqual(5);
-    expect(tasks('gpu')).toBeGreaterThanOrEqual(4);
+    expect(tasks('facts-cpu')).toBe(8);
+    expect(tasks('facts-gpu')).toBeLessThanOrEqual(5);
+    expect(tasks('facts-gpu')).toBeGreaterThanOrEqual(4);
   }, 60_000);
 
   it('a group-by with a group per row is left to the CPU workers, in small chunks (group-cardinality.ts), with the CPU run\'s bytes', async () => {
-    const args = (name: string, device: string) => ['groupby', ids, '--by', 'ki', '--agg', 'count(),sum(i),max(f)', '--device', device, '--workers', '2', '-o', join(dir, `${name}.csv`), '--trace', join(dir, `${name}.json`)];
-    const gpu = await gpuframe(args('ids-gpu', 'gpu'));
-    const cpu = await gpuframe(args('ids-cpu', 'cpu'));
-    expect(gpu.code, gpu.stderr).toBe(0);
-    expect(cpu.code, cpu.stderr).toBe(0);
-    expect(readFileSync(join(dir, 'ids-gpu.csv')).equals(readFileSync(join(dir, 'ids-cpu.csv')))).toBe(true);
+    await gpuAndCpu('ids', ids);
     // Four 1 MB chunks per worker of 3 (two CPU, one GPU), none merged, none run by the GPU worker.
     expect(statSync(ids).size).toBeGreaterThan(12 * MB);
     expect(tasks('ids-gpu')).toBeGreaterThanOrEqual(12);
-    const labels = (JSON.parse(readFileSync(join(dir, 'ids-gpu.json'), 'utf8')).traceEvents as { name: string }[]).map((e) => e.name);
-    expect(labels.filter((l) => l.startsWith('groupby #')).length).toBeGreaterThanOrEqual(12);
-    expect(labels.filter((l) => l.startsWith('groupby #') && l.endsWith('[gpu]'))).toEqual([]);
+    expect(taskLabels('ids-gpu').filter((l) => l.endsWith('[gpu]'))).toEqual([]);
   }, 60_000);
 });
