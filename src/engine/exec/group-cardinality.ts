@@ -38,8 +38,7 @@ export interface KeySample {
 /**
  * Distinct keys in the whole input, estimated from a sample (Chao's bias-corrected estimator,
  * distinct + f1(f1 - 1) / (2(f2 + 1))): keys seen once stand for many unseen ones. A lower bound in
- * expectation, which is what a decision to merge partitions needs: it errs towards merging, as
- * before the estimate existed.
+ * expectation: where it errs, it leaves the tasks to the GPU workers, as before the estimate existed.
  */
 export function estimateDistinct(s: KeySample): number {
   return s.distinct + (s.once * (s.once - 1)) / (2 * (s.twice + 1));
