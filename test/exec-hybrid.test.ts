@@ -106,6 +106,42 @@ describe('HybridRunner', () => {
     expect(gpu.ran[0]).toBe(0);
   });
 
+  it('CPU workers do not back up GPU tasks that have run less than a CPU task takes: the next stage finds them free', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    // 256 MB partitions: 0.45 s on the GPU, 2.3 s on a CPU worker; then a task of the next stage.
+    const gpu = fake('gpu', 1, () => 450);
+    const cpu = fake('cpu', 2, (t) => (isGpuTask(t) ? 2300 : 100));
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    const stage = Promise.all(Array.from({ length: 10 }, (_, i) => hybrid.run(task(i, true), `t${i}`)));
+    let stageDone = 0, nextDone = 0;
+    const next = stage.then(() => { stageDone = performance.now(); return hybrid.run(task(99, false), 'next'); }).then(() => { nextDone = performance.now(); });
+    await vi.runAllTimersAsync();
+    await next;
+    vi.useRealTimers();
+    expect(cpu.backups).toBe(0);
+    // The next stage's task starts on a free CPU worker at once (backups of the GPU's last tasks
+    // would have held both workers until 2.3 s after they started).
+    expect(nextDone - stageDone).toBe(100);
+  });
+
+  it('a GPU task that runs longer than a CPU task takes is backed up, even when no other task ends meanwhile', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    const gpu = fake('gpu', 1, () => 10_000); // a device that hangs
+    const cpu = fake('cpu', 1, () => 300);
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    let settledAt = 0;
+    const pending = Promise.all([0, 1].map((i) => hybrid.run(task(i, true), `t${i}`))).then((r) => { settledAt = performance.now(); return r; });
+    await vi.runAllTimersAsync();
+    const results = await pending;
+    vi.useRealTimers();
+    // The CPU worker times the CPU side on t1 (300 ms); t0 has then run 300 ms on the GPU, late
+    // from 301 ms on: its CPU copy starts then, by a timer, and wins at ~600 ms.
+    expect(results.map((r) => r.warnings[0])).toEqual(['cpu', 'cpu']);
+    expect(cpu.backups).toBe(1);
+    expect(settledAt).toBeGreaterThan(600);
+    expect(settledAt).toBeLessThan(700);
+  });
+
   it('idle CPU workers back up GPU tasks only once nothing is queued for the GPUs', async () => {
     const gpu = fake('gpu', 1, () => 20);
     const cpu = fake('cpu', 2, () => 200);

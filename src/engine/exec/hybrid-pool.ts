@@ -2,9 +2,9 @@
 // speeds up; an idle CPU worker takes the next task the GPU does not speed up, or one it does when
 // the GPUs' backlog would outlast a CPU task (work stealing, weighed by measured task times), so
 // on a machine with many cores and few GPUs neither kind waits for the other. When the queue is
-// empty and a CPU worker is idle while a GPU task is still running, the CPU worker runs a backup
-// copy of it and the first
-// result wins (MapReduce's backup tasks): a slow device cannot hold up the end of a stage; the
+// empty and a CPU worker is idle while a GPU task is still running, longer than a CPU worker
+// takes for one, the CPU worker runs a backup copy of it and the first result wins (MapReduce's
+// backup tasks): a slow device cannot hold up the end of a stage; the
 // other way round, an idle GPU worker with nothing queued backs up a task it speeds up that a CPU
 // worker is still on (10 GB group-by on 2 H200s + 32 cores: such CPU chunks ended it 2 s late). A
 // task's result is the same wherever it runs (GPU partial states are converted into the CPU's),
@@ -59,6 +59,8 @@ export class HybridRunner implements TaskRunner {
   private readonly broadcasts: Broadcast[] = [];
   /** Milliseconds per task the GPU speeds up, on each kind of worker (recordTaskMs); null until one finished. */
   private readonly taskMs: { gpu: number | null; cpu: number | null } = { gpu: null, cpu: null };
+  /** A pump due when a GPU job becomes late enough to back up (pumpWhenLate). */
+  private lateTimer: NodeJS.Timeout | null = null;
 
   constructor(
     gpu: TaskRunner | OpeningGpus,
@@ -136,6 +138,8 @@ export class HybridRunner implements TaskRunner {
   }
 
   async close(): Promise<void> {
+    if (this.lateTimer !== null) clearTimeout(this.lateTimer);
+    this.lateTimer = null;
     await Promise.all([this.gpuOpened.then(() => this.gpu!.close()), this.cpu.close()]);
   }
 
@@ -173,11 +177,15 @@ export class HybridRunner implements TaskRunner {
       const other = this.queue.findIndex((j) => !j.prefersGpu && this.cpuMayRun(j));
       const at = other >= 0 ? other : this.cpuWorthIt() ? this.lastCpuMayRun() : -1;
       if (at >= 0) { this.start(this.queue.splice(at, 1)[0], false); continue; }
-      // A GPU task is a straggler only once nothing is queued for the GPUs: backups before that
-      // only took cores from the GPU workers (10 GB group-by: nine 64 MB chunks parsed twice).
+      // A GPU task is a straggler only once nothing is queued for the GPUs (backups before that
+      // only took cores from the GPU workers: 10 GB group-by, nine 64 MB chunks parsed twice), and
+      // once it has run longer than a CPU worker takes for such a task: a copy started earlier
+      // cannot win, and it holds its worker after the stage ends (10 GB group-by in 256 MB
+      // partitions: CPU copies of GPU tasks that take 0.5 s kept every CPU worker busy for 3 s
+      // after the last result, while the next stage's task waited for one).
       if (this.queue.some((j) => j.prefersGpu)) return;
-      const i = this.onGpuAlone.findIndex((j) => this.cpuMayRun(j));
-      if (i < 0) return;
+      const i = this.onGpuAlone.findIndex((j) => this.cpuMayRun(j) && this.lateOnGpu(j));
+      if (i < 0) { this.pumpWhenLate(); return; }
       const straggler = this.onGpuAlone.splice(i, 1)[0];
       if (!straggler.settled) this.start(straggler, false);
     }
@@ -199,6 +207,22 @@ export class HybridRunner implements TaskRunner {
     if (!this.gpu || g === null || c === null) return this.onCpuAlone.length === 0;
     const queued = this.queue.reduce((n, j) => n + (j.prefersGpu ? 1 : 0), 0);
     return (queued / Math.max(1, concurrencyOf(this.gpu))) * g > c;
+  }
+
+  /** Whether a job running on a GPU worker alone has taken longer than a CPU worker takes for such a task (always, before one was timed). */
+  private lateOnGpu(job: Job): boolean {
+    const c = this.taskMs.cpu;
+    return c === null || performance.now() - job.startedAt > c;
+  }
+
+  /** Pumps again when the first GPU job a CPU worker could back up becomes late (no task may end before then). */
+  private pumpWhenLate(): void {
+    const c = this.taskMs.cpu;
+    const waiting = this.onGpuAlone.filter((j) => this.cpuMayRun(j) && !j.settled);
+    if (c === null || waiting.length === 0 || this.lateTimer !== null) return;
+    const at = Math.min(...waiting.map((j) => j.startedAt)) + c;
+    this.lateTimer = setTimeout(() => { this.lateTimer = null; this.pump(); }, Math.max(1, at - performance.now() + 1));
+    this.lateTimer.unref();
   }
 
   /** How long the oldest first copy still running on a GPU worker has run; null when none runs. */
