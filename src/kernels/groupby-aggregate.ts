@@ -201,8 +201,7 @@ export async function aggregateByTable(ctx: GpuContext, t: KeyTable, columns: re
   return { groups, ownerRow, nullKey, firstRow: first, rows, columns: decoded };
 }
 
-/** Words to gather per index: `width` words at `src[srcOffset + index·width]`. */
-/** Entries of `stride` words (default: width) in src from srcOffset, of which the first `width` are gathered. */
+/** Words to gather per index: the first `width` words of the entry at `src[srcOffset + index·stride]` (stride: default width). */
 export interface GatherSource { src: GPUBuffer; width: number; srcOffset?: number; stride?: number }
 
 /**
@@ -320,11 +319,13 @@ export class DecodedColumn implements ColumnAggregates {
     const extremes = mm === null ? 0 : groups;
     const min = isFloat ? new Float64Array(extremes) : new BigInt64Array(extremes);
     const max = isFloat ? new Float64Array(extremes) : new BigInt64Array(extremes);
-    const minWords = new Uint32Array(min.buffer), maxWords = new Uint32Array(max.buffer);
-    for (let out = 0; out < extremes; out++) {
-      const m = out * 4;
-      fromOrdered(mm![m], mm![m + 1], isFloat, true, maxWords, out);
-      fromOrdered(mm![m + 2], mm![m + 3], isFloat, false, minWords, out);
+    if (mm !== null) {
+      const minWords = new Uint32Array(min.buffer), maxWords = new Uint32Array(max.buffer);
+      for (let out = 0; out < groups; out++) {
+        const m = out * 4;
+        fromOrdered(mm[m], mm[m + 1], isFloat, true, maxWords, out);
+        fromOrdered(mm[m + 2], mm[m + 3], isFloat, false, minWords, out);
+      }
     }
     this.min = min;
     this.max = max;

@@ -218,16 +218,16 @@ export class HybridRunner implements TaskRunner {
   /** Pumps again when the first GPU job a CPU worker could back up becomes late (no task may end before then). */
   private pumpWhenLate(): void {
     const c = this.taskMs.cpu;
-    const waiting = this.onGpuAlone.filter((j) => this.cpuMayRun(j) && !j.settled);
-    if (c === null || waiting.length === 0 || this.lateTimer !== null) return;
-    const at = Math.min(...waiting.map((j) => j.startedAt)) + c;
+    const first = oldestStart(this.onGpuAlone.filter((j) => this.cpuMayRun(j) && !j.settled));
+    if (c === null || first === Infinity || this.lateTimer !== null) return;
+    const at = first + c;
     this.lateTimer = setTimeout(() => { this.lateTimer = null; this.pump(); }, Math.max(1, at - performance.now() + 1));
     this.lateTimer.unref();
   }
 
   /** How long the oldest first copy still running on a GPU worker has run; null when none runs. */
   private longestGpuRunMs(): number | null {
-    const first = this.onGpuAlone.reduce((t, j) => Math.min(t, j.startedAt), Infinity);
+    const first = oldestStart(this.onGpuAlone);
     return first === Infinity ? null : performance.now() - first;
   }
 
@@ -274,3 +274,7 @@ export class HybridRunner implements TaskRunner {
   }
 }
 
+/** When the first of `jobs` started its first copy; Infinity for none. */
+function oldestStart(jobs: readonly Job[]): number {
+  return jobs.reduce((t, j) => Math.min(t, j.startedAt), Infinity);
+}

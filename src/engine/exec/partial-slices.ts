@@ -7,9 +7,9 @@
 // How: a partial is sorted by key and cut into slices of consecutive keys, one after another in a
 // spill file (written by the worker that made it when it is large, otherwise by the parent). Once
 // every partial is in, the keys that start the slices, a sample of all keys, give splitters of key
-// ranges of about equal size. Each range is one fragment: a worker merges its groups from the slices in
-// partition order and finalises them. Every group sees the same sequence of merges as in one
-// merge in the parent, and the ranges come out in key order, so the bytes are the same.
+// ranges of about equal size. Each range is one fragment: a worker merges its groups from the
+// slices in partition order and finalises them. Every group sees the same sequence of merges as
+// in one merge in the parent, and the ranges come out in key order, so the bytes are the same.
 
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
