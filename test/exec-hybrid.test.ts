@@ -124,6 +124,43 @@ describe('HybridRunner', () => {
     expect(nextDone - stageDone).toBe(100);
   });
 
+  it('CPU workers join GPU tasks gradually: a CPU task timed alone does not say how long many take at once', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    // 10 GB group-by in 256 MB partitions on one H200 + 16 cores: 130 ms a task on the GPU; 1.64 s on
+    // a CPU worker alone, and a quarter of that more for each other CPU task running beside it.
+    const gpu = fake('gpu', 1, () => 130);
+    let running = 0;
+    const won: string[] = [];
+    let cpuCopies = 0;
+    const cpu: TaskRunner = {
+      size: 15,
+      broadcast() {},
+      run(t: Task): Promise<FragmentResult> {
+        cpuCopies++;
+        running++;
+        const ms = 1640 * (1 + 0.25 * (running - 1));
+        return new Promise((resolve) => setTimeout(() => { running--; resolve({ rows: t.fragment.index, warnings: ['cpu'] }); }, ms));
+      },
+      async runOnEach() { return []; },
+      async close() {},
+    };
+    const hybrid = new HybridRunner(gpu, cpu, isGpuTask);
+    let stageDone = 0;
+    const pending = Promise.all(Array.from({ length: 37 }, (_, i) => hybrid.run(task(i, true), `t${i}`).then((r) => { won.push(r.warnings[0]); return r; })))
+      .then((r) => { stageDone = performance.now(); return r; });
+    await vi.runAllTimersAsync();
+    const results = await pending;
+    vi.useRealTimers();
+    expect(results.map((r) => r.rows)).toEqual(Array.from({ length: 37 }, (_, i) => i));
+    // At 1.64 s the GPU's backlog (~24 tasks, 3.1 s) would outlast twelve CPU tasks timed alone;
+    // started together, each would take 6.2 s and the GPU would win them all. Joining one more at a
+    // time, the CPU workers take only what they finish first.
+    const cpuWins = won.filter((w) => w === 'cpu').length;
+    expect(cpuCopies - cpuWins).toBeLessThanOrEqual(1);
+    expect(cpuWins).toBeGreaterThanOrEqual(2);
+    expect(stageDone).toBeLessThan(37 * 130);
+  });
+
   it('a GPU task that runs longer than a CPU task takes is backed up, even when no other task ends meanwhile', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
     const gpu = fake('gpu', 1, () => 10_000); // a device that hangs

@@ -1,7 +1,8 @@
 // GPU workers and CPU workers behind one queue. An idle GPU worker takes the next task the GPU
 // speeds up; an idle CPU worker takes the next task the GPU does not speed up, or one it does when
-// the GPUs' backlog would outlast a CPU task (work stealing, weighed by measured task times), so
-// on a machine with many cores and few GPUs neither kind waits for the other. When the queue is
+// the GPUs' backlog would outlast a CPU task (work stealing, weighed by measured task times, with
+// CPU workers joining in gradually), so on a machine with many cores and few GPUs neither kind
+// waits for the other. When the queue is
 // empty and a CPU worker is idle while a GPU task is still running, longer than a CPU worker
 // takes for one, the CPU worker runs a backup copy of it and the first result wins (MapReduce's
 // backup tasks): a slow device cannot hold up the end of a stage; the
@@ -31,8 +32,9 @@ interface Job {
   /** Copies started, and how many of them have failed. */
   copies: number;
   failures: number;
-  /** When the first copy started (performance.now()). */
+  /** When the first copy started (performance.now()), and on which kind of worker. */
   startedAt: number;
+  firstOnGpu: boolean;
 }
 
 /**
@@ -49,6 +51,9 @@ export class HybridRunner implements TaskRunner {
   private readonly onCpuAlone: Job[] = [];
   private gpuBusy = 0;
   private cpuBusy = 0;
+  /** First copies of tasks the GPU speeds up running on CPU workers, and how many may (cpuWorthIt). */
+  private cpuOnGpuTasks = 0;
+  private cpuShare = 1;
   private pumpQueued = false;
   /** The GPU workers once open (an empty runner when none opened); null while they open. */
   private gpu: TaskRunner | null = null;
@@ -120,7 +125,7 @@ export class HybridRunner implements TaskRunner {
     return new Promise((resolve, reject) => {
       if (this.gpuFailure) return reject(this.gpuFailure);
       const gpuOnly = this.gpuOnly(task);
-      this.queue.push({ task, label, resolve, reject, settled: false, prefersGpu: gpuOnly || this.gpuSpeedsUp(task), gpuOnly, copies: 0, failures: 0, startedAt: 0 });
+      this.queue.push({ task, label, resolve, reject, settled: false, prefersGpu: gpuOnly || this.gpuSpeedsUp(task), gpuOnly, copies: 0, failures: 0, startedAt: 0, firstOnGpu: false });
       // Scheduled once the caller has queued its whole burst of tasks: pumping after the first
       // alone found the queue empty and made idle CPU workers back up the task the GPU just took.
       if (!this.pumpQueued) {
@@ -199,12 +204,18 @@ export class HybridRunner implements TaskRunner {
    * than the CPU takes for one task. Until a GPU task has finished, the longest-running one gives
    * a lower bound of the GPU's time (a group per id: the first 14 MB chunks took a GPU worker
    * 1.5 s, and waiting for them kept 15 of 16 CPU workers idle that long).
+   * CPU workers join such tasks gradually (cpuShare, as TCP's slow start): one more each time a
+   * CPU copy wins, half as many each time the GPU wins a task a CPU worker took. A CPU task timed
+   * alone is no guide to many at once (10 GB group-by in 256 MB partitions, one H200 + 16 cores:
+   * 1.64 s alone; the 15 that then started together had not finished 4.1 s later, the GPU won
+   * every one, and the run took 6.8 s against 4.75 s on the GPU alone).
    */
   private cpuWorthIt(): boolean {
     const { cpu: c } = this.taskMs;
     const g = this.taskMs.gpu ?? this.longestGpuRunMs();
     if (this.gpu?.size === 0) return true;
-    if (!this.gpu || g === null || c === null) return this.onCpuAlone.length === 0;
+    if (!this.gpu || g === null || c === null) return this.cpuOnGpuTasks === 0;
+    if (this.cpuOnGpuTasks >= this.cpuShare) return false;
     const queued = this.queue.reduce((n, j) => n + (j.prefersGpu ? 1 : 0), 0);
     return (queued / Math.max(1, concurrencyOf(this.gpu))) * g > c;
   }
@@ -243,7 +254,7 @@ export class HybridRunner implements TaskRunner {
 
   private start(job: Job, onGpu: boolean): void {
     job.copies++;
-    if (job.copies === 1) job.startedAt = performance.now();
+    if (job.copies === 1) { job.startedAt = performance.now(); job.firstOnGpu = onGpu; }
     if (onGpu) {
       this.gpuBusy++;
       if (job.copies === 1) this.onGpuAlone.push(job);
@@ -254,10 +265,15 @@ export class HybridRunner implements TaskRunner {
     const runner = onGpu ? this.gpu! : this.cpu;
     const label = `${job.label}${onGpu ? ' [gpu]' : job.copies > 1 ? ' [backup]' : ''}`;
     const timed = job.copies === 1 && job.prefersGpu, began = job.startedAt;
+    if (timed && !onGpu) this.cpuOnGpuTasks++;
     runner.run(job.task, label).then(
       (result) => {
         if (timed) this.recordTaskMs(onGpu ? 'gpu' : 'cpu', performance.now() - began);
-        if (!job.settled) { job.settled = true; job.resolve(result); }
+        if (!job.settled) {
+          if (job.prefersGpu && !job.firstOnGpu) this.cpuShare = onGpu ? Math.max(1, this.cpuShare >> 1) : this.cpuShare + 1;
+          job.settled = true;
+          job.resolve(result);
+        }
       },
       (err: Error) => {
         job.failures++;
@@ -269,6 +285,7 @@ export class HybridRunner implements TaskRunner {
       const i = alone.indexOf(job);
       if (i >= 0) alone.splice(i, 1);
       if (onGpu) this.gpuBusy--; else this.cpuBusy--;
+      if (timed && !onGpu) this.cpuOnGpuTasks--;
       this.pump();
     });
   }
