@@ -2,6 +2,7 @@
 // Order (DuckDB's): ascending; numbers with -0 == 0 and NaN after +Infinity; strings by UTF-8 byte
 // order; false < true; nulls last.
 import { int64Words, type Column, type StringColumn } from '../batch.js';
+import { hashKeys, KeyTable } from './keys.js';
 
 /** Compares row a with row b of one column: negative, 0 or positive. */
 type RowCompare = (a: number, b: number) => number;
@@ -77,11 +78,64 @@ export function rowComparer(cols: readonly Column[]): RowCompare {
 
 /** Row indices 0..length ordered by the key columns (stable: ties keep row order). */
 export function sortIndicesByKeys(cols: readonly Column[], length: number): Int32Array {
-  if (cols.length === 1 && cols[0].type !== 'string') return radixSortIndices(cols[0], length);
+  if (cols.length === 1) return cols[0].type === 'string' ? comparisonSortIndices(cols, length) : radixSortIndices(cols[0], length);
+  // Several columns: each column's values as ranks, then a stable radix sort by the ranks from the
+  // last column to the first. A comparison sort of 940k groups by (string, int) took 2.3 s of an
+  // 8 s group-by; most key columns of a multi-column key have few distinct values.
+  let order: Int32Array | null = null;
+  for (let c = cols.length - 1; c >= 0; c--) {
+    const { ranks, distinct } = columnRanks(cols[c], length);
+    order = radixSortByRank(order, ranks, distinct, length);
+  }
+  return order!;
+}
+
+function comparisonSortIndices(cols: readonly Column[], length: number): Int32Array {
   const idx = new Int32Array(length);
   for (let i = 0; i < length; i++) idx[i] = i;
   const cmp = rowComparer(cols);
   return idx.sort((a, b) => cmp(a, b) || a - b);
+}
+
+/**
+ * Each row's rank among the column's distinct values in sort order (equal values, such as -0 and
+ * 0, or two nulls, share one; nulls last), and how many distinct values there are. Strings: the
+ * distinct values are found by hashing, and only those are sorted by comparison.
+ */
+function columnRanks(col: Column, length: number): { ranks: Uint32Array; distinct: number } {
+  const ranks = new Uint32Array(length);
+  if (col.type !== 'string') {
+    const order = radixSortIndices(col, length);
+    const same = columnComparer(col);
+    let rank = 0;
+    for (let j = 0; j < length; j++) {
+      if (j > 0 && same(order[j - 1], order[j]) !== 0) rank++;
+      ranks[order[j]] = rank;
+    }
+    return { ranks, distinct: length === 0 ? 0 : rank + 1 };
+  }
+  const table = new KeyTable(['string']);
+  const ids = table.insert([col], hashKeys([col], length), length);
+  const values = table.keyColumns();
+  const rankOfId = new Uint32Array(table.size);
+  comparisonSortIndices(values, table.size).forEach((id, rank) => { rankOfId[id] = rank; });
+  for (let i = 0; i < length; i++) ranks[i] = rankOfId[ids[i]];
+  return { ranks, distinct: table.size };
+}
+
+/** `order` (null: 0..length) stably reordered by rank (below `distinct`): a counting sort, one pass per 16 bits of rank. */
+function radixSortByRank(order: Int32Array | null, ranks: Uint32Array, distinct: number, length: number): Int32Array {
+  let from = order ?? Int32Array.from({ length }, (_, i) => i);
+  let to = new Int32Array(length);
+  const counts = new Int32Array(65536);
+  for (let shift = 0; shift < (distinct > 65536 ? 32 : 16); shift += 16) {
+    counts.fill(0);
+    for (let j = 0; j < length; j++) counts[(ranks[from[j]] >>> shift) & 0xffff]++;
+    for (let d = 0, sum = 0; d < 65536; d++) { const n = counts[d]; counts[d] = sum; sum += n; }
+    for (let j = 0; j < length; j++) { const row = from[j]; to[counts[(ranks[row] >>> shift) & 0xffff]++] = row; }
+    [from, to] = [to, from];
+  }
+  return from;
 }
 
 /**
