@@ -125,8 +125,9 @@ function columnRanks(col: Column, length: number): { ranks: Uint32Array; distinc
 
 /** `order` (null: 0..length) stably reordered by rank (below `distinct`): a counting sort, one pass per 16 bits of rank. */
 function radixSortByRank(order: Int32Array | null, ranks: Uint32Array, distinct: number, length: number): Int32Array {
-  let from = order ?? Int32Array.from({ length }, (_, i) => i);
-  let to = new Int32Array(length);
+  let from: Int32Array, to: Int32Array = new Int32Array(length);
+  if (order !== null) from = order;
+  else { from = new Int32Array(length); for (let i = 0; i < length; i++) from[i] = i; }
   const counts = new Int32Array(65536);
   for (let shift = 0; shift < (distinct > 65536 ? 32 : 16); shift += 16) {
     counts.fill(0);
