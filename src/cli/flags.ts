@@ -37,7 +37,7 @@ export const runFlags = {
   device: Flags.string({ description: 'where to run: auto (GPUs when WebGPU finds hardware ones, else CPU), gpu, cpu', options: ['auto', 'gpu', 'cpu'], default: 'auto' }),
   gpus: Flags.string({ description: 'which GPUs to use, e.g. 0,1 (default: all)' }),
   workers: Flags.integer({ description: 'CPU worker processes (default: cores; 0 runs in this process)', min: 0 }),
-  blocksize: Flags.string({ description: 'chunk size of inputs, e.g. 64MB (default: 64MB, 256MB for work on GPU workers; smaller when that leaves workers idle)' }),
+  blocksize: Flags.string({ description: 'chunk size of inputs, e.g. 64MB (default: 64MB, 256MB for work on GPU workers; smaller when that leaves workers idle; at most 512MB with GPU workers, whose CSV chunks must fit a GPU buffer binding)' }),
   'memory-limit': Flags.string({ description: 'host memory the run may hold, e.g. 8GB (default: half the RAM)' }),
   trace: Flags.string({ description: 'write a Chrome trace-event timeline of every task to FILE.json' }),
   progress: Flags.boolean({ description: 'progress bar on stderr (only when stderr is a terminal)', allowNo: true, default: true }),

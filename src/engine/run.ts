@@ -124,7 +124,8 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
   const unregister = onInterrupt(release);
   const progress = settings.progress ? terminalProgress() : silentProgress;
   try {
-    const blocksize = settings.blocksize ?? autoBlocksize(plan, runner.size, settings.memoryLimit, runner.gpuWorkersOnly === true);
+    const asked = settings.blocksize ?? autoBlocksize(plan, runner.size, settings.memoryLimit, runner.gpuWorkersOnly === true);
+    const blocksize = blocksizeBeside(asked, runner.gpuWorkers ?? 0);
     // GPU-sized partitions beside CPU workers: four per GPU worker at least, and within the memory
     // limit were every worker to hold one.
     const gpuBlocksize = settings.blocksize === undefined && runner.prefersGpu && !runner.gpuWorkersOnly
@@ -149,8 +150,17 @@ const DEFAULT_BLOCKSIZE = 64 << 20;
  * share work the GPUs do not speed up (a 256 MB chunk is ~4 s of parsing on one).
  */
 const GPU_ONLY_BLOCKSIZE = 256 << 20;
-/** The largest partition of training data GPU kernels read (gpuTrainingBlocksize). */
-const GPU_TRAINING_MAX_BLOCKSIZE = 512 << 20;
+/**
+ * The largest partition when GPU workers run: a CSV chunk must fit one storage binding (at most
+ * 1 GiB, gpu-csv-aggregate.ts), and a larger one goes to the GPU worker's CPU reader, one thread
+ * (10 GB group-by by origin,dest on one H200, --workers 0: --blocksize 512MB 3.4-4.6 s, 1GB 114-120 s).
+ */
+export const GPU_MAX_BLOCKSIZE = 512 << 20;
+
+/** The partition size of a run: the one asked for, or GPU_MAX_BLOCKSIZE when GPU workers run and it is larger. */
+export function blocksizeBeside(asked: number, gpuWorkers: number): number {
+  return gpuWorkers > 0 ? Math.min(asked, GPU_MAX_BLOCKSIZE) : asked;
+}
 const MIN_AUTO_BLOCKSIZE = 1 << 20;
 /** Resident memory of an idle Node process of ours (measured: ~50 MB a worker, more for the parent). */
 const PROCESS_BASELINE = 64 << 20;
@@ -185,7 +195,7 @@ export function autoBlocksize(plan: PlanNode | null, workers: number, memoryLimi
  */
 export function gpuTrainingBlocksize(plan: PlanNode, memoryLimit: number): number {
   const bytes = inputBytes(plan);
-  const parts = 8 * Math.max(1, Math.ceil(bytes / (8 * GPU_TRAINING_MAX_BLOCKSIZE)));
+  const parts = 8 * Math.max(1, Math.ceil(bytes / (8 * GPU_MAX_BLOCKSIZE)));
   return Math.max(MIN_AUTO_BLOCKSIZE, Math.min(Math.ceil(bytes / parts), Math.floor(memoryLimit / 64)));
 }
 
