@@ -78,6 +78,7 @@ const duckSql = {
   'groupby origin+dest': `select origin, dest, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin, dest order by origin, dest`,
   'groupby delay (int key)': `select delay, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by delay order by delay`,
   'groupby id (a group per id)': `select id, count(*), sum(delay), max(price) from read_csv('${data}') group by id order by id`,
+  'groupby dest+distance': `select dest, distance, count(*), sum(delay), max(price) from read_csv('${data}') group by dest, distance order by dest, distance`,
   'read-csv -o csv': `select * from read_csv('${data}')`,
   'merge (broadcast) -o csv': `select * from read_csv('${data}') f join read_csv('${dim}') d using (origin)`,
   'merge (partitioned) -o csv': `select * from read_csv('${data}') a join read_csv('${data}') b using (id)`,
@@ -96,6 +97,8 @@ const jobs = [
   { name: 'groupby delay (int key)', args: (out) => ['groupby', data, '--by', 'delay', '--agg', AGGS, '-o', out] },
   // As many groups as distinct ids (rows / copies): the key tables are large and every partial is.
   { name: 'groupby id (a group per id)', args: (out) => ['groupby', data, '--by', 'id', '--agg', 'count(),sum(delay),max(price)', '-o', out] },
+  // A string and an int key: 1.47 M groups (300 airports × 4,900 distances), most in every partition.
+  { name: 'groupby dest+distance', args: (out) => ['groupby', data, '--by', 'dest,distance', '--agg', 'count(),sum(delay),max(price)', '-o', out] },
   // Rows parsed and written again: work without an aggregate, on the CPU workers.
   { name: 'read-csv -o csv', args: (out) => ['read-csv', data, '-o', out] },
   { name: 'merge (broadcast) -o csv', args: (out) => ['merge', data, dim, '--on', 'origin', '-o', out] },

@@ -26,8 +26,8 @@ function chunks(path: string, n: number, size: number, from = 0): Fragment[] {
   });
 }
 
-function context(prefersGpu: boolean | undefined, gpuBlocksize: number | undefined): RunContext {
-  const runner = { size: 3, prefersGpu: prefersGpu === undefined ? undefined : () => prefersGpu };
+function context(prefersGpu: boolean | undefined, gpuBlocksize: number | undefined, gpuWorkersOnly = false): RunContext {
+  const runner = { size: 3, gpuWorkersOnly, prefersGpu: prefersGpu === undefined ? undefined : () => prefersGpu };
   return { runner, blocksize: 64 * MB, gpuBlocksize } as unknown as RunContext;
 }
 
@@ -46,6 +46,14 @@ describe('inGpuPartitions', () => {
     expect(chunkOf(got[0]).firstLine).toBe(2);
     expect(chunkOf(got[1]).firstLine).toBeNull();
     expect(got[0].ops).toEqual(stream.fragments[0].ops);
+  });
+
+  it('merges to the size asked for (many groups per partition), on GPU workers alone too', () => {
+    const stream: Stream = { schema: [], fragments: chunks('a.csv', 16, 64 * MB) };
+    expect(inGpuPartitions(stream, terminal, context(true, 256 * MB), 512 * MB).fragments.map((f) => f.bytes / MB)).toEqual([512, 512]);
+    // GPU workers alone (no CPU workers, so prefersGpu is false) take every task.
+    expect(inGpuPartitions(stream, terminal, context(false, 64 * MB, true), 128 * MB).fragments.length).toBe(8);
+    expect(inGpuPartitions(stream, terminal, context(false, 64 * MB, true))).toBe(stream);
   });
 
   it('leaves the stream alone: tasks the GPUs would not take, no GPU size, an epilogue, or a source other than CSV', () => {

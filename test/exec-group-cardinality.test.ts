@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Column } from '../src/engine/batch.js';
 import type { Fragment, Terminal } from '../src/engine/exec/fragment.js';
 import {
-  estimateDistinct, expectedGroups, groupShareOf, keySample, manyGroupsPerPartition, MANY_GROUPS_SHARE, sampleGroupKeys, SAMPLE_BYTES,
+  estimateDistinct, expectedGroups, gpuPartitionBytes, groupShareOf, keySample, LARGER_GPU_PARTITIONS_AFTER_GROUPS, MANY_GROUPS_SHARE, sampleGroupKeys, SAMPLE_BYTES,
 } from '../src/engine/exec/group-cardinality.js';
 import { gpuCsvPathApplies } from '../src/engine/exec/gpu-csv-aggregate.js';
 import { DEFAULT_CSV_OPTIONS, inferCsvLayout, type CsvChunk } from '../src/engine/io/csv/index.js';
@@ -46,9 +46,21 @@ describe('estimateDistinct (Chao) and expectedGroups', () => {
     expect(share(1e9)).toBeGreaterThan(0.9); // an id
     expect(share(3e6)).toBeGreaterThan(MANY_GROUPS_SHARE); // a few million keys: ~0.7 per row
   });
+
+  it('doubles GPU partitions (up to the largest) for a pair of airports, not for an airport', () => {
+    const sample = (distinct: number) => keySample([drawn(16_000, distinct, 4)], 16_000, MB);
+    expect(gpuPartitionBytes(sample(300), 256 * MB, 512 * MB)).toBe(256 * MB);
+    expect(gpuPartitionBytes(sample(90_000), 256 * MB, 512 * MB)).toBe(512 * MB);
+    expect(gpuPartitionBytes(sample(90_000), 256 * MB, 384 * MB)).toBe(384 * MB);
+    expect(gpuPartitionBytes(sample(90_000), 512 * MB, 512 * MB)).toBe(512 * MB);
+    // Around the threshold: 4k keys stay, 64k double; an empty sample says nothing.
+    expect(gpuPartitionBytes(sample(LARGER_GPU_PARTITIONS_AFTER_GROUPS / 4), 256 * MB, 512 * MB)).toBe(256 * MB);
+    expect(gpuPartitionBytes(sample(LARGER_GPU_PARTITIONS_AFTER_GROUPS * 4), 256 * MB, 512 * MB)).toBe(512 * MB);
+    expect(gpuPartitionBytes(keySample([drawn(0, 10, 1)], 0, 0), 256 * MB, 512 * MB)).toBe(256 * MB);
+  });
 });
 
-describe('sampleGroupKeys and manyGroupsPerPartition over a real CSV file', () => {
+describe('sampleGroupKeys over a real CSV file, and the share of groups it predicts', () => {
   const dir = tempDir('group-cardinality');
   const few = join(dir, 'few.csv'), many = join(dir, 'many.csv');
   beforeAll(() => {
@@ -85,13 +97,14 @@ describe('sampleGroupKeys and manyGroupsPerPartition over a real CSV file', () =
 
   it('finds many groups per partition for a key with a group per row, not for 300 groups; such tasks are not the GPU\'s', async () => {
     const half = readFileSync(many).length / 2;
+    const manyGroups = (f: Fragment, key: string) => groupShareOf(sampleGroupKeys(f, terminal(key))!, half) > MANY_GROUPS_SHARE;
     const [manyFirst] = await fragmentsOf(many, 'ki', 8);
-    expect(manyGroupsPerPartition(manyFirst, terminal('ki'), half)).toBe(true);
+    expect(manyGroups(manyFirst, 'ki')).toBe(true);
     // The string key of the many-groups file too (its null keys aside, one per row).
     const [manyStrings] = await fragmentsOf(many, 'ks', 8);
-    expect(manyGroupsPerPartition(manyStrings, terminal('ks'), half)).toBe(true);
+    expect(manyGroups(manyStrings, 'ks')).toBe(true);
     const [fewFirst] = await fragmentsOf(few, 'ks', 8);
-    expect(manyGroupsPerPartition(fewFirst, terminal('ks'), half)).toBe(false);
+    expect(manyGroups(fewFirst, 'ks')).toBe(false);
     // GPU workers take a plain group-by over a CSV chunk, unless it has many groups.
     const input = [{ name: 'ki', type: 'int64' as const }, { name: 'i', type: 'int64' as const }];
     const spec = { keys: ['ki'], aggs: [{ func: 'sum' as const, column: 'i', name: 'sum_i' }], dropna: false };

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Batch, Schema } from './batch.js';
 import type { TextFormat } from './io/output/index.js';
 import { Interrupted } from './errors.js';
-import type { RunContext } from './exec/context.js';
+import { GPU_MAX_BLOCKSIZE, type RunContext } from './exec/context.js';
 import { physical } from './exec/physical.js';
 import { GuessedCutsWrong } from './io/csv/index.js';
 import { createRunner, type DeviceMode } from './exec/gpu-select.js';
@@ -127,10 +127,10 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
     const asked = settings.blocksize ?? autoBlocksize(plan, runner.size, settings.memoryLimit, runner.gpuWorkersOnly === true);
     const blocksize = blocksizeBeside(asked, runner.gpuWorkers ?? 0);
     // GPU-sized partitions beside CPU workers: four per GPU worker at least, and within the memory
-    // limit were every worker to hold one.
-    const gpuBlocksize = settings.blocksize === undefined && runner.prefersGpu && !runner.gpuWorkersOnly
-      ? Math.min(autoBlocksize(plan, runner.gpuWorkers ?? 1, settings.memoryLimit, true), autoBlocksize(null, runner.size, settings.memoryLimit, true))
-      : undefined;
+    // limit were every worker to hold one. GPU workers alone take the block size.
+    const gpuBlocksize = settings.blocksize !== undefined || !runner.prefersGpu ? undefined
+      : runner.gpuWorkersOnly ? blocksize
+      : Math.min(autoBlocksize(plan, runner.gpuWorkers ?? 1, settings.memoryLimit, true), autoBlocksize(null, runner.size, settings.memoryLimit, true));
     return await body({ runner, blocksize, gpuBlocksize, memoryLimit: settings.memoryLimit, tmpDir, progress, tracer, warn: settings.warn });
   } finally {
     progress.stop();
@@ -150,12 +150,6 @@ const DEFAULT_BLOCKSIZE = 64 << 20;
  * share work the GPUs do not speed up (a 256 MB chunk is ~4 s of parsing on one).
  */
 const GPU_ONLY_BLOCKSIZE = 256 << 20;
-/**
- * The largest partition when GPU workers run: a CSV chunk must fit one storage binding (at most
- * 1 GiB, gpu-csv-aggregate.ts), and a larger one goes to the GPU worker's CPU reader, one thread
- * (10 GB group-by by origin,dest on one H200, --workers 0: --blocksize 512MB 3.4-4.6 s, 1GB 114-120 s).
- */
-export const GPU_MAX_BLOCKSIZE = 512 << 20;
 
 /** The partition size of a run: the one asked for, or GPU_MAX_BLOCKSIZE when GPU workers run and it is larger. */
 export function blocksizeBeside(asked: number, gpuWorkers: number): number {

@@ -7,10 +7,10 @@
 
 import type { FinalAggregateNode } from '../plan/nodes.js';
 import { aggregateOutputSchema, finalizeAggregate, PartialAggregator, PartialMerger } from '../ops/aggregate/index.js';
-import type { RunContext } from './context.js';
 import type { Terminal } from './fragment.js';
-import { inGpuPartitions } from './gpu-partitions.js';
-import { manyGroupsPerPartition } from './group-cardinality.js';
+import { GPU_MAX_BLOCKSIZE, type RunContext } from './context.js';
+import { gpuWorkersTake, inGpuPartitions } from './gpu-partitions.js';
+import { gpuPartitionBytes, groupShareOf, MANY_GROUPS_SHARE, sampleGroupKeys } from './group-cardinality.js';
 import { SliceCombine } from './partial-slices.js';
 import { concurrencyOf } from './pool.js';
 import { runStream, type Stream } from './stream.js';
@@ -26,8 +26,9 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
   const workers = ctx.runner.inProcess ? 1 : concurrencyOf(ctx.runner);
   const sliceDir = ctx.runner.inProcess ? undefined : ctx.tmpDir;
   const plain = { kind: 'partial-aggregate' as const, spec: node.spec, inputSchema: stream.schema, sliceDir };
-  const terminal = { ...plain, manyGroups: manyGroupsForGpus(stream, plain, ctx) };
-  const input = inGpuPartitions(stream, terminal, ctx);
+  const { manyGroups, partitionBytes } = gpuPartitioning(stream, plain, ctx);
+  const terminal = { ...plain, manyGroups };
+  const input = inGpuPartitions(stream, terminal, ctx, partitionBytes);
   const budget = ctx.memoryLimit * STATE_SHARE;
   const schema = aggregateOutputSchema(input.schema, node.spec);
   let merger = new PartialMerger();
@@ -57,11 +58,19 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
 }
 
 /**
- * Beside CPU workers, whether a sample of the key puts many groups per row in a GPU-sized
- * partition: then the CPU workers take the tasks (group-cardinality.ts).
+ * What a sample of the key says about a group-by the GPU workers would take (group-cardinality.ts):
+ * beside CPU workers, with many groups per row in a GPU-sized partition, the CPU workers take the
+ * tasks (`manyGroups`); else, with many groups per partition, partitions twice as large, while
+ * that still leaves four for each GPU worker.
  */
-function manyGroupsForGpus(stream: Stream, terminal: Terminal, ctx: RunContext): boolean {
+function gpuPartitioning(stream: Stream, terminal: Terminal, ctx: RunContext): { manyGroups: boolean; partitionBytes?: number } {
   const first = stream.fragments[0];
-  return first !== undefined && ctx.gpuBlocksize !== undefined && ctx.runner.prefersGpu?.({ fragment: first, terminal }) === true
-    && manyGroupsPerPartition(first, terminal, ctx.gpuBlocksize);
+  const base = ctx.gpuBlocksize;
+  if (first === undefined || base === undefined || !gpuWorkersTake(ctx, first, terminal)) return { manyGroups: false };
+  const sample = sampleGroupKeys(first, terminal);
+  if (sample === null) return { manyGroups: false };
+  if (!ctx.runner.gpuWorkersOnly && groupShareOf(sample, base) > MANY_GROUPS_SHARE) return { manyGroups: true };
+  const larger = gpuPartitionBytes(sample, base, GPU_MAX_BLOCKSIZE);
+  const bytes = stream.fragments.reduce((n, f) => n + f.bytes, 0);
+  return { manyGroups: false, partitionBytes: bytes >= 4 * larger * Math.max(1, ctx.runner.gpuWorkers ?? 1) ? larger : base };
 }

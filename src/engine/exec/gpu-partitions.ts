@@ -7,19 +7,24 @@
 // the CPU side) is backed up by an idle GPU worker, so it does not hold up the end. Merged chunks
 // end at cuts the smaller ones had, so guessed cuts are confirmed as before, and output bytes
 // never depend on partition sizes. A group-by with many groups per partition is not a task the
-// GPU workers take (group-cardinality.ts), so it keeps the small chunks.
+// GPU workers take beside CPU workers (group-cardinality.ts), so it keeps the small chunks; one
+// whose partitions would hold many groups but few per row takes partitions twice as large, on GPU
+// workers alone too (gpuPartitionBytes).
 
 import type { RunContext } from './context.js';
 import type { Fragment, Terminal } from './fragment.js';
 import type { Stream } from './stream.js';
 
-/** The stream with its CSV chunks merged k at a time (k = gpuBlocksize / blocksize, per file) when GPU workers would take its tasks. */
-export function inGpuPartitions(stream: Stream, terminal: Terminal, ctx: RunContext): Stream {
-  const per = Math.round((ctx.gpuBlocksize ?? 0) / ctx.blocksize);
+/**
+ * The stream with its CSV chunks merged k at a time (k = partitionBytes / blocksize, per file) when
+ * GPU workers would take its tasks (beside CPU workers, those the GPU speeds up; alone, all).
+ */
+export function inGpuPartitions(stream: Stream, terminal: Terminal, ctx: RunContext, partitionBytes = ctx.gpuBlocksize ?? 0): Stream {
+  const per = Math.round(partitionBytes / ctx.blocksize);
   const first = stream.fragments[0];
   // An epilogue numbers its fragments after the stream's: left as they are.
   if (per < 2 || first === undefined || (stream.epilogues?.length ?? 0) > 0 || !stream.fragments.every((f) => f.source.kind === 'csv')) return stream;
-  if (!ctx.runner.prefersGpu?.({ fragment: first, terminal })) return stream;
+  if (!gpuWorkersTake(ctx, first, terminal)) return stream;
   const merged: Fragment[] = [];
   let run = 0;
   for (const f of stream.fragments) {
@@ -33,6 +38,11 @@ export function inGpuPartitions(stream: Stream, terminal: Terminal, ctx: RunCont
     }
   }
   return { ...stream, fragments: merged };
+}
+
+/** Whether GPU workers would take a task like this one: all of them when they run alone. */
+export function gpuWorkersTake(ctx: RunContext, fragment: Fragment, terminal: Terminal): boolean {
+  return ctx.runner.gpuWorkersOnly === true || ctx.runner.prefersGpu?.({ fragment, terminal }) === true;
 }
 
 /** Whether `next` is the CSV chunk right after `f`'s in the same file. */
