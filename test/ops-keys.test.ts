@@ -97,8 +97,11 @@ describe('sort by several columns', () => {
       col('int64', Array.from({ length: n }, () => (r() < 0.01 ? null : BigInt(Math.floor((r() - 0.5) * 1e6))))),
       col('string', Array.from({ length: n }, () => (r() < 0.01 ? null : `k${Math.floor(r() * 100_000)}`))),
       col('float64', Array.from({ length: n }, () => (r() < 0.5 ? -0 : 0))),
+      // A small range (ranked by counting), nulls among them, and one of nulls only.
+      col('int64', Array.from({ length: n }, () => (r() < 0.02 ? null : BigInt(Math.floor(r() * 5000) - 50)))),
+      col('timestamp', Array.from({ length: n }, () => null)),
     ];
-    for (const keys of [cols, [cols[1], cols[0]], [cols[2], cols[1]]]) {
+    for (const keys of [cols.slice(0, 3), [cols[1], cols[0]], [cols[2], cols[1]], [cols[3], cols[1]], [cols[4], cols[3], cols[0]], [cols[0], cols[3]]]) {
       const cmp = rowComparer(keys);
       const ref = Int32Array.from({ length: n }, (_, i) => i).sort((a, b) => cmp(a, b) || a - b);
       const ours = sortIndicesByKeys(keys, n);

@@ -253,9 +253,11 @@ class StringStore implements KeyStore {
     this.offsets = grow(this.offsets, i + 2);
     const start = this.offsets[i];
     if (this.v.push(row)) {
-      const len = s.offsets[row + 1] - s.offsets[row];
-      this.data = grow(this.data, start + len);
-      this.data.set(s.data.subarray(s.offsets[row], s.offsets[row + 1]), start);
+      const from = s.offsets[row], len = s.offsets[row + 1] - from;
+      const data = (this.data = grow(this.data, start + len)), src = s.data;
+      // Short keys byte by byte: a subarray per new key was 7% of a group-by with 940k groups.
+      if (len <= 64) for (let k = 0; k < len; k++) data[start + k] = src[from + k];
+      else data.set(src.subarray(from, from + len), start);
       this.offsets[i + 1] = start + len;
     } else {
       this.offsets[i + 1] = start;

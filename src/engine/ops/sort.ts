@@ -104,6 +104,7 @@ function comparisonSortIndices(cols: readonly Column[], length: number): Int32Ar
  */
 function columnRanks(col: Column, length: number): { ranks: Uint32Array; distinct: number } {
   const ranks = new Uint32Array(length);
+  if ((col.type === 'int64' || col.type === 'timestamp') && smallRangeRanks(col, length, ranks)) return { ranks, distinct: ranks.length === 0 ? 0 : maxOf(ranks) + 1 };
   if (col.type !== 'string') {
     const order = radixSortIndices(col, length);
     const same = columnComparer(col);
@@ -121,6 +122,41 @@ function columnRanks(col: Column, length: number): { ranks: Uint32Array; distinc
   comparisonSortIndices(values, table.size).forEach((id, rank) => { rankOfId[id] = rank; });
   for (let i = 0; i < length; i++) ranks[i] = rankOfId[ids[i]];
   return { ranks, distinct: table.size };
+}
+
+/**
+ * Ranks of an int64 column whose values span less than max(2^16, 4 × length), by counting the
+ * values present (a distance, a year, a code): no sort. False, leaving `ranks` to the caller, when
+ * the span is larger or a value is past 2^53.
+ */
+function smallRangeRanks(col: Column & { type: 'int64' | 'timestamp' }, length: number, ranks: Uint32Array): boolean {
+  const w = int64Words(col), valid = col.valid;
+  let min = Infinity, max = -Infinity;
+  for (let i = 0; i < length; i++) {
+    if (valid !== null && valid[i] === 0) continue;
+    const v = w[2 * i + 1] * 4294967296 + (w[2 * i] >>> 0);
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  if (min === Infinity) { min = 0; max = -1; } // no value: nulls only
+  if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || max - min >= Math.max(1 << 16, 4 * length)) return false;
+  const nullSlot = max - min + 1; // nulls last
+  const rankAt = new Uint32Array(nullSlot + 1);
+  const slots = new Uint32Array(length);
+  for (let i = 0; i < length; i++) {
+    const slot = valid !== null && valid[i] === 0 ? nullSlot : w[2 * i + 1] * 4294967296 + (w[2 * i] >>> 0) - min;
+    slots[i] = slot;
+    rankAt[slot] = 1;
+  }
+  for (let k = 0, r = 0; k <= nullSlot; k++) { const present = rankAt[k]; rankAt[k] = r; r += present; }
+  for (let i = 0; i < length; i++) ranks[i] = rankAt[slots[i]];
+  return true;
+}
+
+function maxOf(a: Uint32Array): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) if (a[i] > m) m = a[i];
+  return m;
 }
 
 /** `order` (null: 0..length) stably reordered by rank (below `distinct`): a counting sort, one pass per 16 bits of rank. */
