@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { FragmentResult, Task } from '../src/engine/exec/fragment.js';
 import { HybridRunner } from '../src/engine/exec/hybrid-pool.js';
 import { BESIDE_GPU_NICENESS, NO_WORKERS, ProcessPool } from '../src/engine/exec/pool.js';
-import { autoBlocksize, blocksizeBeside } from '../src/engine/run.js';
+import { autoBlocksize, boundedForGpus } from '../src/engine/run.js';
 import type { PlanNode } from '../src/engine/plan/nodes.js';
 import { getPriority } from 'node:os';
 import type { TaskRunner } from '../src/engine/exec/pool.js';
@@ -322,8 +322,8 @@ describe('partition size for GPU workers alone', () => {
   });
 
   it('with GPU workers, a --blocksize past what a GPU binding holds comes down to 512 MB; without, it stays', () => {
-    expect(blocksizeBeside(GB, 1)).toBe(512 * MB);
-    expect(blocksizeBeside(256 * MB, 2)).toBe(256 * MB);
-    expect(blocksizeBeside(GB, 0)).toBe(GB);
+    expect(boundedForGpus(GB, 1)).toBe(512 * MB);
+    expect(boundedForGpus(256 * MB, 2)).toBe(256 * MB);
+    expect(boundedForGpus(GB, 0)).toBe(GB);
   });
 });

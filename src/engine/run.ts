@@ -125,7 +125,7 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
   const progress = settings.progress ? terminalProgress() : silentProgress;
   try {
     const asked = settings.blocksize ?? autoBlocksize(plan, runner.size, settings.memoryLimit, runner.gpuWorkersOnly === true);
-    const blocksize = blocksizeBeside(asked, runner.gpuWorkers ?? 0);
+    const blocksize = boundedForGpus(asked, runner.gpuWorkers ?? 0);
     // GPU-sized partitions beside CPU workers: four per GPU worker at least, and within the memory
     // limit were every worker to hold one. GPU workers alone take the block size.
     const gpuBlocksize = settings.blocksize !== undefined || !runner.prefersGpu ? undefined
@@ -150,14 +150,14 @@ const DEFAULT_BLOCKSIZE = 64 << 20;
  * share work the GPUs do not speed up (a 256 MB chunk is ~4 s of parsing on one).
  */
 const GPU_ONLY_BLOCKSIZE = 256 << 20;
-
-/** The partition size of a run: the one asked for, or GPU_MAX_BLOCKSIZE when GPU workers run and it is larger. */
-export function blocksizeBeside(asked: number, gpuWorkers: number): number {
-  return gpuWorkers > 0 ? Math.min(asked, GPU_MAX_BLOCKSIZE) : asked;
-}
 const MIN_AUTO_BLOCKSIZE = 1 << 20;
 /** Resident memory of an idle Node process of ours (measured: ~50 MB a worker, more for the parent). */
 const PROCESS_BASELINE = 64 << 20;
+
+/** The partition size of a run: the one asked for, or GPU_MAX_BLOCKSIZE when GPU workers run and it is larger. */
+export function boundedForGpus(asked: number, gpuWorkers: number): number {
+  return gpuWorkers > 0 ? Math.min(asked, GPU_MAX_BLOCKSIZE) : asked;
+}
 
 /**
  * 64 MB partitions (256 MB for GPU workers alone), unless that gives fewer than four per worker,

@@ -2,10 +2,9 @@
 // speeds up; an idle CPU worker takes the next task the GPU does not speed up, or one it does when
 // the GPUs' backlog would outlast a CPU task (work stealing, weighed by measured task times, with
 // CPU workers joining in gradually), so on a machine with many cores and few GPUs neither kind
-// waits for the other. When the queue is
-// empty and a CPU worker is idle while a GPU task is still running, longer than a CPU worker
-// takes for one, the CPU worker runs a backup copy of it and the first result wins (MapReduce's
-// backup tasks): a slow device cannot hold up the end of a stage; the
+// waits for the other. When the queue is empty and a CPU worker is idle while a GPU task is still
+// running, longer than a CPU worker takes for one, the CPU worker runs a backup copy of it and the
+// first result wins (MapReduce's backup tasks): a slow device cannot hold up the end of a stage; the
 // other way round, an idle GPU worker with nothing queued backs up a task it speeds up that a CPU
 // worker is still on (10 GB group-by on 2 H200s + 32 cores: such CPU chunks ended it 2 s late). A
 // task's result is the same wherever it runs (GPU partial states are converted into the CPU's),
