@@ -103,8 +103,11 @@ function comparisonSortIndices(cols: readonly Column[], length: number): Int32Ar
  * distinct values are found by hashing, and only those are sorted by comparison.
  */
 function columnRanks(col: Column, length: number): { ranks: Uint32Array; distinct: number } {
+  if (col.type === 'int64' || col.type === 'timestamp') {
+    const counted = smallRangeRanks(col, length);
+    if (counted !== null) return counted;
+  }
   const ranks = new Uint32Array(length);
-  if ((col.type === 'int64' || col.type === 'timestamp') && smallRangeRanks(col, length, ranks)) return { ranks, distinct: ranks.length === 0 ? 0 : maxOf(ranks) + 1 };
   if (col.type !== 'string') {
     const order = radixSortIndices(col, length);
     const same = columnComparer(col);
@@ -125,11 +128,11 @@ function columnRanks(col: Column, length: number): { ranks: Uint32Array; distinc
 }
 
 /**
- * Ranks of an int64 column whose values span less than max(2^16, 4 × length), by counting the
- * values present (a distance, a year, a code): no sort. False, leaving `ranks` to the caller, when
- * the span is larger or a value is past 2^53.
+ * columnRanks of an int64 column whose values span less than max(2^16, 4 × length), by counting
+ * the values present (a distance, a year, a code): no sort. Null when the span is larger or a
+ * value is past 2^53.
  */
-function smallRangeRanks(col: Column & { type: 'int64' | 'timestamp' }, length: number, ranks: Uint32Array): boolean {
+function smallRangeRanks(col: Column & { type: 'int64' | 'timestamp' }, length: number): { ranks: Uint32Array; distinct: number } | null {
   const w = int64Words(col), valid = col.valid;
   let min = Infinity, max = -Infinity;
   for (let i = 0; i < length; i++) {
@@ -139,7 +142,7 @@ function smallRangeRanks(col: Column & { type: 'int64' | 'timestamp' }, length: 
     if (v > max) max = v;
   }
   if (min === Infinity) { min = 0; max = -1; } // no value: nulls only
-  if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || max - min >= Math.max(1 << 16, 4 * length)) return false;
+  if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || max - min >= Math.max(1 << 16, 4 * length)) return null;
   const nullSlot = max - min + 1; // nulls last
   const rankAt = new Uint32Array(nullSlot + 1);
   const slots = new Uint32Array(length);
@@ -148,15 +151,11 @@ function smallRangeRanks(col: Column & { type: 'int64' | 'timestamp' }, length: 
     slots[i] = slot;
     rankAt[slot] = 1;
   }
-  for (let k = 0, r = 0; k <= nullSlot; k++) { const present = rankAt[k]; rankAt[k] = r; r += present; }
+  let distinct = 0;
+  for (let k = 0; k <= nullSlot; k++) { const present = rankAt[k]; rankAt[k] = distinct; distinct += present; }
+  const ranks = new Uint32Array(length);
   for (let i = 0; i < length; i++) ranks[i] = rankAt[slots[i]];
-  return true;
-}
-
-function maxOf(a: Uint32Array): number {
-  let m = 0;
-  for (let i = 0; i < a.length; i++) if (a[i] > m) m = a[i];
-  return m;
+  return { ranks, distinct };
 }
 
 /** `order` (null: 0..length) stably reordered by rank (below `distinct`): a counting sort, one pass per 16 bits of rank. */
