@@ -11,6 +11,8 @@ import {
   estimateDistinct, expectedGroups, gpuPartitionBytes, groupShareOf, keySample, LARGER_GPU_PARTITIONS_AFTER_GROUPS, MANY_GROUPS_SHARE, sampleGroupKeys, SAMPLE_BYTES,
 } from '../src/engine/exec/group-cardinality.js';
 import { gpuCsvPathApplies } from '../src/engine/exec/gpu-csv-aggregate.js';
+import { gpuPartitioning } from '../src/engine/exec/aggregate-stage.js';
+import type { RunContext } from '../src/engine/exec/context.js';
 import { DEFAULT_CSV_OPTIONS, inferCsvLayout, type CsvChunk } from '../src/engine/io/csv/index.js';
 import { factCsv, rng, tempDir } from './helpers/data.js';
 
@@ -111,6 +113,30 @@ describe('sampleGroupKeys over a real CSV file, and the share of groups it predi
     const plain: Terminal = { kind: 'partial-aggregate', spec, inputSchema: input };
     expect(gpuCsvPathApplies({ fragment: manyFirst, terminal: plain })).toBe(true);
     expect(gpuCsvPathApplies({ fragment: manyFirst, terminal: { ...plain, manyGroups: true } })).toBe(false);
+  });
+
+  it('decides who takes a group-by and its GPU partition size: CPU workers for a group per row beside them; alone, twice as large while each GPU worker keeps four', async () => {
+    const wide = join(dir, 'wide.csv');
+    factCsv(wide, { rows: 300_000, groups: 1e9, seed: 3 });
+    const bytes = readFileSync(wide).length;
+    const input = [{ name: 'ki', type: 'int64' as const }, { name: 'i', type: 'int64' as const }];
+    const groupBy: Terminal = { kind: 'partial-aggregate', spec: { keys: ['ki'], aggs: [], dropna: false }, inputSchema: input };
+    // Eighths of the file: ~37k groups each, past the 16k that double GPU partitions.
+    const eighth = Math.ceil(bytes / 8);
+    expect(300_000 / 8).toBeGreaterThan(LARGER_GPU_PARTITIONS_AFTER_GROUPS);
+    const ctx = (gpuWorkersOnly: boolean, gpuWorkers: number) => ({
+      runner: { size: gpuWorkers, gpuWorkers, gpuWorkersOnly, prefersGpu: () => !gpuWorkersOnly },
+      blocksize: eighth, gpuBlocksize: eighth,
+    }) as unknown as RunContext;
+    const stream = { schema: input, fragments: await fragmentsOf(wide, 'ki', 8) };
+    expect(gpuPartitioning(stream, groupBy, ctx(false, 1))).toEqual({ manyGroups: true }); // beside CPU workers: theirs
+    expect(gpuPartitioning(stream, groupBy, ctx(true, 1))).toEqual({ manyGroups: false, partitionBytes: 2 * eighth });
+    // Two GPU workers would get two partitions each: the size stays.
+    expect(gpuPartitioning(stream, groupBy, ctx(true, 2))).toEqual({ manyGroups: false, partitionBytes: eighth });
+    // 300 groups: the size stays; no GPU size (--blocksize given): nothing to decide.
+    const few300 = { schema: input, fragments: await fragmentsOf(few, 'ki', 8) };
+    expect(gpuPartitioning(few300, groupBy, ctx(true, 1)).partitionBytes).toBe(eighth);
+    expect(gpuPartitioning(stream, groupBy, { ...ctx(true, 1), gpuBlocksize: undefined })).toEqual({ manyGroups: false });
   });
 
   it('gives no sample (so partitions merge as before) when it cannot read cleanly or the task is not a plain group-by', async () => {

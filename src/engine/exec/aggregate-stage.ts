@@ -63,7 +63,7 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
  * tasks (`manyGroups`); else, with many groups per partition, partitions twice as large, while
  * that still leaves four for each GPU worker.
  */
-function gpuPartitioning(stream: Stream, terminal: Terminal, ctx: RunContext): { manyGroups: boolean; partitionBytes?: number } {
+export function gpuPartitioning(stream: Stream, terminal: Terminal, ctx: RunContext): { manyGroups: boolean; partitionBytes?: number } {
   const first = stream.fragments[0];
   const base = ctx.gpuBlocksize;
   if (first === undefined || base === undefined || !gpuWorkersTake(ctx, first, terminal)) return { manyGroups: false };
@@ -72,5 +72,5 @@ function gpuPartitioning(stream: Stream, terminal: Terminal, ctx: RunContext): {
   if (!ctx.runner.gpuWorkersOnly && groupShareOf(sample, base) > MANY_GROUPS_SHARE) return { manyGroups: true };
   const larger = gpuPartitionBytes(sample, base, GPU_MAX_BLOCKSIZE);
   const bytes = stream.fragments.reduce((n, f) => n + f.bytes, 0);
-  return { manyGroups: false, partitionBytes: bytes >= 4 * larger * Math.max(1, ctx.runner.gpuWorkers ?? 1) ? larger : base };
+  return { manyGroups: false, partitionBytes: Math.ceil(bytes / larger) >= 4 * Math.max(1, ctx.runner.gpuWorkers ?? 1) ? larger : base };
 }
