@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Column } from '../src/engine/batch.js';
 import type { Fragment, Terminal } from '../src/engine/exec/fragment.js';
 import {
-  estimateDistinct, expectedGroups, gpuPartitionBytes, groupShareOf, keySample, LARGER_GPU_PARTITIONS_AFTER_GROUPS, MANY_GROUPS_SHARE, sampleGroupKeys, SAMPLE_BYTES,
+  estimateDistinct, expectedGroups, gpuGroupByPlan, gpuPartitionBytes, groupShareOf, keySample, LARGER_GPU_PARTITIONS_AFTER_GROUPS, MANY_GROUPS_SHARE, sampleGroupKeys, SAMPLE_BYTES,
 } from '../src/engine/exec/group-cardinality.js';
 import { gpuCsvPathApplies } from '../src/engine/exec/gpu-csv-aggregate.js';
 import { gpuPartitioning } from '../src/engine/exec/aggregate-stage.js';
@@ -47,6 +47,20 @@ describe('estimateDistinct (Chao) and expectedGroups', () => {
     expect(share(90_000)).toBeLessThan(MANY_GROUPS_SHARE / 2); // a pair of airports
     expect(share(1e9)).toBeGreaterThan(0.9); // an id
     expect(share(3e6)).toBeGreaterThan(MANY_GROUPS_SHARE); // a few million keys: ~0.7 per row
+  });
+
+  it('plans a group-by\'s GPU work: the CPU workers\' for many groups per row, larger GPU partitions for many per partition while each GPU worker keeps four', () => {
+    const sample = (distinct: number) => keySample([drawn(16_000, distinct, 5)], 16_000, MB);
+    const shape = { base: 256 * MB, inputBytes: 10_000 * MB, gpuWorkers: 1, besideCpuWorkers: true, largest: 512 * MB };
+    expect(gpuGroupByPlan(sample(300), shape)).toEqual({ manyGroups: false, partitionBytes: 256 * MB });
+    expect(gpuGroupByPlan(sample(90_000), shape)).toEqual({ manyGroups: false, partitionBytes: 512 * MB });
+    expect(gpuGroupByPlan(sample(1e9), shape)).toEqual({ manyGroups: true, partitionBytes: 256 * MB });
+    expect(gpuGroupByPlan(sample(1e9), { ...shape, besideCpuWorkers: false })).toEqual({ manyGroups: false, partitionBytes: 256 * MB });
+    // 2 GB over 512 MB partitions: four for one GPU worker, two each for two.
+    expect(gpuGroupByPlan(sample(90_000), { ...shape, inputBytes: 2048 * MB }).partitionBytes).toBe(512 * MB);
+    expect(gpuGroupByPlan(sample(90_000), { ...shape, inputBytes: 2048 * MB, gpuWorkers: 2 }).partitionBytes).toBe(256 * MB);
+    expect(gpuGroupByPlan(sample(90_000), { ...shape, inputBytes: 2047 * MB }).partitionBytes).toBe(512 * MB); // rounded up: still four
+    expect(gpuGroupByPlan(sample(90_000), { ...shape, inputBytes: 1536 * MB }).partitionBytes).toBe(256 * MB);
   });
 
   it('doubles GPU partitions (up to the largest) for a pair of airports, not for an airport', () => {
@@ -115,28 +129,20 @@ describe('sampleGroupKeys over a real CSV file, and the share of groups it predi
     expect(gpuCsvPathApplies({ fragment: manyFirst, terminal: { ...plain, manyGroups: true } })).toBe(false);
   });
 
-  it('decides who takes a group-by and its GPU partition size: CPU workers for a group per row beside them; alone, twice as large while each GPU worker keeps four', async () => {
-    const wide = join(dir, 'wide.csv');
-    factCsv(wide, { rows: 300_000, groups: 1e9, seed: 3 });
-    const bytes = readFileSync(wide).length;
+  it('over the file: a group per row goes to the CPU workers beside them, keeps its size on GPU workers alone', async () => {
+    const bytes = readFileSync(many).length;
     const input = [{ name: 'ki', type: 'int64' as const }, { name: 'i', type: 'int64' as const }];
     const groupBy: Terminal = { kind: 'partial-aggregate', spec: { keys: ['ki'], aggs: [], dropna: false }, inputSchema: input };
-    // Eighths of the file: ~37k groups each, past the 16k that double GPU partitions.
     const eighth = Math.ceil(bytes / 8);
-    expect(300_000 / 8).toBeGreaterThan(LARGER_GPU_PARTITIONS_AFTER_GROUPS);
-    const ctx = (gpuWorkersOnly: boolean, gpuWorkers: number) => ({
-      runner: { size: gpuWorkers, gpuWorkers, gpuWorkersOnly, prefersGpu: () => !gpuWorkersOnly },
+    const ctx = (gpuWorkersOnly: boolean) => ({
+      runner: { size: 1, gpuWorkers: 1, gpuWorkersOnly, prefersGpu: () => !gpuWorkersOnly },
       blocksize: eighth, gpuBlocksize: eighth,
     }) as unknown as RunContext;
-    const stream = { schema: input, fragments: await fragmentsOf(wide, 'ki', 8) };
-    expect(gpuPartitioning(stream, groupBy, ctx(false, 1))).toEqual({ manyGroups: true }); // beside CPU workers: theirs
-    expect(gpuPartitioning(stream, groupBy, ctx(true, 1))).toEqual({ manyGroups: false, partitionBytes: 2 * eighth });
-    // Two GPU workers would get two partitions each: the size stays.
-    expect(gpuPartitioning(stream, groupBy, ctx(true, 2))).toEqual({ manyGroups: false, partitionBytes: eighth });
-    // 300 groups: the size stays; no GPU size (--blocksize given): nothing to decide.
-    const few300 = { schema: input, fragments: await fragmentsOf(few, 'ki', 8) };
-    expect(gpuPartitioning(few300, groupBy, ctx(true, 1)).partitionBytes).toBe(eighth);
-    expect(gpuPartitioning(stream, groupBy, { ...ctx(true, 1), gpuBlocksize: undefined })).toEqual({ manyGroups: false });
+    const stream = { schema: input, fragments: await fragmentsOf(many, 'ki', 8) };
+    expect(gpuPartitioning(stream, groupBy, ctx(false))).toEqual({ manyGroups: true, partitionBytes: eighth });
+    expect(gpuPartitioning(stream, groupBy, ctx(true))).toEqual({ manyGroups: false, partitionBytes: eighth });
+    // No GPU size (--blocksize given): nothing to decide.
+    expect(gpuPartitioning(stream, groupBy, { ...ctx(true), gpuBlocksize: undefined })).toEqual({ manyGroups: false });
   });
 
   it('gives no sample (so partitions merge as before) when it cannot read cleanly or the task is not a plain group-by', async () => {

@@ -10,7 +10,7 @@ import { aggregateOutputSchema, finalizeAggregate, PartialAggregator, PartialMer
 import type { Terminal } from './fragment.js';
 import { GPU_MAX_BLOCKSIZE, type RunContext } from './context.js';
 import { gpuWorkersTake, inGpuPartitions } from './gpu-partitions.js';
-import { gpuPartitionBytes, groupShareOf, MANY_GROUPS_SHARE, sampleGroupKeys } from './group-cardinality.js';
+import { gpuGroupByPlan, sampleGroupKeys } from './group-cardinality.js';
 import { SliceCombine } from './partial-slices.js';
 import { concurrencyOf } from './pool.js';
 import { runStream, type Stream } from './stream.js';
@@ -58,10 +58,8 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
 }
 
 /**
- * What a sample of the key says about a group-by the GPU workers would take (group-cardinality.ts):
- * beside CPU workers, with many groups per row in a GPU-sized partition, the CPU workers take the
- * tasks (`manyGroups`); else, with many groups per partition, partitions twice as large, while
- * that still leaves four for each GPU worker.
+ * What a sample of the key at the start of the input says about a group-by the GPU workers would
+ * take: whether the CPU workers take it instead, and the GPU partition size (gpuGroupByPlan).
  */
 export function gpuPartitioning(stream: Stream, terminal: Terminal, ctx: RunContext): { manyGroups: boolean; partitionBytes?: number } {
   const first = stream.fragments[0];
@@ -69,8 +67,8 @@ export function gpuPartitioning(stream: Stream, terminal: Terminal, ctx: RunCont
   if (first === undefined || base === undefined || !gpuWorkersTake(ctx, first, terminal)) return { manyGroups: false };
   const sample = sampleGroupKeys(first, terminal);
   if (sample === null) return { manyGroups: false };
-  if (!ctx.runner.gpuWorkersOnly && groupShareOf(sample, base) > MANY_GROUPS_SHARE) return { manyGroups: true };
-  const larger = gpuPartitionBytes(sample, base, GPU_MAX_BLOCKSIZE);
-  const bytes = stream.fragments.reduce((n, f) => n + f.bytes, 0);
-  return { manyGroups: false, partitionBytes: Math.ceil(bytes / larger) >= 4 * Math.max(1, ctx.runner.gpuWorkers ?? 1) ? larger : base };
+  return gpuGroupByPlan(sample, {
+    base, inputBytes: stream.fragments.reduce((n, f) => n + f.bytes, 0), gpuWorkers: ctx.runner.gpuWorkers ?? 1,
+    besideCpuWorkers: ctx.runner.gpuWorkersOnly !== true, largest: GPU_MAX_BLOCKSIZE,
+  });
 }

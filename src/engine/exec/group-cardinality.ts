@@ -113,3 +113,20 @@ export function gpuPartitionBytes(sample: KeySample, base: number, largest: numb
   const rows = (sample.rows * base) / sample.bytes;
   return expectedGroups(estimateDistinct(sample), rows) > LARGER_GPU_PARTITIONS_AFTER_GROUPS ? Math.max(base, Math.min(2 * base, largest)) : base;
 }
+
+/** Where a group-by's GPU work goes, given the GPU partition size `base`, the input's bytes and the workers. */
+export interface GpuGroupByShape { base: number; inputBytes: number; gpuWorkers: number; besideCpuWorkers: boolean; largest: number }
+
+/**
+ * What a key sample says about a group-by the GPU workers would take. Many groups per row in a
+ * partition of `base`: beside CPU workers, theirs (`manyGroups`); GPU workers alone keep `base`
+ * (their host work is per group, so per row, whatever the size, and larger partials only hold more
+ * memory). Else, many groups per partition: partitions twice as large, while that still leaves four
+ * for each GPU worker.
+ */
+export function gpuGroupByPlan(sample: KeySample, shape: GpuGroupByShape): { manyGroups: boolean; partitionBytes: number } {
+  const { base, inputBytes, gpuWorkers, besideCpuWorkers, largest } = shape;
+  if (groupShareOf(sample, base) > MANY_GROUPS_SHARE) return { manyGroups: besideCpuWorkers, partitionBytes: base };
+  const larger = gpuPartitionBytes(sample, base, largest);
+  return { manyGroups: false, partitionBytes: Math.ceil(inputBytes / larger) >= 4 * Math.max(1, gpuWorkers) ? larger : base };
+}
