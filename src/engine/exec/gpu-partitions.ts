@@ -9,7 +9,7 @@
 // never depend on partition sizes. A group-by with many groups per partition is not a task the
 // GPU workers take beside CPU workers (group-cardinality.ts), so it keeps the small chunks; one
 // whose partitions would hold many groups but few per row takes partitions twice as large, on GPU
-// workers alone too (gpuPartitionBytes).
+// workers alone too (group-cardinality.ts, gpuGroupByPlan).
 
 import type { RunContext } from './context.js';
 import type { Fragment, Terminal } from './fragment.js';
