@@ -110,6 +110,6 @@ describe('field names: an empty one is column<i> (as in CSV headers), one given 
     ])));
     const message = "in/twice.parquet: duplicate column name 'v' at columns 2 and 3";
     await expect(planParquetChunks(asGiven(path, 'in/twice.parquet'), 1)).rejects.toMatchObject({ exitCode: 3, message });
-    await expect(readParquetChunk({ path, displayName: 'in/twice.parquet', rowGroups: [0], rows: 2 }, ['k'])).rejects.toMatchObject({ exitCode: 3, message });
+    await expect(readParquetChunk({ path, displayName: 'in/twice.parquet', rowGroups: [0], rows: 2, bytes: 0 }, ['k'])).rejects.toMatchObject({ exitCode: 3, message });
   });
 });

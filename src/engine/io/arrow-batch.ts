@@ -11,6 +11,7 @@ import {
 } from '../batch.js';
 import { DataError, columnIndices } from '../errors.js';
 import { columnNames } from './column-names.js';
+import { decimalValues, float64Values, int64Values, stringColumnOf, timestampMicros, unpackBits, type ArrowIntArray, type ArrowTimeUnit } from './arrow-values.js';
 
 // ---------------------------------------------------------------------------------------------
 // Schemas
@@ -53,106 +54,20 @@ export function arrowSchemaToSchema(schema: Arrow.Schema, file?: string): Schema
 // ---------------------------------------------------------------------------------------------
 // Arrow -> Batch
 
-/** One byte per row (1 = set) from an Arrow bitmap starting at bit `offset`. */
-function unpackBits(bits: Uint8Array, offset: number, length: number): Uint8Array {
-  const out = new Uint8Array(length);
-  for (let i = 0; i < length; i++) {
-    const b = offset + i;
-    out[i] = (bits[b >> 3] >> (b & 7)) & 1;
-  }
-  return out;
-}
-
-/** Arrow bitmap (LSB first) from one byte per row. */
-function packBits(bytes: Uint8Array): Uint8Array {
-  const out = new Uint8Array((bytes.length + 7) >> 3);
-  for (let i = 0; i < bytes.length; i++) if (bytes[i]) out[i >> 3] |= 1 << (i & 7);
-  return out;
-}
-
 function validityOfData(data: Arrow.Data): Validity {
   if (data.nullCount === 0 || !data.nullBitmap || data.nullBitmap.length === 0) return null;
   return unpackBits(data.nullBitmap, data.offset, data.length);
 }
 
-const MICROS_PER: Record<number, bigint> = {
-  [arrow.TimeUnit.SECOND]: 1_000_000n,
-  [arrow.TimeUnit.MILLISECOND]: 1_000n,
-  [arrow.TimeUnit.MICROSECOND]: 1n,
-};
-
-/** Floor division, so instants before 1970 round towards the past like every other tool. */
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b !== 0n && (a < 0n) !== (b < 0n) ? q - 1n : q;
-}
-
-function timestampValues(data: Arrow.Data, type: Arrow.Timestamp | Arrow.Date_): BigInt64Array {
-  const n = data.length;
-  const src = data.values as BigInt64Array | Int32Array;
-  const out = new BigInt64Array(n);
-  if (arrow.DataType.isDate(type)) {
-    const dayUnit = (type as Arrow.Date_).unit === arrow.DateUnit.DAY;
-    for (let i = 0; i < n; i++) out[i] = dayUnit ? BigInt(src[i]) * 86_400_000_000n : BigInt(src[i]) * 1000n;
-    return out;
-  }
-  const unit = (type as Arrow.Timestamp).unit;
-  if (unit === arrow.TimeUnit.NANOSECOND) {
-    for (let i = 0; i < n; i++) out[i] = floorDiv(BigInt(src[i]), 1000n);
-  } else if (unit === arrow.TimeUnit.MICROSECOND) {
-    out.set(src as BigInt64Array);
-  } else {
-    const k = MICROS_PER[unit];
-    for (let i = 0; i < n; i++) out[i] = BigInt(src[i]) * k;
-  }
-  return out;
-}
-
-function intValues(data: Arrow.Data, name: string): BigInt64Array {
-  const src = data.values as ArrayLike<number | bigint>;
-  const n = data.length;
-  if (src instanceof BigInt64Array) return BigInt64Array.from(src.subarray(0, n));
-  if (src instanceof BigUint64Array) {
-    const out = new BigInt64Array(n);
-    const valid = validityOfData(data);
-    for (let i = 0; i < n; i++) {
-      if (src[i] > 0x7fff_ffff_ffff_ffffn && (valid === null || valid[i] === 1)) {
-        throw new DataError(`value ${src[i]} of unsigned 64-bit column '${name}' exceeds the int64 range`, { column: name });
-      }
-      out[i] = BigInt.asIntN(64, src[i]);
-    }
-    return out;
-  }
-  const out = new BigInt64Array(n);
-  for (let i = 0; i < n; i++) out[i] = BigInt(src[i] as number);
-  return out;
-}
-
-/** A 128/256-bit two's-complement decimal's unscaled value from its little-endian u32 words. */
-function decimalUnscaled(words: Uint32Array, at: number, count: number): bigint {
-  let v = 0n;
-  for (let w = count - 1; w >= 0; w--) v = (v << 32n) | BigInt(words[at + w]);
-  return BigInt.asIntN(32 * count, v);
-}
-
-function decimalValues(data: Arrow.Data, type: Arrow.Decimal): Float64Array {
-  const words = data.values as Uint32Array;
-  const perValue = type.bitWidth / 32;
-  const scale = 10 ** type.scale;
-  const out = new Float64Array(data.length);
-  for (let i = 0; i < data.length; i++) out[i] = Number(decimalUnscaled(words, i * perValue, perValue)) / scale;
-  return out;
+/** Our unit name for an Arrow date or timestamp type. */
+function timeUnitOf(type: Arrow.Timestamp | Arrow.Date_): ArrowTimeUnit {
+  if (arrow.DataType.isDate(type)) return (type as Arrow.Date_).unit === arrow.DateUnit.DAY ? 'day' : 'ms';
+  const units: Record<number, ArrowTimeUnit> = { [arrow.TimeUnit.SECOND]: 's', [arrow.TimeUnit.MILLISECOND]: 'ms', [arrow.TimeUnit.MICROSECOND]: 'us', [arrow.TimeUnit.NANOSECOND]: 'ns' };
+  return units[(type as Arrow.Timestamp).unit];
 }
 
 function stringColumnOfData(data: Arrow.Data, valid: Validity): StringColumn {
-  const n = data.length;
-  const src = data.valueOffsets as Int32Array | BigInt64Array;
-  const offsets = new Int32Array(n + 1);
-  const base = Number(src[0]);
-  const end = Number(src[n]);
-  if (end - base > 0x7fff_ffff) throw new DataError('string column holds more than 2 GiB in one batch; use a smaller --blocksize');
-  for (let i = 0; i <= n; i++) offsets[i] = Number(src[i]) - base;
-  return { type: 'string', offsets, data: (data.values as Uint8Array).slice(base, end), valid };
+  return stringColumnOf(data.valueOffsets as Int32Array | BigInt64Array, data.values as Uint8Array, data.length, valid);
 }
 
 function dictionaryColumn(data: Arrow.Data, valid: Validity): StringColumn {
@@ -171,7 +86,7 @@ function columnOfData(data: Arrow.Data, name: string): Column {
   const T = arrow.DataType;
   const valid = validityOfData(data);
   const n = data.length;
-  if (T.isInt(type)) return { type: 'int64', values: intValues(data, name), valid };
+  if (T.isInt(type)) return { type: 'int64', values: int64Values(data.values as ArrowIntArray, n, valid, name), valid };
   if (T.isFloat(type)) {
     if (type.precision === arrow.Precision.HALF) {
       const vec = arrow.makeVector(data);
@@ -179,17 +94,14 @@ function columnOfData(data: Arrow.Data, name: string): Column {
     }
     // float64: a view of the buffer the batch was read into (arrow-ipc.ts reads one per chunk),
     // not a copy; a float32 column is widened with set(), which runs at memory speed (from() iterates).
-    const values = (data.values as Float64Array | Float32Array).subarray(0, n);
-    if (values instanceof Float64Array) return { type: 'float64', values, valid };
-    const wide = new Float64Array(n);
-    wide.set(values);
-    return { type: 'float64', values: wide, valid };
+    const values = data.values as Float64Array | Float32Array;
+    return { type: 'float64', values: values instanceof Float64Array ? values.subarray(0, n) : float64Values(values, n), valid };
   }
-  if (T.isDecimal(type)) return { type: 'float64', values: decimalValues(data, type), valid };
+  if (T.isDecimal(type)) return { type: 'float64', values: decimalValues(data.values as Uint32Array, n, type.bitWidth, type.scale), valid };
   if (T.isUtf8(type) || T.isLargeUtf8(type)) return stringColumnOfData(data, valid);
   if (T.isDictionary(type)) return dictionaryColumn(data, valid);
   if (T.isBool(type)) return { type: 'bool', values: unpackBits(data.values as Uint8Array, data.offset, n), valid };
-  if (T.isTimestamp(type) || T.isDate(type)) return { type: 'timestamp', values: timestampValues(data, type), valid };
+  if (T.isTimestamp(type) || T.isDate(type)) return { type: 'timestamp', values: timestampMicros(data.values as Int32Array | BigInt64Array, timeUnitOf(type), n), valid };
   throw new DataError(`column '${name}' has Arrow type ${type}, which gpuframe cannot read`, { column: name });
 }
 
@@ -222,6 +134,13 @@ export function arrowTableToBatches(table: Arrow.Table | Arrow.RecordBatch, colu
 
 // ---------------------------------------------------------------------------------------------
 // Batch -> Arrow
+
+/** Arrow bitmap (LSB first) from one byte per row. */
+function packBits(bytes: Uint8Array): Uint8Array {
+  const out = new Uint8Array((bytes.length + 7) >> 3);
+  for (let i = 0; i < bytes.length; i++) if (bytes[i]) out[i >> 3] |= 1 << (i & 7);
+  return out;
+}
 
 /** Arrow type written for each DType. Timestamps carry no time zone: values are UTC wall time. */
 export function arrowTypeOf(type: DType): Arrow.DataType {

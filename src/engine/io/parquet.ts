@@ -5,7 +5,8 @@
 import type { Batch, Schema } from '../batch.js';
 import type { InputName } from './input-error.js';
 
-export interface ParquetChunk extends InputName { rowGroups: number[]; rows: number }
+/** Row groups read together; `bytes`: their uncompressed size, as the footer gives it. */
+export interface ParquetChunk extends InputName { rowGroups: number[]; rows: number; bytes: number }
 
 const parquetChunks = () => import('./parquet-chunks.js');
 
