@@ -1,5 +1,5 @@
 // GPU executor check for the GPU machine: generates flights-like CSV data (bench/generate.mjs),
-// runs groupby, merge and read-csv -o with --device cpu, --device gpu --gpus 0 and --device gpu --gpus 0,1,
+// runs groupby (also over the rows as Parquet), merge and read-csv -o with --device cpu, --device gpu --gpus 0 and --device gpu --gpus 0,1,
 // checks that every GPU output has the CPU output's bytes, and prints timings as a markdown table.
 //   source .devkit/env.sh; node bench/gpu-check.mjs [--bytes 1e9] [--copies 1] [--dir /tmp/gpuframe-check] [--timeout 240]
 //   env: JOBS (job names or name prefixes, comma-separated), CONFIGS (cpu,gpu_0_only,gpu_0_1_only,gpus_cpu_workers), DUCKDB=0
@@ -52,6 +52,14 @@ if (!existsSync(data)) {
   log(`reusing ${data} (${(statSync(data).size / 1e9).toFixed(2)} GB)`);
 }
 writeDimension(dim);
+// The same rows as Parquet, for the Parquet-input job: written by gpuframe on first use and reused.
+const parquet = join(dir, `flights-${bytes}.parquet`);
+function ensureParquet() {
+  if (existsSync(parquet)) return;
+  log(`writing ${parquet} (gpuframe read-csv --device cpu)`);
+  const r = gpuframe(['read-csv', data, '-o', parquet, '--device', 'cpu', '--no-progress']);
+  log(r.code === 0 ? `  ${r.seconds.toFixed(2)} s, ${(statSync(parquet).size / 1e9).toFixed(2)} GB` : `  failed (exit ${r.code}): ${r.stderr.slice(-300)}`);
+}
 
 log('gpuframe devices --json --device gpu');
 const devices = gpuframe(['devices', '--json', '--device', 'gpu']);
@@ -75,6 +83,7 @@ const AGGS = 'count(),sum(delay),mean(price),min(delay),max(distance),mean(delay
 // DuckDB on the same cores, the peer the issue compares against.
 const duckSql = {
   'groupby origin': `select origin, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin order by origin`,
+  'groupby origin (Parquet input)': `select origin, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_parquet('${parquet}') group by origin order by origin`,
   'groupby origin+dest': `select origin, dest, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by origin, dest order by origin, dest`,
   'groupby delay (int key)': `select delay, count(*), sum(delay), avg(price), min(delay), max(distance), avg(delay) from read_csv('${data}') group by delay order by delay`,
   'groupby id (a group per id)': `select id, count(*), sum(delay), max(price) from read_csv('${data}') group by id order by id`,
@@ -93,6 +102,8 @@ function duckdb(sql, out) {
 
 const jobs = [
   { name: 'groupby origin', args: (out) => ['groupby', data, '--by', 'origin', '--agg', AGGS, '-o', out] },
+  // The query of 'groupby origin' on the same rows as Parquet: decoding instead of parsing.
+  { name: 'groupby origin (Parquet input)', parquet: true, args: (out) => ['groupby', parquet, '--by', 'origin', '--agg', AGGS, '-o', out] },
   { name: 'groupby origin+dest', args: (out) => ['groupby', data, '--by', 'origin,dest', '--agg', AGGS, '-o', out] },
   { name: 'groupby delay (int key)', args: (out) => ['groupby', data, '--by', 'delay', '--agg', AGGS, '-o', out] },
   // As many groups as distinct ids (rows / copies): the key tables are large and every partial is.
@@ -130,6 +141,7 @@ const selected = (name) => !wanted || wanted.some((x) => name === x || (name.sta
 for (const job of jobs.filter((j) => selected(j.name))) {
   const row = { job: job.name, cells: {}, agree: 'n/a', duck: 'not run' };
   rows.push(row);
+  if (job.parquet) ensureParquet();
   if (process.env.DUCKDB !== '0') {
     log(`${job.name} with DuckDB ...`);
     const d = duckdb(duckSql[job.name], join(dir, 'duck-out.csv'));

@@ -154,10 +154,31 @@ describe('Parquet chunks', () => {
     expect(got.findIndex((r, i) => r[0] !== want[i][0] || r[1] !== want[i][1])).toBe(-1);
   });
 
-  test('record batches: a chunk in one unless its uncompressed size passes 1 GiB', () => {
-    expect(parquetBatchRows({ rows: 2_000_000, bytes: 500 << 20 })).toBe(2_000_000);
+  test('record batches: a chunk in one unless its uncompressed size passes 64 MB', () => {
+    expect(parquetBatchRows({ rows: 2_000_000, bytes: 64 << 20 })).toBe(2_000_000);
     expect(parquetBatchRows({ rows: 0, bytes: 0 })).toBe(1);
-    expect(parquetBatchRows({ rows: 4_000_000, bytes: 4 * 2 ** 30 })).toBe(1_000_000);
-    expect(parquetBatchRows({ rows: 10, bytes: 64 * 2 ** 30 })).toBe(1024);
+    expect(parquetBatchRows({ rows: 4_000_000, bytes: 256 << 20 })).toBe(1_000_000);
+    expect(parquetBatchRows({ rows: 10, bytes: 2 ** 30 })).toBe(1024);
+  });
+
+  test('a chunk over 64 MB reads in several record batches, joined with the values of one', async () => {
+    const n = 300_000;
+    const pad = 'x'.repeat(250); // ~75 MB of strings: two batches once the footer's size says 64 MB
+    const table = new arrow.Table({
+      id: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => BigInt(i)), new arrow.Int64()),
+      s: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => (i % 1000 === 7 ? null : `${i}${pad}`)), new arrow.Utf8()),
+      x: arrow.vectorFromArray(Array.from({ length: n }, (_, i) => (i < n / 2 ? i / 4 : null)), new arrow.Float64()),
+    });
+    const path = join(dir, 'wide.parquet');
+    writeFileSync(path, pw.writeParquet(pw.Table.fromIPCStream(arrow.tableToIPC(table, 'stream'))));
+    const { chunks } = await planParquetChunks(asGiven(path), 1 << 30);
+    expect(chunks.length).toBe(1);
+    expect(chunks[0].bytes).toBeGreaterThan(64 << 20);
+    expect(parquetBatchRows(chunks[0])).toBeLessThan(n);
+    const batch = await readParquetChunk(chunks[0], ['x', 's', 'id']);
+    expect(batch.length).toBe(n);
+    const got = batchRows(batch);
+    const bad = got.findIndex((r, i) => r[0] !== (i < n / 2 ? i / 4 : null) || r[1] !== (i % 1000 === 7 ? null : `${i}${pad}`) || r[2] !== BigInt(i));
+    expect(bad).toBe(-1);
   });
 });

@@ -11,10 +11,9 @@
 // int64 fields 8-byte aligned, little-endian.
 
 import type { Batch, Column, DType, Schema } from '../batch.js';
-import { concatBatches, emptyBatch } from '../batch.js';
 import { DataError } from '../errors.js';
 import {
-  decimalValues, float64Values, int64Values, stringColumnOf, timestampMicros, unpackBits, type ArrowTimeUnit,
+  copyStrings, decimalValues, float64Values, int64Values, stringBytes, timestampMicros, unpackBits, type ArrowIntArray, type ArrowTimeUnit,
 } from './arrow-values.js';
 
 const SCHEMA = { format: 0, name: 4, nChildren: 24, children: 32, dictionary: 36 };
@@ -98,14 +97,14 @@ export class FfiMemory {
    * batches, joined), typed and named by `schema`; `fields` are the struct's fields.
    */
   batchOf(arrays: ArrayLike<number>, fields: readonly FfiField[], at: readonly number[], schema: Schema): Batch {
-    const batches: Batch[] = [];
-    for (let b = 0; b < arrays.length; b++) {
-      const addr = arrays[b], children = this.ptr(addr + ARRAY.children);
-      const columns = at.map((j, i) => this.column(this.ptr(children + 4 * j), fields[j], schema[i].name));
-      batches.push({ schema, length: this.int64(addr + ARRAY.length), columns });
-    }
-    if (batches.length === 0) return emptyBatch(schema);
-    return batches.length === 1 ? batches[0] : concatBatches(schema, batches);
+    const structs = Array.from(arrays);
+    const lengths = structs.map((addr) => this.int64(addr + ARRAY.length));
+    const rows = lengths.reduce((a, b) => a + b, 0);
+    const columns = at.map((j, i) => {
+      const parts = structs.map((addr) => this.ptr(this.ptr(addr + ARRAY.children) + 4 * j));
+      return this.column(parts, lengths, rows, fields[j], schema[i].name);
+    });
+    return { schema, length: rows, columns };
   }
 
   /** `count` elements of `Type` at wasm address `at`: a view, or a copy where the address is unaligned. */
@@ -114,36 +113,70 @@ export class FfiMemory {
     return new Type(this.bytes.slice(at, at + count * bytes).buffer, 0, count);
   }
 
-  private column(addr: number, field: FfiField, name: string): Column {
+  /** A part of a column: one record batch's array (its rows `at`.. of the column). */
+  private part(addr: number, at: number): { n: number; offset: number; buffer: (i: number) => number; nulls: number; at: number } {
+    const buffers = this.ptr(addr + ARRAY.buffers);
+    return {
+      n: this.int64(addr + ARRAY.length), offset: this.int64(addr + ARRAY.offset),
+      buffer: (i) => this.ptr(buffers + 4 * i), nulls: this.int64(addr + ARRAY.nullCount), at,
+    };
+  }
+
+  /** One column of `rows` rows from the arrays `addrs` of its record batches (`lengths` rows each), written straight into place. */
+  private column(addrs: number[], lengths: number[], rows: number, field: FfiField, name: string): Column {
     const kind = formatKind(field.format);
     if (kind === null || field.dictionary) throw new DataError(`column '${name}' has Arrow format '${field.format}', which the Parquet fast path cannot read`, { column: name });
-    const n = this.int64(addr + ARRAY.length), offset = this.int64(addr + ARRAY.offset);
-    const buffers = this.ptr(addr + ARRAY.buffers);
-    const buffer = (i: number) => this.ptr(buffers + 4 * i);
-    const nullCount = this.int64(addr + ARRAY.nullCount);
-    const valid = nullCount !== 0 && buffer(0) !== 0 ? unpackBits(this.bytes.subarray(buffer(0)), offset, n) : null;
+    let start = 0;
+    const parts = addrs.map((addr, b) => { const p = this.part(addr, start); start += lengths[b]; return p; });
+    // A null count of -1 means not counted: the bitmap, where present, says.
+    let valid: Uint8Array | null = null;
+    for (const p of parts) {
+      if (p.nulls === 0 || p.buffer(0) === 0) continue;
+      valid ??= new Uint8Array(rows).fill(1);
+      unpackBits(this.bytes.subarray(p.buffer(0)), p.offset, p.n, valid.subarray(p.at, p.at + p.n));
+    }
+    const validOf = (p: { at: number; n: number }) => valid?.subarray(p.at, p.at + p.n) ?? null;
     switch (kind.kind) {
       case 'int': {
-        const src = this.array(kind.array, kind.bytes, buffer(1) + offset * kind.bytes, n);
-        return { type: 'int64', values: int64Values(src as Parameters<typeof int64Values>[0], n, valid, name), valid };
+        const out = new BigInt64Array(rows);
+        for (const p of parts) {
+          const src = this.array(kind.array, kind.bytes, p.buffer(1) + p.offset * kind.bytes, p.n) as ArrowIntArray;
+          int64Values(src, p.n, validOf(p), name, out.subarray(p.at, p.at + p.n));
+        }
+        return { type: 'int64', values: out, valid };
       }
       case 'float': {
-        const src = kind.bytes === 8 ? this.array(Float64Array, 8, buffer(1) + offset * 8, n) : this.array(Float32Array, 4, buffer(1) + offset * 4, n);
-        return { type: 'float64', values: float64Values(src, n), valid };
+        const out = new Float64Array(rows);
+        for (const p of parts) {
+          const src = kind.bytes === 8 ? this.array(Float64Array, 8, p.buffer(1) + p.offset * 8, p.n) : this.array(Float32Array, 4, p.buffer(1) + p.offset * 4, p.n);
+          float64Values(src, p.n, out.subarray(p.at, p.at + p.n));
+        }
+        return { type: 'float64', values: out, valid };
       }
       case 'decimal': {
-        const words = kind.bitWidth / 32;
-        return { type: 'float64', values: decimalValues(this.array(Uint32Array, 4, buffer(1) + offset * 4 * words, n * words), n, kind.bitWidth, kind.scale), valid };
+        const out = new Float64Array(rows), words = kind.bitWidth / 32;
+        for (const p of parts) decimalValues(this.array(Uint32Array, 4, p.buffer(1) + p.offset * 4 * words, p.n * words), p.n, kind.bitWidth, kind.scale, out.subarray(p.at, p.at + p.n));
+        return { type: 'float64', values: out, valid };
       }
       case 'string': {
-        const offsets = kind.large ? this.array(BigInt64Array, 8, buffer(1) + offset * 8, n + 1) : this.array(Int32Array, 4, buffer(1) + offset * 4, n + 1);
-        return stringColumnOf(offsets, this.bytes.subarray(buffer(2)), n, valid);
+        const sources = parts.map((p) => (kind.large ? this.array(BigInt64Array, 8, p.buffer(1) + p.offset * 8, p.n + 1) : this.array(Int32Array, 4, p.buffer(1) + p.offset * 4, p.n + 1)));
+        const offsets = new Int32Array(rows + 1);
+        const data = new Uint8Array(Math.min(0x8000_0000, sources.reduce((s, src, b) => s + stringBytes(src, parts[b].n), 0)));
+        parts.forEach((p, b) => copyStrings(sources[b], this.bytes.subarray(p.buffer(2)), p.n, offsets, data, p.at));
+        return { type: 'string', offsets, data, valid };
       }
-      case 'bool':
-        return { type: 'bool', values: unpackBits(this.bytes.subarray(buffer(1)), offset, n), valid };
+      case 'bool': {
+        const out = new Uint8Array(rows);
+        for (const p of parts) unpackBits(this.bytes.subarray(p.buffer(1)), p.offset, p.n, out.subarray(p.at, p.at + p.n));
+        return { type: 'bool', values: out, valid };
+      }
       case 'time': {
-        const src = kind.bytes === 4 ? this.array(Int32Array, 4, buffer(1) + offset * 4, n) : this.array(BigInt64Array, 8, buffer(1) + offset * 8, n);
-        return { type: 'timestamp', values: timestampMicros(src, kind.unit, n), valid };
+        const out = new BigInt64Array(rows);
+        for (const p of parts) {
+          const src = kind.bytes === 4 ? this.array(Int32Array, 4, p.buffer(1) + p.offset * 4, p.n) : this.array(BigInt64Array, 8, p.buffer(1) + p.offset * 8, p.n);
+          timestampMicros(src, kind.unit, p.n, out.subarray(p.at, p.at + p.n));
+        }
+        return { type: 'timestamp', values: out, valid };
       }
     }
   }

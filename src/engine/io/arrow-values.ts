@@ -1,14 +1,14 @@
 // Arrow buffers -> our column values. Shared by the two ways Arrow data arrives: apache-arrow's
 // decoded Data (arrow-batch.ts) and C Data Interface structs in parquet-wasm's memory
-// (arrow-ffi.ts). Loads no Arrow library. Every function returns arrays of its own, never views of
-// its inputs, so the source (wasm memory that is freed next) may go away.
+// (arrow-ffi.ts). Loads no Arrow library. Every function writes arrays of its own, never views of
+// its inputs, so the source (wasm memory that is freed next) may go away; `out`, where given, is
+// where to write (a part of a larger column: record batches are joined without a second copy).
 
 import type { StringColumn, Validity } from '../batch.js';
 import { DataError } from '../errors.js';
 
 /** One byte per row (1 = set) from an Arrow bitmap starting at bit `offset`. */
-export function unpackBits(bits: Uint8Array, offset: number, length: number): Uint8Array {
-  const out = new Uint8Array(length);
+export function unpackBits(bits: Uint8Array, offset: number, length: number, out: Uint8Array = new Uint8Array(length)): Uint8Array {
   for (let i = 0; i < length; i++) {
     const b = offset + i;
     out[i] = (bits[b >> 3] >> (b & 7)) & 1;
@@ -22,10 +22,12 @@ export type ArrowIntArray = Int8Array | Uint8Array | Int16Array | Uint16Array | 
  * The first n values of an Arrow integer array as int64. Narrower ints are widened word by word
  * (a BigInt per value ran ~50× slower); a uint64 value past the int64 range is an error.
  */
-export function int64Values(src: ArrowIntArray, n: number, valid: Validity, name: string): BigInt64Array {
-  if (src instanceof BigInt64Array) return src.slice(0, n);
-  const out = new BigInt64Array(n);
-  const words = new Int32Array(out.buffer);
+export function int64Values(src: ArrowIntArray, n: number, valid: Validity, name: string, out: BigInt64Array = new BigInt64Array(n)): BigInt64Array {
+  if (src instanceof BigInt64Array) {
+    out.set(src.subarray(0, n));
+    return out;
+  }
+  const words = new Int32Array(out.buffer, out.byteOffset, 2 * n);
   if (src instanceof BigUint64Array) {
     const from = new Int32Array(src.buffer, src.byteOffset, 2 * n);
     for (let i = 0; i < n; i++) {
@@ -56,9 +58,8 @@ function floorDiv(a: bigint, b: bigint): bigint {
 }
 
 /** The first n dates or timestamps of `unit` as microseconds since the epoch (UTC). */
-export function timestampMicros(src: Int32Array | BigInt64Array, unit: ArrowTimeUnit, n: number): BigInt64Array {
-  if (unit === 'us') return int64Values(src, n, null, '');
-  const out = new BigInt64Array(n);
+export function timestampMicros(src: Int32Array | BigInt64Array, unit: ArrowTimeUnit, n: number, out: BigInt64Array = new BigInt64Array(n)): BigInt64Array {
+  if (unit === 'us') return int64Values(src, n, null, '', out);
   if (unit === 'ns') {
     for (let i = 0; i < n; i++) out[i] = floorDiv(BigInt(src[i]), 1000n);
     return out;
@@ -76,32 +77,43 @@ function decimalUnscaled(words: Uint32Array, at: number, count: number): bigint 
 }
 
 /** The first n decimals (bitWidth 128 or 256, little-endian words) as float64. */
-export function decimalValues(words: Uint32Array, n: number, bitWidth: number, scale: number): Float64Array {
+export function decimalValues(words: Uint32Array, n: number, bitWidth: number, scale: number, out: Float64Array = new Float64Array(n)): Float64Array {
   const perValue = bitWidth / 32;
   const divisor = 10 ** scale;
-  const out = new Float64Array(n);
   for (let i = 0; i < n; i++) out[i] = Number(decimalUnscaled(words, i * perValue, perValue)) / divisor;
   return out;
 }
 
 /** The first n floats as float64: float64 copied, float32 widened. */
-export function float64Values(values: Float64Array | Float32Array, n: number): Float64Array {
-  if (values instanceof Float64Array) return values.slice(0, n);
-  const wide = new Float64Array(n);
-  wide.set(values.subarray(0, n));
-  return wide;
+export function float64Values(values: Float64Array | Float32Array, n: number, out: Float64Array = new Float64Array(n)): Float64Array {
+  out.set(values.subarray(0, n));
+  return out;
+}
+
+/** Bytes of the n strings that Arrow offsets `src` delimit. */
+export function stringBytes(src: Int32Array | BigInt64Array, n: number): number {
+  return Number(src[n]) - Number(src[0]);
+}
+
+/**
+ * Copies n strings (Arrow offsets `src`, 32- or 64-bit, into `data`) to rows at.. of `offsets` and
+ * `into`, after the strings already there (offsets[at] must be set); returns the next free byte.
+ */
+export function copyStrings(src: Int32Array | BigInt64Array, data: Uint8Array, n: number, offsets: Int32Array, into: Uint8Array, at: number): number {
+  const base = Number(src[0]), start = offsets[at];
+  if (start + stringBytes(src, n) > 0x7fff_ffff) throw new DataError('string column holds more than 2 GiB in one batch; use a smaller --blocksize');
+  if (src instanceof Int32Array) {
+    for (let i = 1; i <= n; i++) offsets[at + i] = start + (src[i] - base);
+  } else {
+    for (let i = 1; i <= n; i++) offsets[at + i] = start + (Number(src[i]) - base);
+  }
+  into.set(data.subarray(base, base + stringBytes(src, n)), start);
+  return offsets[at + n];
 }
 
 /** A string column of n values from Arrow offsets (32- or 64-bit) into `data`, rebased to 0. */
 export function stringColumnOf(src: Int32Array | BigInt64Array, data: Uint8Array, n: number, valid: Validity): StringColumn {
-  const offsets = new Int32Array(n + 1);
-  const base = Number(src[0]);
-  const end = Number(src[n]);
-  if (end - base > 0x7fff_ffff) throw new DataError('string column holds more than 2 GiB in one batch; use a smaller --blocksize');
-  if (src instanceof Int32Array) {
-    for (let i = 0; i <= n; i++) offsets[i] = src[i] - base;
-  } else {
-    for (let i = 0; i <= n; i++) offsets[i] = Number(src[i]) - base;
-  }
-  return { type: 'string', offsets, data: data.slice(base, end), valid };
+  const offsets = new Int32Array(n + 1), into = new Uint8Array(stringBytes(src, n));
+  copyStrings(src, data, n, offsets, into, 0);
+  return { type: 'string', offsets, data: into, valid };
 }

@@ -99,11 +99,15 @@ export async function planParquetChunks(name: InputName, blocksize: number): Pro
   }
 }
 
-/** Uncompressed bytes of one record batch parquet-wasm decodes at most: a string column's i32 offsets must not overflow. */
-const PARQUET_BATCH_BYTES = 1 << 30;
+/**
+ * Uncompressed bytes of one record batch parquet-wasm decodes at most. Its decoder allocates per
+ * batch far beyond the data: a 470 MB chunk (28.8 M rows, 4 columns) in batches of 256 MB or more
+ * aborted inside wasm (its 4 GiB memory), in 64 MB ones it read. A batch never spans row groups.
+ */
+const PARQUET_BATCH_BYTES = 64 << 20;
 
 /**
- * Rows per record batch for reading a chunk: all of them where the chunk's uncompressed size allows.
+ * Rows per record batch for reading a chunk: as many as PARQUET_BATCH_BYTES allows (at least 1024).
  * parquet-wasm's default (1024) cut a 64 MB chunk into ~1300 batches, and their decoding and joining
  * took as long as reading the data.
  */
