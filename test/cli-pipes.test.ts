@@ -297,6 +297,25 @@ describe('determinism', () => {
     }
     for (const o of outputs.slice(1)) expect(o.equals(outputs[0])).toBe(true);
   });
+
+  it('Arrow and Parquet files too: their record batches, pages and row groups follow the rows, not the partitions', async () => {
+    // 150k rows: more than two output batches of 65,536 rows, cut at other places by every partitioning.
+    const file = join(dir, 'det-rows.csv');
+    const lines = ['id,s,x,b'];
+    for (let i = 0; i < 150_000; i++) lines.push(`${i},name_${(i * 31) % 977},${(i % 1013) / 8},${i % 3 === 0}`);
+    writeFileSync(file, lines.join('\n') + '\n');
+    const variants = [['--workers', '1', '--blocksize', '64MB'], ['--workers', '2', '--blocksize', '300KB'], ['--workers', '2', '--blocksize', '77KB']];
+    for (const ext of ['arrow', 'parquet']) {
+      const outputs: Buffer[] = [];
+      for (const [i, v] of variants.entries()) {
+        const out = join(dir, `det-rows-${i}.${ext}`);
+        const res = await gpuframe(['read-csv', file, '-o', out, ...v]);
+        expect(res.code, res.stderr).toBe(0);
+        outputs.push(readFileSync(out));
+      }
+      for (const o of outputs.slice(1)) expect(o.equals(outputs[0]), ext).toBe(true);
+    }
+  });
 });
 
 describe('memory limit', () => {

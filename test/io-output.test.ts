@@ -7,6 +7,8 @@ import { columnFromValues, type Batch } from '../src/engine/batch.js';
 import { formatFloat, formatTimestamp } from '../src/engine/io/format-value.js';
 import { cleanStaleTempFiles, formatFromPath, openFileWriter, openStreamWriter } from '../src/engine/io/output/index.js';
 import { arrowTableToBatch } from '../src/engine/io/arrow-batch.js';
+import { OUTPUT_BATCH_ROWS, rebatched } from '../src/engine/io/output/rebatch.js';
+import { rowGroupRows } from '../src/engine/io/output/parquet-writer.js';
 import { arrow } from '../src/engine/io/apache-arrow.js';
 import { batchRows, duckdb, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
 
@@ -168,5 +170,31 @@ describe('atomic files', () => {
     for (const n of [stale, live, 'other.tmp']) writeFileSync(join(sub, n), 'x');
     await cleanStaleTempFiles(sub);
     expect(readdirSync(sub).sort()).toEqual([live, 'other.tmp'].sort());
+  });
+});
+
+describe('fixed batches for the binary formats', () => {
+  test('rebatched hands on batches of exactly N rows (the last fewer), rows in order, whatever came in', async () => {
+    const got: Batch[] = [];
+    const inner = { write: async (b: Batch) => { got.push(b); }, close: async () => {}, abort: async () => {} };
+    const w = rebatched(inner, 1000);
+    const sizes = [10, 2500, 0, 990, 1, 3, 1500];
+    let at = 0;
+    for (const n of sizes) { await w.write(sampleBatch(n, at)); at += n; }
+    expect(at).toBe(5004);
+    expect(got.map((b) => b.length)).toEqual([1000, 1000, 1000, 1000, 1000]);
+    await w.close();
+    expect(got.map((b) => b.length)).toEqual([1000, 1000, 1000, 1000, 1000, 4]);
+    const ids = got.flatMap((b) => batchRows(b).map((r) => r[0]));
+    expect(ids).toEqual(Array.from({ length: at }, (_, i) => BigInt(i)));
+    expect(batchRows(got[1])).toEqual(batchRows(sampleBatch(1000, 1000)));
+  });
+
+  test('Parquet row groups: a whole number of output batches, from the schema alone', () => {
+    const schema = sampleBatch(1).schema; // int64 ×2, float64, string, bool, timestamp: 57 bytes a row by the estimate
+    expect(rowGroupRows(schema)).toBe(16 * OUTPUT_BATCH_ROWS);
+    const wide = Array.from({ length: 200 }, (_, i) => ({ name: `s${i}`, type: 'string' as const }));
+    expect(rowGroupRows(wide)).toBe(OUTPUT_BATCH_ROWS);
+    expect(rowGroupRows(wide.slice(0, 8))).toBe(5 * OUTPUT_BATCH_ROWS);
   });
 });

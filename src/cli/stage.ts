@@ -6,7 +6,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { selectColumns, type Batch, type Schema } from '../engine/batch.js';
 import { UsageError } from '../engine/errors.js';
-import { formatFromPath, openFileWriter, openStreamWriter, type BatchWriter, type OutputFormat } from '../engine/io/output/index.js';
+import { formatFromPath, openFileWriter, openStreamWriter, type BatchWriter, type OutputFormat, type PartEncoding } from '../engine/io/output/index.js';
 import { optimize } from '../engine/optimizer/index.js';
 import { explainDot, explainText } from '../engine/plan/explain.js';
 import { scansOf, type PlanNode } from '../engine/plan/nodes.js';
@@ -118,22 +118,23 @@ export async function finishStage(plan: PlanNode, flags: StageFlags, watch: Stag
   const settings = runSettings(flags);
   const started = performance.now();
   // Opened once the result's schema is known; a holder, because the callback below sets it.
-  const opened: { writer: BatchWriter | null } = { writer: null };
+  const opened: { writer: BatchWriter | null; closed: boolean } = { writer: null, closed: false };
   let rows = 0;
   const unregister = onInterrupt(() => { void opened.writer?.abort(); });
   try {
-    await runPlan(plan, settings, async (schema: Schema) => {
+    await runPlan(plan, settings, async (schema: Schema, parts: PartEncoding) => {
       const written = schema.filter((f) => !hidden.includes(f.name));
       const names = written.map((f) => f.name);
-      const w = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, written) : openStreamWriter(process.stdout, dest.format, written);
+      const w = dest.kind === 'file' ? await openFileWriter(dest.path, dest.format, written, parts) : openStreamWriter(process.stdout, dest.format, written, parts);
       opened.writer = w;
       const textFormat = (dest.format === 'csv' || dest.format === 'jsonl') && !observe && hidden.length === 0 && w.writeEncoded ? dest.format : null;
       return {
         write: async (b) => { rows += b.length; observe?.(b); await w.write(hidden.length === 0 ? b : selectColumns(b, names)); },
         encoded: textFormat === null ? undefined : { format: textFormat, write: async (bytes, n) => { rows += n; await w.writeEncoded!(bytes); } },
+        finish: async () => { opened.closed = true; await w.close(); },
       };
     });
-    await opened.writer?.close();
+    if (!opened.closed) await opened.writer?.close();
   } catch (err) {
     await opened.writer?.abort();
     throw err;

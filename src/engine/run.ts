@@ -5,8 +5,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Batch, Schema } from './batch.js';
-import type { TextFormat } from './io/output/index.js';
+import { batchBytes, type Batch, type Schema } from './batch.js';
+import type { PartEncoding, TextFormat } from './io/output/index.js';
 import { Interrupted } from './errors.js';
 import { GPU_MAX_BLOCKSIZE, type RunContext } from './exec/context.js';
 import { physical } from './exec/physical.js';
@@ -14,6 +14,7 @@ import { GuessedCutsWrong } from './io/csv/index.js';
 import { createRunner, type DeviceMode } from './exec/gpu-select.js';
 import { silentProgress, terminalProgress } from './exec/progress.js';
 import { drainSpillFile } from './exec/spill-file.js';
+import { concurrencyOf } from './exec/pool.js';
 import { runStream, TASK_MEMORY_FACTOR } from './exec/stream.js';
 import { Tracer } from './exec/trace.js';
 import { optimize } from './optimizer/index.js';
@@ -37,6 +38,8 @@ export interface RunSettings {
 
 export interface ResultSink {
   write(batch: Batch): Promise<void>;
+  /** Completes the output once every row is written, while the run's workers are still there (they may encode the last of it). */
+  finish(): Promise<void>;
   /** When set, workers encode the rows in this text format and the sink receives the bytes. */
   encoded?: { format: TextFormat; write(bytes: Uint8Array, rows: number): Promise<void> };
 }
@@ -47,14 +50,14 @@ export interface ResultSink {
  * once the cuts are confirmed, so in the rare file where a quoted line break made a guess wrong
  * the run starts again on exact cuts with nothing written.
  */
-export async function runPlan(plan: PlanNode, settings: RunSettings, open: (schema: Schema) => Promise<ResultSink>): Promise<void> {
+export async function runPlan(plan: PlanNode, settings: RunSettings, open: (schema: Schema, parts: PartEncoding) => Promise<ResultSink>): Promise<void> {
   await withRunContext(settings, plan, async (ctx) => {
     const optimised = optimize(plan, { memoryLimit: settings.memoryLimit });
     let sink: ResultSink | null = null;
     const run = async (guessCsvCuts: boolean) => {
       const runCtx = { ...ctx, guessCsvCuts };
       const stream = await physical(optimised, runCtx);
-      const out = (sink ??= await open(schemaOf(optimised)));
+      const out = (sink ??= await open(schemaOf(optimised), partEncoding(ctx)));
       const encoded = out.encoded;
       if (encoded) {
         const dir = ctx.runner.inProcess ? null : ctx.tmpDir;
@@ -75,7 +78,27 @@ export async function runPlan(plan: PlanNode, settings: RunSettings, open: (sche
       if (!(err instanceof GuessedCutsWrong)) throw err;
       await run(false);
     }
+    await (sink as ResultSink | null)?.finish();
   });
+}
+
+/** Parent memory a Parquet row group being encoded holds, about (its rows, and their message to a worker). */
+const PART_MEMORY = 256 << 20;
+
+/**
+ * Parquet row groups encoded by the run's workers, a task each (parquet-writer.ts), as many at
+ * once as they run tasks, but at most 8 and as --memory-limit allows: the parent holds each.
+ */
+function partEncoding(ctx: RunContext): PartEncoding {
+  let parts = 0;
+  return {
+    concurrency: Math.max(1, Math.min(concurrencyOf(ctx.runner), 8, Math.floor(ctx.memoryLimit / PART_MEMORY))),
+    encode: async (rows) => {
+      const fragment = { index: parts, source: { kind: 'batch' as const, batch: rows }, ops: [], bytes: batchBytes(rows) };
+      const result = await ctx.runner.run({ fragment, terminal: { kind: 'encode-parquet' } }, `encode Parquet row group #${parts++}`);
+      return result.encoded!;
+    },
+  };
 }
 
 const cleanups = new Set<() => void>();
@@ -109,6 +132,7 @@ export async function withRunContext<T>(settings: RunSettings, plan: PlanNode | 
   const tracer = settings.tracePath ? new Tracer() : undefined;
   const runner = await createRunner(settings, tracer);
   const tmpDir = mkdtempSync(join(tmpdir(), `${RUN_DIR_PREFIX}${process.pid}-`));
+  runner.useMessageDir?.(tmpDir);
   const temporaryInputs = plan ? scansOf(plan).flatMap((s) => s.files.filter((f) => f.temporary).map((f) => f.path)) : [];
   const removeTemporaries = () => {
     // A worker killed a moment ago (a backup copy that lost its race is still running at the end)

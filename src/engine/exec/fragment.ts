@@ -68,6 +68,8 @@ export type Terminal =
    * few hundred MB/s, which bounded large outputs), without, as bytes in the result.
    */
   | { kind: 'encode'; format: TextFormat; dir: string | null }
+  /** Encode the rows (one Parquet row group) as a whole Parquet file, for the parent to join (parquet-parts.ts). */
+  | { kind: 'encode-parquet' }
   /**
    * Keep the rows in the worker as a numeric design-matrix partition for ML tasks (matrix.ts);
    * `kernels`: the trainer runs GPU kernels over it, so GPU workers upload it, only they hold it,

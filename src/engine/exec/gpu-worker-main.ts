@@ -22,9 +22,11 @@ import { gpuForestLeafFinder } from './gpu-forest-predict.js';
 import { BroadcastCache } from './run-fragment.js';
 import { wallSlice, type WallSlice } from './trace.js';
 import { pollFor } from './hot-wait.js';
+import { receiveMessage, sendMessage } from './messages.js';
 
 type ParentMessage =
   | { type: 'broadcast'; broadcast: Broadcast }
+  | { type: 'message-dir'; dir: string }
   | { type: 'task'; id: number; task: Task };
 
 const cache = new BroadcastCache();
@@ -86,7 +88,15 @@ function maybeInjectGpuFault(gpu: GpuContext): void {
   }
 }
 
-process.on('message', (msg: ParentMessage) => {
+/** Where this worker writes its large results (messages.ts); null until the parent says. */
+let messageDir: string | null = null;
+
+process.on('message', (arrived: ParentMessage) => {
+  const msg = receiveMessage(arrived);
+  if (msg.type === 'message-dir') {
+    messageDir = msg.dir;
+    return;
+  }
   if (msg.type === 'broadcast') {
     cache.add(msg.broadcast);
     return;
@@ -101,7 +111,7 @@ process.on('message', (msg: ParentMessage) => {
       maybeInjectGpuFault(gpu);
       const result = sliceLargePartial(await runGpuTask(msg.task, cache, worker), msg.task.terminal);
       // With GPUFRAME_GPU_PHASES=1, when the task arrived and left (the parent reports the messages' latency).
-      process.send!({ type: 'result', id: msg.id, result, ...(GPU_PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) });
+      sendMessage(process, { type: 'result', id: msg.id, result, ...(GPU_PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) }, messageDir);
       // A trainer's next round follows within a fraction of a millisecond (hot-wait.ts).
       if (msg.task.terminal.kind === 'map-matrix') pollFor(NEXT_ROUND_POLL_MS);
     } catch (err) {

@@ -61,6 +61,7 @@ export class HybridRunner implements TaskRunner {
   private gpuFailure: Error | null = null;
   private readonly gpuOpened: Promise<void>;
   private readonly broadcasts: Broadcast[] = [];
+  private messageDir: string | null = null;
   /** Milliseconds per task the GPU speeds up, on each kind of worker (recordTaskMs); null until one finished. */
   private readonly taskMs: { gpu: number | null; cpu: number | null } = { gpu: null, cpu: null };
   /** A pump due when a GPU job becomes late enough to back up (pumpWhenLate). */
@@ -83,6 +84,7 @@ export class HybridRunner implements TaskRunner {
       (runner) => { this.gpu = runner ?? NO_WORKERS; },
       (err: Error) => { this.gpu = NO_WORKERS; this.gpuFailure = err; },
     ).then(() => {
+      if (this.messageDir !== null) this.gpu!.useMessageDir?.(this.messageDir);
       for (const b of this.broadcasts) this.gpu!.broadcast(b);
       if (this.gpuFailure) for (const job of this.queue.splice(0)) this.settle(job, this.gpuFailure);
       this.pump();
@@ -112,6 +114,12 @@ export class HybridRunner implements TaskRunner {
   /** Tasks the GPU speeds up, when CPU workers run beside the GPU workers (their inputs may come in GPU-sized partitions). */
   prefersGpu(task: Task): boolean {
     return this.cpu !== NO_WORKERS && this.gpuWorkers > 0 && this.gpuSpeedsUp(task);
+  }
+
+  useMessageDir(dir: string): void {
+    this.messageDir = dir;
+    this.gpu?.useMessageDir?.(dir);
+    this.cpu.useMessageDir?.(dir);
   }
 
   broadcast(b: Broadcast): void {

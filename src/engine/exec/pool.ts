@@ -9,6 +9,7 @@ import { setPriority } from 'node:os';
 import { deserializeError, RuntimeFailure, type SerializedError } from '../errors.js';
 import type { Broadcast, FragmentResult, Task, Terminal } from './fragment.js';
 import { BroadcastCache, runTask } from './run-fragment.js';
+import { messageFile, receiveMessage, sendMessage } from './messages.js';
 import type { Tracer } from './trace.js';
 import { holdChild, workerEntry } from './worker-entry.js';
 
@@ -28,6 +29,8 @@ export interface TaskRunner {
   /** Tasks ending in `terminal` it runs at once, where that differs by kind (GPU workers load more ML partitions at once than they run other tasks). */
   concurrencyFor?(terminal: Terminal): number;
   broadcast(b: Broadcast): void;
+  /** Where large messages to and from its workers go from now on (the run's temp dir; messages.ts). */
+  useMessageDir?(dir: string): void;
   run(task: Task, label: string): Promise<FragmentResult>;
   /** Runs `task` once on every live worker (for data resident in workers); a worker lost meanwhile rejects with WorkerLost. */
   runOnEach(task: Task, label: string): Promise<FragmentResult[]>;
@@ -92,7 +95,10 @@ const PROFILING = process.execArgv.some((a) => a.startsWith('--cpu-prof'));
 export abstract class WorkerProcessPool implements TaskRunner {
   protected readonly slots: WorkerSlot[] = [];
   private readonly queue: PendingTask[] = [];
-  private readonly broadcasts: Broadcast[] = [];
+  /** Each broadcast as sent to a worker: the message, or the file holding it (messages.ts), for workers started later too. */
+  private readonly broadcasts: object[] = [];
+  /** Where large messages go (useMessageDir); null: all over the channel. */
+  private messageDir: string | null = null;
   /** Partitions of each resident matrix given to each worker (load-matrix tasks), by matrix id. */
   private readonly loadsGiven = new Map<string, number[]>();
   private nextId = 0;
@@ -135,8 +141,15 @@ export abstract class WorkerProcessPool implements TaskRunner {
   protected onWorkerMessage(_slot: WorkerSlot, _msg: WorkerMessage): void {}
 
   broadcast(b: Broadcast): void {
-    this.broadcasts.push(b);
-    for (const s of this.slots) if (!s.retired) s.child.send({ type: 'broadcast', broadcast: b });
+    const msg = { type: 'broadcast', broadcast: b };
+    const sent = messageFile(msg, this.messageDir, true) ?? msg; // one file that every worker reads
+    this.broadcasts.push(sent);
+    for (const s of this.slots) if (!s.retired) s.child.send(sent);
+  }
+
+  useMessageDir(dir: string): void {
+    this.messageDir = dir;
+    for (const s of this.slots) if (!s.retired) s.child.send({ type: 'message-dir', dir });
   }
 
   run(task: Task, label: string): Promise<FragmentResult> {
@@ -179,7 +192,17 @@ export abstract class WorkerProcessPool implements TaskRunner {
     const { child, name } = this.spawnChild(i);
     const slot: WorkerSlot = { child, running: [], name, retired: false };
     this.slots[i] = slot;
-    child.on('message', (msg: WorkerMessage) => {
+    child.on('message', (received: WorkerMessage) => {
+      if (this.closed) return; // a late result (its file may be gone with the run's temp dir)
+      let msg: WorkerMessage;
+      try {
+        msg = receiveMessage(received);
+      } catch (err) {
+        // Which task a result file held is inside it: every task of this worker fails.
+        const why = new RuntimeFailure(`could not read a result of ${slot.name}: ${err instanceof Error ? err.message : String(err)}`);
+        for (const job of slot.running.splice(0)) job.reject(why);
+        return;
+      }
       if (msg.type !== 'result' && msg.type !== 'error') return this.onWorkerMessage(slot, msg);
       const at = slot.running.findIndex((j) => j.id === msg.id);
       if (at < 0) return;
@@ -195,7 +218,8 @@ export abstract class WorkerProcessPool implements TaskRunner {
     // Without a listener that 'error' event would crash the parent. A worker that never started
     // is still fatal, as before.
     child.on('error', (err) => { if (child.pid === undefined) throw err; });
-    for (const b of this.broadcasts) child.send({ type: 'broadcast', broadcast: b });
+    if (this.messageDir !== null) child.send({ type: 'message-dir', dir: this.messageDir });
+    for (const b of this.broadcasts) child.send(b);
     return slot;
   }
 
@@ -294,7 +318,7 @@ export abstract class WorkerProcessPool implements TaskRunner {
       }
       slot.running.push(job);
       job.startedAt = performance.now();
-      slot.child.send({ type: 'task', id: job.id, task: job.task });
+      sendMessage(slot.child, { type: 'task', id: job.id, task: job.task }, this.messageDir);
     }
   }
 }

@@ -86,6 +86,10 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
       writeSpillFile(file, text.view());
       return { encodedFile: { file, offset: 0, length: text.length }, matched, rows, warnings };
     }
+    case 'encode-parquet': {
+      const { encodeParquetPart } = await import('../io/output/parquet-writer.js');
+      return { encoded: encodeParquetPart(batches), matched, rows, warnings };
+    }
     case 'load-matrix': {
       const schema = batches[0]?.schema ?? [];
       const m = designMatrix(concatBatches(schema, batches), terminal.features, terminal.target, sourceFile(fragment.source), terminal.targetLabels);

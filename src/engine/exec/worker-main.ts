@@ -7,15 +7,24 @@ import { BroadcastCache, runTask } from './run-fragment.js';
 import { sliceLargePartial } from './partial-slices.js';
 import { maybeInjectFault } from './fault-hook.js';
 import { releaseScratch } from '../io/scratch.js';
+import { receiveMessage, sendMessage } from './messages.js';
 
 type ParentMessage =
   | { type: 'broadcast'; broadcast: Broadcast }
+  | { type: 'message-dir'; dir: string }
   | { type: 'task'; id: number; task: Task };
 
 const cache = new BroadcastCache();
 let tasksRun = 0;
+/** Where this worker writes its large results (messages.ts); null until the parent says. */
+let messageDir: string | null = null;
 
-process.on('message', (msg: ParentMessage) => {
+process.on('message', (received: ParentMessage) => {
+  const msg = receiveMessage(received);
+  if (msg.type === 'message-dir') {
+    messageDir = msg.dir;
+    return;
+  }
   if (msg.type === 'broadcast') {
     cache.add(msg.broadcast);
     return;
@@ -23,7 +32,7 @@ process.on('message', (msg: ParentMessage) => {
   tasksRun++;
   maybeInjectFault(tasksRun);
   runTask(msg.task, cache).then((result) => sliceLargePartial(result, msg.task.terminal)).then(
-    (result) => process.send!({ type: 'result', id: msg.id, result }, collectGarbage),
+    (result) => sendMessage(process, { type: 'result', id: msg.id, result }, messageDir, collectGarbage),
     (err) => process.send!({ type: 'error', id: msg.id, error: serializeError(err) }),
   );
 });

@@ -7,7 +7,7 @@ import type * as Arrow from 'apache-arrow';
 import { arrow } from './apache-arrow.js';
 import {
   type Batch, type Column, type DType, type Schema, type StringColumn, type Validity,
-  concatBatches, emptyBatch, takeColumn,
+  concatBatches, emptyBatch, sliceBatch, takeColumn,
 } from '../batch.js';
 import { DataError, columnIndices } from '../errors.js';
 import { columnNames } from './column-names.js';
@@ -182,6 +182,9 @@ export function batchToRecordBatch(batch: Batch): Arrow.RecordBatch {
   return new arrow.RecordBatch(schema, struct);
 }
 
-export function batchToArrowTable(batch: Batch): Arrow.Table {
-  return new arrow.Table([batchToRecordBatch(batch)]);
+/** An Arrow table of the batch's rows, in record batches of `rowsPerBatch` rows (the last fewer; at least one). */
+export function batchToArrowTable(batch: Batch, rowsPerBatch = Math.max(1, batch.length)): Arrow.Table {
+  const parts: Batch[] = [];
+  for (let at = 0; at < batch.length; at += rowsPerBatch) parts.push(at === 0 && rowsPerBatch >= batch.length ? batch : sliceBatch(batch, at, Math.min(batch.length, at + rowsPerBatch)));
+  return new arrow.Table((parts.length > 0 ? parts : [batch]).map(batchToRecordBatch));
 }

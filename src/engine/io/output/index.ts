@@ -8,9 +8,10 @@ import { UsageError } from '../../errors.js';
 import { AtomicFileSink, type ByteSink, StreamSink } from './byte-sink.js';
 import { tableWriter } from './table-writer.js';
 import { csvWriter, jsonlWriter } from './text-writer.js';
-import type { BatchWriter, OutputFormat } from './types.js';
+import type { BatchWriter, OutputFormat, PartEncoding } from './types.js';
+import { rebatched } from './rebatch.js';
 
-export type { BatchWriter, OutputFormat, TextFormat } from './types.js';
+export type { BatchWriter, OutputFormat, PartEncoding, TextFormat } from './types.js';
 export { appendRows, encodeRows } from './text-writer.js';
 export { ByteBuffer } from './text-encode-buffer.js';
 export { cleanStaleTempFiles } from './byte-sink.js';
@@ -42,12 +43,13 @@ function importedOnFirstUse(sink: ByteSink, open: () => Promise<BatchWriter>): B
 }
 
 /** Stdout gets the Arrow IPC stream format (readable as it arrives); files get the file format. */
-function writerFor(sink: ByteSink, format: OutputFormat, schema: Schema, arrowIpc: 'file' | 'stream'): BatchWriter {
+function writerFor(sink: ByteSink, format: OutputFormat, schema: Schema, arrowIpc: 'file' | 'stream', parts?: PartEncoding): BatchWriter {
   switch (format) {
     case 'csv': return csvWriter(sink, schema);
     case 'jsonl': return jsonlWriter(sink);
-    case 'arrow': return importedOnFirstUse(sink, async () => (await arrowWriterModule()).arrowWriter(sink, schema, arrowIpc));
-    case 'parquet': return importedOnFirstUse(sink, async () => (await parquetWriterModule()).parquetWriter(sink, schema));
+    case 'arrow': return rebatched(importedOnFirstUse(sink, async () => (await arrowWriterModule()).arrowWriter(sink, schema, arrowIpc)));
+    // Parquet cuts its row groups and their record batches itself, by rows.
+    case 'parquet': return importedOnFirstUse(sink, async () => (await parquetWriterModule()).parquetWriter(sink, schema, parts));
     case 'table': return tableWriter(sink, schema);
   }
 }
@@ -72,11 +74,11 @@ function abortingOnFailure(writer: BatchWriter): BatchWriter {
 
 /** Opens `path` for writing (atomically). Unwritable destinations fail here with a RuntimeFailure.
  *  Temp files that killed runs left beside the destination are removed first (AtomicFileSink). */
-export async function openFileWriter(path: string, format: OutputFormat, schema: Schema): Promise<BatchWriter> {
-  return abortingOnFailure(writerFor(await AtomicFileSink.open(path), format, schema, 'file'));
+export async function openFileWriter(path: string, format: OutputFormat, schema: Schema, parts?: PartEncoding): Promise<BatchWriter> {
+  return abortingOnFailure(writerFor(await AtomicFileSink.open(path), format, schema, 'file', parts));
 }
 
 /** For stdout. 'table': the first 20 rows as an aligned text table, then '<N> rows'. */
-export function openStreamWriter(out: NodeJS.WritableStream, format: OutputFormat, schema: Schema): BatchWriter {
-  return writerFor(new StreamSink(out), format, schema, 'stream');
+export function openStreamWriter(out: NodeJS.WritableStream, format: OutputFormat, schema: Schema, parts?: PartEncoding): BatchWriter {
+  return writerFor(new StreamSink(out), format, schema, 'stream', parts);
 }

@@ -1,19 +1,35 @@
-// Parquet writer over parquet-wasm's streaming encoder (transformParquetStream): batches go in
-// as Arrow record batches, Parquet bytes come out as each row group completes. Row groups hold
-// about ROW_GROUP_BYTES of uncompressed data (estimated from the first batch), so memory is
-// bounded by one row group plus one batch.
+// Parquet writer: rows cut into row groups of rowGroupRows (about ROW_GROUP_BYTES uncompressed by
+// an estimate from the schema, so the cuts depend on the rows alone), each encoded by parquet-wasm
+// as a whole file of its own (a part; on the run's workers when the run gives a PartEncoding,
+// several at once), the parts joined into one file (parquet-parts.ts).
 
 import { arrow } from '../apache-arrow.js';
 import * as pw from 'parquet-wasm';
-import { type Batch, type Schema, batchBytes, emptyBatch } from '../../batch.js';
+import { type Batch, type DType, type Schema, concatBatches, emptyBatch, sliceBatch } from '../../batch.js';
+import { OUTPUT_BATCH_ROWS } from './rebatch.js';
+import { ParquetJoiner } from './parquet-parts.js';
 import { batchToArrowTable } from '../arrow-batch.js';
 import type { ByteSink } from './byte-sink.js';
-import type { BatchWriter } from './types.js';
+import type { BatchWriter, PartEncoding } from './types.js';
 
 const ROW_GROUP_BYTES = 64 << 20;
 
-function toWasmBatches(batch: Batch): pw.RecordBatch[] {
-  return pw.Table.fromIPCStream(arrow.tableToIPC(batchToArrowTable(batch), 'stream')).recordBatches();
+/** Bytes a value of each type takes uncompressed, for sizing row groups (strings: a guess). */
+const VALUE_BYTES: Record<DType, number> = { int64: 8, float64: 8, timestamp: 8, bool: 1, string: 24 };
+
+/**
+ * Rows per row group: about ROW_GROUP_BYTES by the schema's estimate, in whole output batches
+ * (OUTPUT_BATCH_ROWS, 1 to 16 of them). From the schema alone: the first batch's size, which
+ * set it before, follows the partitioning, and so did the file's bytes.
+ */
+export function rowGroupRows(schema: Schema): number {
+  const rowBytes = Math.max(1, schema.reduce((s, f) => s + VALUE_BYTES[f.type], 0));
+  return Math.min(16, Math.max(1, Math.floor(ROW_GROUP_BYTES / rowBytes / OUTPUT_BATCH_ROWS))) * OUTPUT_BATCH_ROWS;
+}
+
+/** The batch as a parquet-wasm table of record batches of OUTPUT_BATCH_ROWS rows (the cuts its pages follow). */
+function toWasmTable(batch: Batch): pw.Table {
+  return pw.Table.fromIPCStream(arrow.tableToIPC(batchToArrowTable(batch, OUTPUT_BATCH_ROWS), 'stream'));
 }
 
 function writerProperties(rowsPerGroup: number): pw.WriterProperties {
@@ -24,62 +40,75 @@ function writerProperties(rowsPerGroup: number): pw.WriterProperties {
     .build();
 }
 
+/**
+ * One row group's rows (at most rowGroupRows of their schema) as a whole Parquet file: a part
+ * that ParquetJoiner joins with the others. The same rows give the same bytes wherever this runs.
+ */
+export function encodeParquetPart(batches: Batch[]): Uint8Array {
+  const batch = batches.length === 1 ? batches[0] : concatBatches(batches[0].schema, batches);
+  return pw.writeParquet(toWasmTable(batch), writerProperties(rowGroupRows(batch.schema)));
+}
+
+/** Encodes parts in this process, one at a time. */
+const HERE: PartEncoding = { encode: async (rows) => encodeParquetPart([rows]), concurrency: 1 };
+
+/**
+ * Cuts the rows into row groups of rowGroupRows, has each encoded as a part (several at once
+ * where the encoding runs on workers) and writes the parts, in order, joined. Memory: the row
+ * groups being encoded, and the one filling.
+ */
 class ParquetBatchWriter implements BatchWriter {
-  private input: ReadableStreamDefaultController<pw.RecordBatch> | null = null;
-  private pump: Promise<void> | null = null;
-  private wakeWriter: (() => void) | null = null;
+  private readonly groupRows: number;
+  private filling: Batch[] = [];
+  private fillingRows = 0;
+  private readonly encoding: Promise<Uint8Array>[] = [];
+  private readonly joiner = new ParquetJoiner();
 
-  constructor(private readonly sink: ByteSink, private readonly schema: Schema) {}
-
-  /** Starts the encoder on the first batch, when its size tells how many rows fill a row group. */
-  private start(first: Batch): void {
-    const rowBytes = Math.max(1, batchBytes(first) / Math.max(1, first.length));
-    const props = writerProperties(Math.max(1024, Math.floor(ROW_GROUP_BYTES / rowBytes)));
-    const source = new ReadableStream<pw.RecordBatch>({
-      start: (c) => { this.input = c; },
-      pull: () => { this.wakeWriter?.(); },
-    }, { highWaterMark: 1 });
-    this.pump = (async () => {
-      const bytes = await pw.transformParquetStream(source, props);
-      for await (const piece of bytes as ReadableStream<Uint8Array>) await this.sink.write(piece);
-    })();
-    this.pump.catch(() => {}); // handled where awaited (write/close); keeps Node from flagging it as unhandled
+  constructor(private readonly sink: ByteSink, private readonly schema: Schema, private readonly parts: PartEncoding, groupRows: number) {
+    this.groupRows = groupRows;
   }
 
   async write(batch: Batch): Promise<void> {
-    if (batch.length === 0) return;
-    if (this.pump === null) this.start(batch);
-    for (const rb of toWasmBatches(batch)) {
-      this.input!.enqueue(rb);
-      // Backpressure: wait until the encoder has taken the batch before accepting another.
-      while (this.input!.desiredSize! <= 0) {
-        await Promise.race([new Promise<void>((r) => { this.wakeWriter = r; }), this.pump]);
-      }
+    let at = 0;
+    while (at < batch.length) {
+      const take = Math.min(batch.length - at, this.groupRows - this.fillingRows);
+      this.filling.push(take === batch.length ? batch : sliceBatch(batch, at, at + take));
+      this.fillingRows += take;
+      at += take;
+      if (this.fillingRows === this.groupRows) await this.encodeFilling();
     }
   }
 
+  /** Sends the filling row group to be encoded; past the parts' concurrency, first writes the oldest. */
+  private async encodeFilling(): Promise<void> {
+    const rows = this.filling.length === 1 ? this.filling[0] : concatBatches(this.schema, this.filling);
+    this.filling = [];
+    this.fillingRows = 0;
+    const encoded = this.parts.encode(rows);
+    encoded.catch(() => {}); // awaited in order below; a failure meanwhile must not go unhandled
+    this.encoding.push(encoded);
+    while (this.encoding.length > this.parts.concurrency) await this.writeOldest();
+  }
+
+  private async writeOldest(): Promise<void> {
+    const part = await this.encoding.shift()!;
+    for (const piece of this.joiner.add(part)) await this.sink.write(piece);
+  }
+
   async close(): Promise<void> {
-    if (this.pump === null) {
-      // No rows: a valid file with the schema and no row groups.
-      const table = pw.Table.fromIPCStream(arrow.tableToIPC(batchToArrowTable(emptyBatch(this.schema)), 'stream'));
-      await this.sink.write(pw.writeParquet(table, writerProperties(1024)));
-    } else {
-      this.input!.close();
-      await this.pump;
-    }
+    if (this.fillingRows > 0) await this.encodeFilling();
+    while (this.encoding.length > 0) await this.writeOldest();
+    // No rows: a valid file with the schema and no row groups.
+    await this.sink.write(this.joiner.started ? this.joiner.footer() : encodeParquetPart([emptyBatch(this.schema)]));
     await this.sink.close();
   }
 
   async abort(): Promise<void> {
-    try {
-      this.input?.error(new Error('aborted'));
-      await this.pump?.catch(() => {});
-    } finally {
-      await this.sink.abort();
-    }
+    await this.sink.abort();
   }
 }
 
-export function parquetWriter(sink: ByteSink, schema: Schema): BatchWriter {
-  return new ParquetBatchWriter(sink, schema);
+/** `groupRows`: rows per row group (tests choose fewer, for several parts from few rows). */
+export function parquetWriter(sink: ByteSink, schema: Schema, parts: PartEncoding = HERE, groupRows = rowGroupRows(schema)): BatchWriter {
+  return new ParquetBatchWriter(sink, schema, parts, groupRows);
 }

@@ -16,3 +16,9 @@ export interface BatchWriter {
   /** Gives up; for files, nothing is left at the destination or in its directory. */
   abort(): Promise<void>;
 }
+
+/**
+ * Where a Parquet writer has its row groups encoded: `encode` turns one row group's rows into a
+ * whole Parquet file (on the run's workers), `concurrency` of them at once.
+ */
+export interface PartEncoding { encode(rows: Batch): Promise<Uint8Array>; concurrency: number }
