@@ -11,7 +11,14 @@ import { open } from 'node:fs/promises';
 import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable } from '../src/engine/io/arrow-batch.js';
 // The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
 import { arrow } from '../src/engine/io/apache-arrow.js';
-import { openFileWriter } from '../src/engine/io/output/index.js';
+import { arrowWriter } from '../src/engine/io/output/arrow-writer.js';
+import { AtomicFileSink } from '../src/engine/io/output/byte-sink.js';
+import type { Schema } from '../src/engine/batch.js';
+
+/** An .arrow file with one record batch per batch written (openFileWriter cuts its own, of 65,536 rows: these tests need several small ones). */
+async function openArrowBatchWriter(path: string, schema: Schema) {
+  return arrowWriter(await AtomicFileSink.open(path), schema, 'file');
+}
 import { EMPTY_NAMED_FIELDS, EMPTY_NAMED_FIELD_NAMES, emptyNamedRows, asGiven, batchRows, duckRowsLike, fieldsTable, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('arrow');
@@ -107,7 +114,7 @@ describe('Arrow IPC files and streams', () => {
 
   test('our .arrow output: chunks by blocksize, values read back; DuckDB reads the same bytes via arrow-rs', async () => {
     const path = join(dir, 'out.arrow');
-    const w = await openFileWriter(path, 'arrow', parts[0].schema);
+    const w = await openArrowBatchWriter(path, parts[0].schema);
     for (const p of parts) await w.write(p);
     await w.close();
     const small = await planArrowChunks(asGiven(path), 'file', 1);
@@ -118,7 +125,7 @@ describe('Arrow IPC files and streams', () => {
     // A blocksize of 1/n of the file gives n chunks (a chunk holds the batches that start in its
     // share), not n and a remainder: 8 equal batches at a third of the file, three chunks.
     const eight = join(dir, 'eight.arrow'), floats = [{ name: 'v', type: 'float64' as const }];
-    const w8 = await openFileWriter(eight, 'arrow', floats);
+    const w8 = await openArrowBatchWriter(eight, floats);
     for (let i = 0; i < 8; i++) await w8.write({ schema: floats, length: 1000, columns: [{ type: 'float64', values: new Float64Array(1000).fill(i), valid: null }] });
     await w8.close();
     const thirds = await planArrowChunks(asGiven(eight), 'file', Math.ceil(statSync(eight).size / 3));
@@ -194,7 +201,7 @@ describe('float64 columns read where they lie in an Arrow IPC file', () => {
   /** Three record batches: float64 columns among strings, ints and bools; `holes` has a null in its second batch. */
   async function mixedFile(path: string): Promise<{ a: number[]; c: number[] }> {
     const a: number[] = [], c: number[] = [];
-    const w = await openFileWriter(path, 'arrow', [
+    const w = await openArrowBatchWriter(path, [
       { name: 's', type: 'string' }, { name: 'a', type: 'float64' }, { name: 'i', type: 'int64' },
       { name: 'b', type: 'bool' }, { name: 'c', type: 'float64' }, { name: 'holes', type: 'float64' },
     ]);

@@ -6,11 +6,26 @@
 // the contract (the same output bytes whatever --workers and --blocksize). Cut here, the
 // boundaries depend on the rows alone.
 
-import { concatBatches, sliceBatch, type Batch } from '../../batch.js';
+import { concatBatches, type Batch, type Column } from '../../batch.js';
 import type { BatchWriter } from './types.js';
 
 /** Rows per batch handed to the Arrow and Parquet encoders. */
 export const OUTPUT_BATCH_ROWS = 1 << 16;
+
+/**
+ * Rows [start, end) of a column as views of its arrays, not copies: the encoders read a batch
+ * before the next write, and nothing writes into a result's arrays (copying every row of a 1 GB
+ * .arrow output in the parent made it a third slower on the H200 machine).
+ */
+function columnView(col: Column, start: number, end: number): Column {
+  const valid = col.valid === null ? null : col.valid.subarray(start, end);
+  if (col.type !== 'string') return { type: col.type, values: col.values.subarray(start, end), valid } as Column;
+  return { type: 'string', offsets: col.offsets.subarray(start, end + 1), data: col.data, valid };
+}
+
+function batchView(batch: Batch, start: number, end: number): Batch {
+  return { schema: batch.schema, length: end - start, columns: batch.columns.map((c) => columnView(c, start, end)) };
+}
 
 /** `writer` given batches of exactly `rows` rows (the last one fewer), in order. */
 export function rebatched(writer: BatchWriter, rows = OUTPUT_BATCH_ROWS): BatchWriter {
@@ -27,8 +42,8 @@ export function rebatched(writer: BatchWriter, rows = OUTPUT_BATCH_ROWS): BatchW
         parts.push(head);
         pending.shift();
       } else {
-        parts.push(sliceBatch(head, 0, take));
-        pending[0] = sliceBatch(head, take, head.length);
+        parts.push(batchView(head, 0, take));
+        pending[0] = batchView(head, take, head.length);
       }
       taken += take;
     }
