@@ -299,12 +299,12 @@ describe('determinism', () => {
   });
 
   it('Arrow and Parquet files too: their record batches, pages and row groups follow the rows, not the partitions', async () => {
-    // 150k rows: more than two output batches of 65,536 rows, cut at other places by every partitioning.
+    // 300k rows: more than one Arrow record batch (2^18 rows) and four Parquet batches (2^16), cut at other places by every partitioning.
     const file = join(dir, 'det-rows.csv');
     const lines = ['id,s,x,b'];
-    for (let i = 0; i < 150_000; i++) lines.push(`${i},name_${(i * 31) % 977},${(i % 1013) / 8},${i % 3 === 0}`);
+    for (let i = 0; i < 300_000; i++) lines.push(`${i},name_${(i * 31) % 977},${(i % 1013) / 8},${i % 3 === 0}`);
     writeFileSync(file, lines.join('\n') + '\n');
-    const variants = [['--workers', '1', '--blocksize', '64MB'], ['--workers', '2', '--blocksize', '300KB'], ['--workers', '2', '--blocksize', '77KB']];
+    const variants = [['--workers', '1', '--blocksize', '64MB'], ['--workers', '2', '--blocksize', '700KB'], ['--workers', '2', '--blocksize', '177KB']];
     for (const ext of ['arrow', 'parquet']) {
       const outputs: Buffer[] = [];
       for (const [i, v] of variants.entries()) {

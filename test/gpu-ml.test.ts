@@ -5,7 +5,7 @@
 
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { columnFromValues } from '../src/engine/batch.js';
-import { openFileWriter } from '../src/engine/io/output/index.js';
+import { openArrowBatchWriter } from './io-formats-fixture.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -73,7 +73,7 @@ describe.skipIf(skipGpuTests)('ML on GPU workers', () => {
 
   it('from an Arrow file whose columns cannot be read in place (an int64 feature; a null): trained from its record batches, or the null reported as before', async () => {
     const schema = [{ name: 'a', type: 'float64' as const }, { name: 'b', type: 'int64' as const }, { name: 'c', type: 'float64' as const }];
-    const w = await openFileWriter(path('mixed.arrow'), 'arrow', schema);
+    const w = await openArrowBatchWriter(path('mixed.arrow'), schema);
     for (const [start, n] of [[0, 600], [600, 500]]) {
       const idx = Array.from({ length: n }, (_, k) => start + k);
       await w.write({ schema, length: n, columns: [

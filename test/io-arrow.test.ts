@@ -11,15 +11,8 @@ import { open } from 'node:fs/promises';
 import { arrowSchemaToSchema, arrowTableToBatch, batchToArrowTable } from '../src/engine/io/arrow-batch.js';
 // The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
 import { arrow } from '../src/engine/io/apache-arrow.js';
-import { arrowWriter } from '../src/engine/io/output/arrow-writer.js';
-import { AtomicFileSink } from '../src/engine/io/output/byte-sink.js';
-import type { Schema } from '../src/engine/batch.js';
 
-/** An .arrow file with one record batch per batch written (openFileWriter cuts its own, of 65,536 rows: these tests need several small ones). */
-async function openArrowBatchWriter(path: string, schema: Schema) {
-  return arrowWriter(await AtomicFileSink.open(path), schema, 'file');
-}
-import { EMPTY_NAMED_FIELDS, EMPTY_NAMED_FIELD_NAMES, emptyNamedRows, asGiven, batchRows, duckRowsLike, fieldsTable, sampleBatch, tempDir } from './io-formats-fixture.js';
+import { EMPTY_NAMED_FIELDS, EMPTY_NAMED_FIELD_NAMES, emptyNamedRows, asGiven, batchRows, duckRowsLike, fieldsTable, openArrowBatchWriter, sampleBatch, tempDir } from './io-formats-fixture.js';
 
 const dir = tempDir('arrow');
 

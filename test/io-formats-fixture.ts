@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as Arrow from 'apache-arrow';
 import * as pw from 'parquet-wasm';
-import { type Batch, type Column, type DType, columnFromValues, valueAt } from '../src/engine/batch.js';
+import { type Batch, type Column, type DType, type Schema, columnFromValues, valueAt } from '../src/engine/batch.js';
+import { arrowWriter } from '../src/engine/io/output/arrow-writer.js';
+import { AtomicFileSink } from '../src/engine/io/output/byte-sink.js';
 // The same copy of apache-arrow as the code under test (its CommonJS build; see apache-arrow.ts).
 import { arrow } from '../src/engine/io/apache-arrow.js';
 
@@ -108,4 +110,12 @@ export function fieldsTable(columns: NamedColumn[], batchRows = Infinity): Arrow
 export function parquetOf(table: Arrow.Table, rowGroupRows?: number): Uint8Array {
   const props = rowGroupRows === undefined ? undefined : new pw.WriterPropertiesBuilder().setMaxRowGroupSize(rowGroupRows).build();
   return pw.writeParquet(pw.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')), props);
+}
+
+/**
+ * An .arrow file writer that writes one record batch per batch given: openFileWriter cuts its own
+ * (of 2^18 rows), and tests of the Arrow readers need several small, uneven ones.
+ */
+export async function openArrowBatchWriter(path: string, schema: Schema) {
+  return arrowWriter(await AtomicFileSink.open(path), schema, 'file');
 }

@@ -7,8 +7,8 @@ import { columnFromValues, type Batch } from '../src/engine/batch.js';
 import { formatFloat, formatTimestamp } from '../src/engine/io/format-value.js';
 import { cleanStaleTempFiles, formatFromPath, openFileWriter, openStreamWriter } from '../src/engine/io/output/index.js';
 import { arrowTableToBatch } from '../src/engine/io/arrow-batch.js';
-import { OUTPUT_BATCH_ROWS, rebatched } from '../src/engine/io/output/rebatch.js';
-import { rowGroupRows } from '../src/engine/io/output/parquet-writer.js';
+import { rebatched } from '../src/engine/io/output/rebatch.js';
+import { PARQUET_BATCH_ROWS, rowGroupRows } from '../src/engine/io/output/parquet-writer.js';
 import { arrow } from '../src/engine/io/apache-arrow.js';
 import { batchRows, duckdb, duckRowsLike, sampleBatch, tempDir } from './io-formats-fixture.js';
 
@@ -192,9 +192,9 @@ describe('fixed batches for the binary formats', () => {
 
   test('Parquet row groups: a whole number of output batches, from the schema alone', () => {
     const schema = sampleBatch(1).schema; // int64 ×2, float64, string, bool, timestamp: 57 bytes a row by the estimate
-    expect(rowGroupRows(schema)).toBe(16 * OUTPUT_BATCH_ROWS);
+    expect(rowGroupRows(schema)).toBe(16 * PARQUET_BATCH_ROWS);
     const wide = Array.from({ length: 200 }, (_, i) => ({ name: `s${i}`, type: 'string' as const }));
-    expect(rowGroupRows(wide)).toBe(OUTPUT_BATCH_ROWS);
-    expect(rowGroupRows(wide.slice(0, 8))).toBe(5 * OUTPUT_BATCH_ROWS);
+    expect(rowGroupRows(wide)).toBe(PARQUET_BATCH_ROWS);
+    expect(rowGroupRows(wide.slice(0, 8))).toBe(5 * PARQUET_BATCH_ROWS);
   });
 });

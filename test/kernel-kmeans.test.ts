@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { float64Extents, planArrowChunks } from '../src/engine/io/arrow.js';
 import { ArrowFileColumns } from '../src/engine/io/arrow-file-columns.js';
 import { memoryPiece } from '../src/engine/io/byte-pieces.js';
-import { openFileWriter } from '../src/engine/io/output/index.js';
+import { openArrowBatchWriter } from './io-formats-fixture.js';
 import { Rng, rowKey, rowUniform } from '../src/engine/ml/random.js';
 
 function randomRows(rng: Rng, rows: number, d: number, scale = 10, round = false): Float64Array {
@@ -118,7 +118,7 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
     // The same pieces as record batches of an Arrow file, read from it straight into staging memory.
     const path = join(mkdtempSync(join(tmpdir(), 'gpuframe-upload-')), 'm.arrow');
     const schema = ['a', 'b', 'y'].map((name) => ({ name, type: 'float64' as const }));
-    const w = await openFileWriter(path, 'arrow', schema);
+    const w = await openArrowBatchWriter(path, schema);
     for (let i = 0; i + 1 < cuts.length; i++) await w.write({ schema, length: cuts[i + 1] - cuts[i], columns: [0, 1, 2].map((j) => ({ type: 'float64' as const, values: column(j).slice(cuts[i], cuts[i + 1]), valid: null })) });
     await w.close();
     const chunk = (await planArrowChunks({ path, displayName: path }, 'file', 1 << 30)).chunks[0];
@@ -145,7 +145,7 @@ describe.skipIf(skipGpuTests)('device matrix decode', () => {
     const rows = 1000;
     const schema = ['a', 'wide', 'b'].map((name) => ({ name, type: name === 'wide' ? 'string' as const : 'float64' as const }));
     const path = join(mkdtempSync(join(tmpdir(), 'gpuframe-blocks-')), 'm.arrow');
-    const w = await openFileWriter(path, 'arrow', schema);
+    const w = await openArrowBatchWriter(path, schema);
     const text = 'x'.repeat(100);
     const strings = { type: 'string' as const, offsets: Int32Array.from({ length: rows + 1 }, (_, i) => i * text.length), data: new TextEncoder().encode(text.repeat(rows)), valid: null };
     await w.write({ schema, length: rows, columns: [{ type: 'float64' as const, values: new Float64Array(rows), valid: null }, strings, { type: 'float64' as const, values: new Float64Array(rows), valid: null }] });

@@ -12,7 +12,7 @@ import { budgetBytes, memoryBudget } from '../gpu/buffers.js';
 import { driPrimeOf, gpuMemoryByBus } from '../gpu/pci.js';
 import { GPU_PHASES } from '../gpu/timing.js';
 import { gpuFaultAt, maybeInjectFault } from './fault-hook.js';
-import type { Broadcast, Task } from './fragment.js';
+import type { Task } from './fragment.js';
 import { ResidentCache } from './gpu-resident.js';
 import { DeviceLost, runGpuTask, usesWarmedKernels, type GpuWorkerState } from './gpu-task.js';
 import { sliceLargePartial } from './partial-slices.js';
@@ -22,12 +22,7 @@ import { gpuForestLeafFinder } from './gpu-forest-predict.js';
 import { BroadcastCache } from './run-fragment.js';
 import { wallSlice, type WallSlice } from './trace.js';
 import { pollFor } from './hot-wait.js';
-import { receiveMessage, sendMessage } from './messages.js';
-
-type ParentMessage =
-  | { type: 'broadcast'; broadcast: Broadcast }
-  | { type: 'message-dir'; dir: string }
-  | { type: 'task'; id: number; task: Task };
+import { parentChannel } from './messages.js';
 
 const cache = new BroadcastCache();
 /** How long a GPU worker polls for a trainer's next round after answering one. */
@@ -88,38 +83,28 @@ function maybeInjectGpuFault(gpu: GpuContext): void {
   }
 }
 
-/** Where this worker writes its large results (messages.ts); null until the parent says. */
-let messageDir: string | null = null;
+const parent = parentChannel({ broadcast: (b) => cache.add(b), task: runTaskOnGpu });
 
-process.on('message', (arrived: ParentMessage) => {
-  const msg = receiveMessage(arrived);
-  if (msg.type === 'message-dir') {
-    messageDir = msg.dir;
-    return;
-  }
-  if (msg.type === 'broadcast') {
-    cache.add(msg.broadcast);
-    return;
-  }
+function runTaskOnGpu(id: number, task: Task): void {
   const received = GPU_PHASES ? performance.timeOrigin + performance.now() : 0;
-  const ready = usesWarmedKernels(msg.task) ? warmed.then(() => opened) : opened.then(async (gpu) => { await gpu?.checked; return gpu; });
+  const ready = usesWarmedKernels(task) ? warmed.then(() => opened) : opened.then(async (gpu) => { await gpu?.checked; return gpu; });
   void ready.then(async (gpu) => {
     tasksRun++;
     maybeInjectFault(tasksRun);
     try {
       if (!gpu || !worker) throw new DeviceLost('this GPU worker has no device');
       maybeInjectGpuFault(gpu);
-      const result = sliceLargePartial(await runGpuTask(msg.task, cache, worker), msg.task.terminal);
+      const result = sliceLargePartial(await runGpuTask(task, cache, worker), task.terminal);
       // With GPUFRAME_GPU_PHASES=1, when the task arrived and left (the parent reports the messages' latency).
-      sendMessage(process, { type: 'result', id: msg.id, result, ...(GPU_PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) }, messageDir);
+      parent.send({ type: 'result', id, result, ...(GPU_PHASES ? { received, sent: performance.timeOrigin + performance.now() } : {}) });
       // A trainer's next round follows within a fraction of a millisecond (hot-wait.ts).
-      if (msg.task.terminal.kind === 'map-matrix') pollFor(NEXT_ROUND_POLL_MS);
+      if (task.terminal.kind === 'map-matrix') pollFor(NEXT_ROUND_POLL_MS);
     } catch (err) {
       if (err instanceof DeviceLost) reportLost(err.message);
-      else process.send!({ type: 'error', id: msg.id, error: serializeError(err) });
+      else parent.send({ type: 'error', id, error: serializeError(err) });
     }
   });
-});
+}
 
 // The parent going away (killed, Ctrl-C) ends the worker too.
 process.on('disconnect', () => process.exit(0));

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
+import type { Broadcast, Task } from './fragment.js';
 
 /** Serialised size from which a message goes through a file. */
 export const FILE_MESSAGE_BYTES = 1 << 20;
@@ -47,4 +48,25 @@ export function receiveMessage<T>(msg: T | ViaFile): T {
   const bytes = readFileSync(via.file);
   if (!via.shared) unlinkSync(via.file);
   return deserialize(bytes) as T;
+}
+
+/** What the parent sends a worker (after receiveMessage). */
+type ParentMessage =
+  | { type: 'broadcast'; broadcast: Broadcast }
+  | { type: 'message-dir'; dir: string }
+  | { type: 'task'; id: number; task: Task };
+
+/**
+ * A worker's end of the channel to its parent: messages read (from their files), the message dir
+ * kept, broadcasts and tasks handed on. `send` answers, through a file in that dir when large.
+ */
+export function parentChannel(handlers: { broadcast(b: Broadcast): void; task(id: number, task: Task): void }): { send(msg: object, callback?: () => void): void } {
+  let dir: string | null = null; // until the parent says
+  process.on('message', (arrived: ParentMessage) => {
+    const msg = receiveMessage(arrived);
+    if (msg.type === 'message-dir') dir = msg.dir;
+    else if (msg.type === 'broadcast') handlers.broadcast(msg.broadcast);
+    else handlers.task(msg.id, msg.task);
+  });
+  return { send: (msg, callback) => sendMessage(process, msg, dir, callback) };
 }

@@ -9,7 +9,7 @@ import { AtomicFileSink, type ByteSink, StreamSink } from './byte-sink.js';
 import { tableWriter } from './table-writer.js';
 import { csvWriter, jsonlWriter } from './text-writer.js';
 import type { BatchWriter, OutputFormat, PartEncoding } from './types.js';
-import { rebatched } from './rebatch.js';
+import { ARROW_BATCH_ROWS, rebatched } from './rebatch.js';
 
 export type { BatchWriter, OutputFormat, PartEncoding, TextFormat } from './types.js';
 export { appendRows, encodeRows } from './text-writer.js';
@@ -47,7 +47,7 @@ function writerFor(sink: ByteSink, format: OutputFormat, schema: Schema, arrowIp
   switch (format) {
     case 'csv': return csvWriter(sink, schema);
     case 'jsonl': return jsonlWriter(sink);
-    case 'arrow': return rebatched(importedOnFirstUse(sink, async () => (await arrowWriterModule()).arrowWriter(sink, schema, arrowIpc)));
+    case 'arrow': return rebatched(importedOnFirstUse(sink, async () => (await arrowWriterModule()).arrowWriter(sink, schema, arrowIpc)), ARROW_BATCH_ROWS);
     // Parquet cuts its row groups and their record batches itself, by rows.
     case 'parquet': return importedOnFirstUse(sink, async () => (await parquetWriterModule()).parquetWriter(sink, schema, parts));
     case 'table': return tableWriter(sink, schema);

@@ -6,7 +6,6 @@
 import { arrow } from '../apache-arrow.js';
 import * as pw from 'parquet-wasm';
 import { type Batch, type DType, type Schema, concatBatches, emptyBatch, sliceBatch } from '../../batch.js';
-import { OUTPUT_BATCH_ROWS } from './rebatch.js';
 import { ParquetJoiner } from './parquet-parts.js';
 import { batchToArrowTable } from '../arrow-batch.js';
 import type { ByteSink } from './byte-sink.js';
@@ -14,22 +13,25 @@ import type { BatchWriter, PartEncoding } from './types.js';
 
 const ROW_GROUP_BYTES = 64 << 20;
 
+/** Rows per record batch given to the encoder (its pages break within them): row groups are whole numbers of them. */
+export const PARQUET_BATCH_ROWS = 1 << 16;
+
 /** Bytes a value of each type takes uncompressed, for sizing row groups (strings: a guess). */
 const VALUE_BYTES: Record<DType, number> = { int64: 8, float64: 8, timestamp: 8, bool: 1, string: 24 };
 
 /**
  * Rows per row group: about ROW_GROUP_BYTES by the schema's estimate, in whole output batches
- * (OUTPUT_BATCH_ROWS, 1 to 16 of them). From the schema alone: the first batch's size, which
+ * (PARQUET_BATCH_ROWS, 1 to 16 of them). From the schema alone: the first batch's size, which
  * set it before, follows the partitioning, and so did the file's bytes.
  */
 export function rowGroupRows(schema: Schema): number {
   const rowBytes = Math.max(1, schema.reduce((s, f) => s + VALUE_BYTES[f.type], 0));
-  return Math.min(16, Math.max(1, Math.floor(ROW_GROUP_BYTES / rowBytes / OUTPUT_BATCH_ROWS))) * OUTPUT_BATCH_ROWS;
+  return Math.min(16, Math.max(1, Math.floor(ROW_GROUP_BYTES / rowBytes / PARQUET_BATCH_ROWS))) * PARQUET_BATCH_ROWS;
 }
 
-/** The batch as a parquet-wasm table of record batches of OUTPUT_BATCH_ROWS rows (the cuts its pages follow). */
+/** The batch as a parquet-wasm table of record batches of PARQUET_BATCH_ROWS rows (the cuts its pages follow). */
 function toWasmTable(batch: Batch): pw.Table {
-  return pw.Table.fromIPCStream(arrow.tableToIPC(batchToArrowTable(batch, OUTPUT_BATCH_ROWS), 'stream'));
+  return pw.Table.fromIPCStream(arrow.tableToIPC(batchToArrowTable(batch, PARQUET_BATCH_ROWS), 'stream'));
 }
 
 function writerProperties(rowsPerGroup: number): pw.WriterProperties {
