@@ -318,7 +318,13 @@ export abstract class WorkerProcessPool implements TaskRunner {
       }
       slot.running.push(job);
       job.startedAt = performance.now();
-      sendMessage(slot.child, { type: 'task', id: job.id, task: job.task }, this.messageDir);
+      try {
+        sendMessage(slot.child, { type: 'task', id: job.id, task: job.task }, this.messageDir);
+      } catch (err) {
+        // Writing the task's message file failed (a full disk): the task fails, not the process.
+        slot.running.pop();
+        job.reject(new RuntimeFailure(`could not send a task to ${slot.name}: ${err instanceof Error ? err.message : String(err)}`));
+      }
     }
   }
 }

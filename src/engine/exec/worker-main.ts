@@ -16,10 +16,10 @@ const parent = parentChannel({
   task: (id, task) => {
     tasksRun++;
     maybeInjectFault(tasksRun);
-    runTask(task, cache).then((result) => sliceLargePartial(result, task.terminal)).then(
-      (result) => parent.send({ type: 'result', id, result }, collectGarbage),
-      (err) => parent.send({ type: 'error', id, error: serializeError(err) }),
-    );
+    // A failure to send the result (its message file could not be written) is the task's error too.
+    runTask(task, cache).then((result) => sliceLargePartial(result, task.terminal))
+      .then((result) => parent.send({ type: 'result', id, result }, collectGarbage))
+      .catch((err) => parent.send({ type: 'error', id, error: serializeError(err) }));
   },
 });
 

@@ -153,14 +153,30 @@ export function arrowTypeOf(type: DType): Arrow.DataType {
   }
 }
 
+/** Nulls in a validity array (plain loops here: typed arrays' map and reduce call a function per row, which cost a 1 GB .arrow output ~0.5 s). */
+function nullsIn(valid: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < valid.length; i++) n += valid[i] === 0 ? 1 : 0;
+  return n;
+}
+
+/** String offsets from 0 (a batch cut from a larger one starts further on). */
+function offsetsFromZero(offsets: Int32Array, length: number): Int32Array {
+  const base = offsets[0];
+  if (base === 0) return offsets;
+  const out = new Int32Array(length + 1);
+  for (let i = 0; i <= length; i++) out[i] = offsets[i] - base;
+  return out;
+}
+
 function columnToData(col: Column, length: number): Arrow.Data {
   const nullBitmap = col.valid ? packBits(col.valid) : undefined;
-  const nullCount = col.valid ? col.valid.reduce((s, v) => s + (v ? 0 : 1), 0) : 0;
+  const nullCount = col.valid ? nullsIn(col.valid) : 0;
   const type = arrowTypeOf(col.type);
   switch (col.type) {
     case 'string': {
       const base = col.offsets[0];
-      const valueOffsets = base === 0 ? col.offsets : col.offsets.map((o) => o - base);
+      const valueOffsets = offsetsFromZero(col.offsets, length);
       const data = col.data.subarray(base, col.offsets[length]);
       return arrow.makeData({ type: type as Arrow.Utf8, length, nullCount, nullBitmap, valueOffsets, data });
     }
