@@ -81,7 +81,7 @@ class ParquetBatchWriter implements BatchWriter {
     }
   }
 
-  /** Sends the filling row group to be encoded; past the parts' concurrency, first writes the oldest. */
+  /** Sends the filling row group to be encoded; with the parts' concurrency in flight, writes the oldest first. */
   private async encodeFilling(): Promise<void> {
     const rows = this.filling.length === 1 ? this.filling[0] : concatBatches(this.schema, this.filling);
     this.filling = [];
@@ -89,7 +89,7 @@ class ParquetBatchWriter implements BatchWriter {
     const encoded = this.parts.encode(rows);
     encoded.catch(() => {}); // awaited in order below; a failure meanwhile must not go unhandled
     this.encoding.push(encoded);
-    while (this.encoding.length > this.parts.concurrency) await this.writeOldest();
+    while (this.encoding.length >= this.parts.concurrency) await this.writeOldest();
   }
 
   private async writeOldest(): Promise<void> {
