@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NO_SOURCE, type Task, type Terminal } from '../src/engine/exec/fragment.js';
-import { WorkerProcessPool } from '../src/engine/exec/pool.js';
+import { WorkerProcessPool, cpuProfileFlags } from '../src/engine/exec/pool.js';
 
 class StandInChild extends EventEmitter {
   readonly pid = 1;
@@ -87,5 +87,14 @@ describe('worker pool depth by kind of task', () => {
     await Promise.all(loads);
     expect(pool.children.map((c) => c.total)).toEqual([13, 13]);
     await pool.close();
+  });
+});
+
+describe('cpuProfileFlags', () => {
+  it('passes --cpu-prof flags on with their values, and nothing else', () => {
+    expect(cpuProfileFlags(['--cpu-prof', '--cpu-prof-dir=/tmp/p', '--cpu-prof-interval', '200', '--expose-gc', '--max-old-space-size=100']))
+      .toEqual(['--cpu-prof', '--cpu-prof-dir=/tmp/p', '--cpu-prof-interval', '200']);
+    expect(cpuProfileFlags(['--cpu-prof-dir', '/tmp/p', '--cpu-prof'])).toEqual(['--cpu-prof-dir', '/tmp/p', '--cpu-prof']);
+    expect(cpuProfileFlags(['--inspect'])).toEqual([]);
   });
 });

@@ -90,7 +90,20 @@ function reportMessageLatency(job: PendingTask, received: number, sent: number):
   process.stderr.write(`${job.label}: to the worker ${(received - start).toFixed(2)} ms, in the worker ${(sent - received).toFixed(2)} ms, back ${(end - sent).toFixed(2)} ms\n`);
 }
 
-const PROFILING = process.execArgv.some((a) => a.startsWith('--cpu-prof'));
+/** This process's --cpu-prof flags, passed on to the CPU workers so that each writes a profile too. */
+const PROFILE_FLAGS = cpuProfileFlags(process.execArgv);
+export function cpuProfileFlags(execArgv: string[]): string[] {
+  const flags: string[] = [];
+  execArgv.forEach((a, i) => {
+    if (!a.startsWith('--cpu-prof')) return;
+    flags.push(a);
+    // A value given as the next argument (--cpu-prof-interval 200) goes with its flag.
+    const next = execArgv[i + 1];
+    if (a !== '--cpu-prof' && !a.includes('=') && next !== undefined && !next.startsWith('-')) flags.push(next);
+  });
+  return flags;
+}
+const PROFILING = PROFILE_FLAGS.length > 0;
 
 export abstract class WorkerProcessPool implements TaskRunner {
   protected readonly slots: WorkerSlot[] = [];
@@ -173,7 +186,7 @@ export abstract class WorkerProcessPool implements TaskRunner {
     this.closed = true;
     for (const s of this.slots) {
       if (s.child.exitCode !== null || s.child.signalCode !== null) continue;
-      // Under --cpu-prof (inherited by the workers) a worker must exit by itself to write its
+      // Under --cpu-prof (passed on to the workers) a worker must exit by itself to write its
       // profile: it does on disconnect, and is killed only if it has not within a second.
       if (PROFILING && s.child.connected) {
         s.child.disconnect();
@@ -352,7 +365,7 @@ export class ProcessPool extends WorkerProcessPool {
     // so finished partitions are given back at once instead of piling up (see worker-main.ts).
     const share = Math.floor(this.memoryLimit / (this.count + 1));
     const env = Number.isFinite(share) ? { ...process.env, GPUFRAME_WORKER_MEMORY: String(share) } : process.env;
-    const child = fork(workerEntry('worker-main.js'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--expose-gc'], env });
+    const child = fork(workerEntry('worker-main.js'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--expose-gc', ...PROFILE_FLAGS], env });
     if (this.besideGpus && child.pid !== undefined) {
       try { setPriority(child.pid, BESIDE_GPU_NICENESS); } catch { /* not allowed here: they run at the usual priority */ }
     }
