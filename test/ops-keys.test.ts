@@ -42,6 +42,23 @@ describe('KeyTable', () => {
     expect(Array.from(table.lookup(probe, hashKeys(probe, 3), 3))).toEqual([4, -1, 2]);
   });
 
+  test('a single string key (its own probe loop): nulls, prefixes and colliding hashes stay apart', () => {
+    const r = rng(5);
+    const pool = ['', 'a', 'ab', 'abc', 'b', 'é', 'ba', 'x'.repeat(70), 'x'.repeat(71), null];
+    const vals = Array.from({ length: 5000 }, () => pool[Math.floor(r() * pool.length)]);
+    const c = col('string', vals);
+    const ref = new Map<unknown, number>();
+    const expected = vals.map((v) => { if (!ref.has(v)) ref.set(v, ref.size); return ref.get(v)!; });
+    for (const hashes of [hashKeys([c], vals.length), new Uint32Array(vals.length)]) {
+      const table = new KeyTable(['string']);
+      expect(Array.from(table.insert([c], hashes, vals.length))).toEqual(expected);
+      expect(Array.from({ length: table.size }, (_, i) => valueAt(table.keyColumns()[0], i))).toEqual([...ref.keys()]);
+      const probe = col('string', ['abc', 'abcd', null, '']);
+      const probeHashes = hashes[0] === 0 ? new Uint32Array(4) : hashKeys([probe], 4);
+      expect(Array.from(table.lookup([probe], probeHashes, 4))).toEqual(['abc', 'abcd', null, ''].map((v) => ref.get(v) ?? -1));
+    }
+  });
+
   test('matches a Map reference on 200k random keys, through rehashing', () => {
     const r = rng(11);
     const n = 200_000;
