@@ -131,6 +131,38 @@ describe('groupby against DuckDB', () => {
   });
 });
 
+describe('many groups per batch: groups found by sorting the keys', () => {
+  // Batches of 2^16 rows or more whose sample predicts many groups are grouped by ranking their keys
+  // (groupRowsByKeys), not hashed; blocks of 1000 rows stay on the hash table.
+  let conn: DuckDBConnection;
+  const data = generate(150_000, 4, 400_000);
+  beforeAll(async () => {
+    conn = await duckdb();
+    await loadTable(conn, 'wide_keys', data);
+  });
+
+  test('multi-column keys with nulls, every aggregate, against DuckDB', async () => {
+    const spec: AggregateSpec = { keys: ['k', 'ks', 'b'], aggs: parseAggList(`${ALL_FLOAT},${ALL_INT},${OTHER}`), dropna: false };
+    const ours = aggregate(data, spec, 80_000, 2);
+    expect(ours.length).toBeGreaterThan(60_000);
+    const ref = await queryRows(conn, `SELECT k, ks, b, ${SQL_FLOAT}, ${SQL_INT}, ${SQL_OTHER} FROM wide_keys GROUP BY k, ks, b ORDER BY k NULLS LAST, ks NULLS LAST, b NULLS LAST`);
+    expectRowsClose(batchRows(ours), ref);
+  });
+
+  test('dropna, a float key and a string key, against DuckDB', async () => {
+    const spec: AggregateSpec = { keys: ['f', 'ks'], aggs: parseAggList('count(),sum(i),mean(f),max(s)'), dropna: true };
+    const ours = aggregate(data, spec, data.length, 1);
+    const ref = await queryRows(conn, 'SELECT f, ks, count(*), sum(i), avg(f), max(s) FROM wide_keys WHERE f IS NOT NULL AND ks IS NOT NULL GROUP BY f, ks ORDER BY f, ks');
+    expectRowsClose(batchRows(ours), ref);
+  });
+
+  test('the same bits as the hash table', () => {
+    const spec: AggregateSpec = { keys: ['k', 's'], aggs: parseAggList(`${ALL_FLOAT},${ALL_INT},${OTHER}`), dropna: false };
+    const hashed = floatBits(aggregate(data, spec, 1000, 3));
+    for (const [block, workers] of [[data.length, 1], [70_000, 2], [100_000, 3]]) expect(floatBits(aggregate(data, spec, block, workers))).toBe(hashed);
+  });
+});
+
 describe('determinism and partial state', () => {
   const data = generate(30_000, 2, 500);
   const wide = (() => {

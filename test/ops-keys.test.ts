@@ -3,7 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { columnFromValues, takeColumn, valueAt, type Batch, type Column, type DType } from '../src/engine/batch.js';
 import { hashKeys, KeyTable } from '../src/engine/ops/keys.js';
-import { rowComparer, sortIndicesByKeys } from '../src/engine/ops/sort.js';
+import { groupRowsByKeys, rowComparer, sortIndicesByKeys } from '../src/engine/ops/sort.js';
 import { duckdb, loadTable, queryRows, rng } from './ops-reference.js';
 
 const col = (type: DType, values: unknown[]) => columnFromValues(type, values);
@@ -70,6 +70,38 @@ describe('KeyTable', () => {
       if (!ref.has(v)) ref.set(v, ref.size);
       if (ids[i] !== ref.get(v)) expect.fail(`row ${i}: id ${ids[i]} vs ${ref.get(v)}`);
     });
+  });
+});
+
+describe('groupRowsByKeys', () => {
+  // Reference: groups are the distinct key tuples (KeyTable's equality), numbered in rowComparer order.
+  function check(cols: Column[], n: number): void {
+    const got = groupRowsByKeys(cols, n);
+    const ids = new KeyTable(cols.map((c) => c.type)).insert(cols, hashKeys(cols, n), n);
+    const firstOfId: number[] = [];
+    ids.forEach((id, row) => { if (firstOfId[id] === undefined) firstOfId[id] = row; });
+    const cmp = rowComparer(cols);
+    const idsInOrder = firstOfId.map((_, id) => id).sort((a, b) => cmp(firstOfId[a], firstOfId[b]));
+    expect(got.groups).toBe(firstOfId.length);
+    expect(Array.from(got.firstRows)).toEqual(idsInOrder.map((id) => firstOfId[id]));
+    const groupOfId = new Map(idsInOrder.map((id, g) => [id, g] as const));
+    for (let row = 0; row < n; row++) if (got.groupOfRow[row] !== groupOfId.get(ids[row])) expect.fail(`row ${row}`);
+  }
+
+  test('-0 and 0, NaNs and nulls each one group; strings by bytes; several columns combined by counting and by sorting', () => {
+    check([col('float64', [0, -0, NaN, null, -NaN, 1.5, null, -Infinity, 0])], 9);
+    check([col('string', ['b', 'a', null, 'ab', '', 'a', null, 'é'])], 8);
+    const r = rng(3);
+    const n = 5000;
+    const few = col('int64', Array.from({ length: n }, () => (r() < 0.05 ? null : BigInt(Math.floor(r() * 30)))));
+    const wide = col('int64', Array.from({ length: n }, () => BigInt(Math.floor(r() * 3000)) * 1000003n));
+    const wider = col('float64', Array.from({ length: n }, () => (r() < 0.01 ? null : Math.floor(r() * 1e6) / 7))); // times wide's ranks: past 2^20, so sorted
+    const strs = col('string', Array.from({ length: n }, () => (r() < 0.05 ? null : String.fromCharCode(97 + Math.floor(r() * 20)))));
+    const bools = col('bool', Array.from({ length: n }, () => (r() < 0.1 ? null : r() < 0.5)));
+    check([few, strs, bools], n);
+    check([wide, few], n);
+    check([wide, wider, few], n);
+    check([strs, wide, bools], n);
   });
 });
 

@@ -2,9 +2,9 @@
 // PartialAggregator (per worker) -> PartialMerger (parent, in partition order) -> finalizeAggregate.
 // A PartialAggregate is plain data (typed arrays, numbers, strings), so it crosses process
 // boundaries by structured clone and spills with v8.serialize.
-import { batchBytes, columnLength, int64Words, sliceColumn, takeColumn, type Batch, type Column, type DType, type Int64Column, type Schema } from '../../batch.js';
+import { batchBytes, columnLength, concatBatches, int64Words, sliceColumn, takeBatch, takeColumn, type Batch, type Column, type DType, type Int64Column, type Schema } from '../../batch.js';
 import { bucketOf, hashKeys, KeyTable, nullKeyMask } from '../keys.js';
-import { sortIndicesByKeys } from '../sort.js';
+import { groupRowsByKeys, rowComparer, sortIndicesByKeys } from '../sort.js';
 import { accumulatorFor } from './accumulators.js';
 import { GroupOverflow } from './int-sum.js';
 import { RuntimeFailure } from '../../errors.js';
@@ -35,14 +35,26 @@ function newAccumulators(p: Pick<PartialAggregate, 'spec' | 'aggInputTypes'>, gr
   });
 }
 
+/**
+ * Batches of at least this many rows may be grouped by sorting their keys (groupRowsByKeys) rather
+ * than hashing them: when a sample of their first SORT_SAMPLE_ROWS rows predicts more groups than
+ * SORT_GROUP_SHARE of the batch's rows. Few groups stay in the hash table, which then fits in cache.
+ */
+const SORT_MIN_ROWS = 1 << 16;
+const SORT_SAMPLE_ROWS = 1 << 14;
+const SORT_GROUP_SHARE = 1 / 32;
+
 export class PartialAggregator {
   private readonly table: KeyTable;
   private readonly accs: Accumulator[];
   private readonly keyIndex: number[];
   private readonly aggIndex: number[]; // -1 for count()
   private readonly header: Pick<PartialAggregate, 'schema' | 'spec' | 'aggInputTypes'>;
+  /** Set at the first batch: whether this partial groups by sorting, and the batches held for it until finish. */
+  private bySort: boolean | null = null;
+  private readonly held: Batch[] = [];
 
-  constructor(input: Schema, readonly spec: AggregateSpec) {
+  constructor(private readonly input: Schema, readonly spec: AggregateSpec) {
     const schema = aggregateOutputSchema(input, spec);
     const indexOf = (name: string) => input.findIndex((f) => f.name === name);
     this.keyIndex = spec.keys.map(indexOf);
@@ -54,18 +66,25 @@ export class PartialAggregator {
   }
 
   add(batch: Batch): void {
+    this.bySort ??= this.keyIndex.length > 0 && batch.length >= SORT_MIN_ROWS && manyGroups(this.keyIndex.map((i) => batch.columns[i]), batch.length);
+    if (this.bySort) { this.held.push(batch); return; }
     const n = batch.length;
     const keyCols = this.keyIndex.map((i) => batch.columns[i]);
     const skip = this.spec.dropna ? nullKeyMask(keyCols, n) : null;
     const gids = this.table.insert(keyCols, hashKeys(keyCols, n), n, skip);
+    this.addRows(batch, gids, this.table.size);
+  }
+
+  private addRows(batch: Batch, gids: Int32Array, groups: number): void {
     this.accs.forEach((acc, a) => {
-      acc.ensure(this.table.size);
+      acc.ensure(groups);
       const ci = this.aggIndex[a];
-      acc.add(ci < 0 ? null : batch.columns[ci], gids, n);
+      acc.add(ci < 0 ? null : batch.columns[ci], gids, batch.length);
     });
   }
 
   finish(): PartialAggregate {
+    if (this.bySort) return this.finishBySort();
     const groups = this.table.size;
     return {
       ...this.header,
@@ -75,6 +94,73 @@ export class PartialAggregator {
       states: this.accs.map((acc) => acc.state(groups)),
     };
   }
+
+  /**
+   * The held batches grouped by sorting their keys: each group's rows are added in row order, as
+   * the hash table adds them, so the states are the same; the groups come out in key order.
+   */
+  private finishBySort(): PartialAggregate {
+    const used = [...new Set([...this.keyIndex, ...this.aggIndex.filter((i) => i >= 0)])];
+    const schema = used.map((i) => this.input[i]);
+    let batch = concatBatches(schema, this.held.map((b) => ({ schema, length: b.length, columns: used.map((i) => b.columns[i]) })));
+    this.held.length = 0;
+    const keyAt = this.keyIndex.map((i) => used.indexOf(i));
+    const nullKeys = this.spec.dropna ? nullKeyMask(keyAt.map((k) => batch.columns[k]), batch.length) : null;
+    if (nullKeys !== null) {
+      const kept: number[] = [];
+      for (let i = 0; i < batch.length; i++) if (nullKeys[i] === 0) kept.push(i);
+      batch = takeBatch(batch, Int32Array.from(kept));
+    }
+    const keyCols = keyAt.map((k) => batch.columns[k]);
+    const { groups, groupOfRow, firstRows } = groupRowsByKeys(keyCols, batch.length);
+    // The rows in key order (stable): every accumulator then writes its groups one after another,
+    // where in row order each row touched a random group of arrays far larger than the caches.
+    const order = rowsByGroup(groupOfRow, groups);
+    const sortedGroups = new Int32Array(order.length);
+    for (let j = 0; j < order.length; j++) sortedGroups[j] = groupOfRow[order[j]];
+    const aggAt = this.aggIndex.map((i) => (i < 0 ? -1 : used.indexOf(i)));
+    const sortedColumns = new Map<number, Column>();
+    const sortedColumn = (at: number) => sortedColumns.get(at) ?? sortedColumns.set(at, takeColumn(batch.columns[at], order)).get(at)!;
+    this.accs.forEach((acc, a) => {
+      acc.ensure(groups);
+      acc.add(aggAt[a] < 0 ? null : sortedColumn(aggAt[a]), sortedGroups, batch.length);
+    });
+    const keys = keyCols.map((c) => takeColumn(c, firstRows));
+    return { ...this.header, groups, keys, hashes: hashKeys(keys, groups), states: this.accs.map((acc) => acc.state(groups)) };
+  }
+}
+
+/** Row indices ordered by group, rows of a group in row order (a counting sort). */
+function rowsByGroup(groupOfRow: Int32Array, groups: number): Int32Array {
+  const at = new Int32Array(groups + 1);
+  for (let i = 0; i < groupOfRow.length; i++) at[groupOfRow[i] + 1]++;
+  for (let g = 0; g < groups; g++) at[g + 1] += at[g];
+  const order = new Int32Array(groupOfRow.length);
+  for (let i = 0; i < groupOfRow.length; i++) order[at[groupOfRow[i]]++] = i;
+  return order;
+}
+
+/** Whether a sample of the first rows predicts more groups than SORT_GROUP_SHARE of all `length` rows. */
+function manyGroups(keyCols: Column[], length: number): boolean {
+  const rows = Math.min(length, SORT_SAMPLE_ROWS);
+  const sample = new KeyTable(keyCols.map((c) => c.type));
+  sample.insert(keyCols, hashKeys(keyCols, rows), rows);
+  return estimatedGroups(sample.size, rows, length) > SORT_GROUP_SHARE * length;
+}
+
+/**
+ * Groups expected in `rows` rows when `seen` distinct keys were seen in the first `sampled`: the
+ * keys of a sample that saw every key at most once could be as many as the rows.
+ */
+function estimatedGroups(seen: number, sampled: number, rows: number): number {
+  if (seen >= sampled) return rows;
+  // Keys drawn evenly from d: seen = d (1 - e^(-sampled/d)); solve for d by bisection.
+  let lo = seen, hi = rows * 4 + seen;
+  for (let k = 0; k < 60; k++) {
+    const d = (lo + hi) / 2;
+    if (d * -Math.expm1(-sampled / d) < seen) lo = d; else hi = d;
+  }
+  return lo * -Math.expm1(-rows / lo);
 }
 
 function identity(n: number): Int32Array {
@@ -248,9 +334,16 @@ export function takeGroups(p: PartialAggregate, groups: Int32Array): PartialAggr
  * consecutive groups can be cut off by `sliceOfSorted` without a scan of the whole partial.
  */
 export function sortedPartial(p: PartialAggregate): PartialAggregate {
-  const sorted = takeGroups(p, sortIndicesByKeys(p.keys, p.groups));
+  const sorted = inKeyOrder(p.keys, p.groups) ? p : takeGroups(p, sortIndicesByKeys(p.keys, p.groups));
   const states = sorted.states.map((s) => (s.pairs === null ? s : { ...s, pairs: pairsInGroupOrder(s.pairs, sorted.groups) }));
   return { ...sorted, states };
+}
+
+/** Whether the groups' keys already ascend (a partial grouped by sorting: PartialAggregator.finishBySort). */
+function inKeyOrder(keys: Column[], groups: number): boolean {
+  const cmp = rowComparer(keys);
+  for (let g = 1; g < groups; g++) if (cmp(g - 1, g) >= 0) return false;
+  return true;
 }
 
 /** Groups [start, end) of a partial from `sortedPartial`, numbered from 0. */
