@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import { columnLength, concatBatches, emptyBatch, takeColumn, type Batch, type Column, type Schema } from '../batch.js';
 import {
-  chooseSplitters, finalizeAggregate, PartialMerger, rangeOfKeys, sliceOfSorted, sortedPartial, takeGroups, type PartialAggregate,
+  chooseSplitters, finalizeMergedBySort, rangeOfKeys, sliceOfSorted, sortedPartial, takeGroups, type PartialAggregate,
 } from '../ops/aggregate/index.js';
 import type { Fragment, FragmentResult, SourceSpec, Terminal } from './fragment.js';
 import { readSpillRange, writeSpillFile } from './spill-file.js';
@@ -142,7 +142,7 @@ export class SliceCombine {
 
 /** In the worker that runs a range: its groups from every slice, merged in order and finalised. */
 export function readAggregateRange(source: AggregateRangeSource): Batch {
-  const merger = new PartialMerger();
+  const partials: PartialAggregate[] = [];
   for (const slice of source.slices) {
     let p = deserialize(readSpillRange(slice)) as PartialAggregate;
     if (!slice.whole) {
@@ -155,8 +155,7 @@ export function readAggregateRange(source: AggregateRangeSource): Batch {
       for (let g = 0; g < p.groups; g++) if (range[g] === inside) mine.push(g);
       p = takeGroups(p, Int32Array.from(mine));
     }
-    merger.add(p);
+    if (p.groups > 0) partials.push(p);
   }
-  const merged = merger.result();
-  return merged === null ? emptyBatch(source.schema) : finalizeAggregate(merged);
+  return partials.length === 0 ? emptyBatch(source.schema) : finalizeMergedBySort(partials);
 }

@@ -281,8 +281,33 @@ export function finalizeAggregate(p: PartialAggregate): Batch {
   return { schema: p.schema, length: p.groups, columns };
 }
 
+/**
+ * The result of merging `partials` in the given order, found by ranking their keys instead of
+ * hashing them (a key range's slices, each sorted by key, with many groups between them). Each
+ * group's states merge in the partials' order, as PartialMerger merges them, so the bytes are the
+ * same as finalizeAggregate(merged); the groups come out in key order without a sort.
+ */
+export function finalizeMergedBySort(partials: readonly PartialAggregate[]): Batch {
+  const header = partials[0];
+  const keySchema = header.schema.slice(0, header.keys.length);
+  const allKeys = concatBatches(keySchema, partials.map((p) => ({ schema: keySchema, length: p.groups, columns: p.keys }))).columns;
+  const total = partials.reduce((n, p) => n + p.groups, 0);
+  const { groups, groupOfRow, firstRows } = groupRowsByKeys(allKeys, total);
+  const accs = newAccumulators(header, groups);
+  let at = 0;
+  for (const p of partials) {
+    const map = groupOfRow.subarray(at, at + p.groups);
+    accs.forEach((acc, i) => acc.merge(p.states[i], map));
+    at += p.groups;
+  }
+  const keys = allKeys.map((c) => takeColumn(c, firstRows));
+  const named = { ...header, groups, keys };
+  const results = accs.map((acc) => finalizeNamingGroup(acc, named));
+  return { schema: header.schema, length: groups, columns: [...keys, ...results] };
+}
+
 /** acc's results; an overflow names its group by the key values (`origin=ATL, year=2024`). */
-function finalizeNamingGroup(acc: Accumulator, p: PartialAggregate): Column {
+function finalizeNamingGroup(acc: Accumulator, p: Pick<PartialAggregate, 'schema' | 'groups' | 'keys'>): Column {
   try {
     return acc.finalize(p.groups);
   } catch (err) {
