@@ -87,6 +87,7 @@ describe('groupby combined in key ranges', () => {
 describe('groupby with partials the workers cut into slices (CLI)', () => {
   it('a group per key over 300k keys: the output of one process and of DuckDB', async () => {
     // Over 2^18 groups in a partial: the workers write slices; rising keys in two blocks, then spread keys.
+    // From Arrow: over CSV, a key sample this distinct sends the rows to an exchange instead (next test).
     const file = join(dir, 'many.csv');
     const lines = ['k,s,v'];
     for (let i = 0; i < 600_000; i++) {
@@ -94,12 +95,15 @@ describe('groupby with partials the workers cut into slices (CLI)', () => {
       lines.push(`${k},${i % 3 === 0 ? '' : `s${i % 11}`},${(i % 1000) - 500}`);
     }
     writeFileSync(file, lines.join('\n') + '\n');
+    const arrow = join(dir, 'many.arrow');
+    expect((await gpuframe(['read-csv', file, '-o', arrow])).code).toBe(0);
     const run = async (out: string, workers: string) => {
-      const res = await gpuframe(['groupby', file, '--by', 'k', '--agg', 'count(),sum(v),nunique(s),max(s)', '-o', join(dir, out), '--workers', workers, '--blocksize', '4MB']);
+      const res = await gpuframe(['groupby', arrow, '--by', 'k', '--agg', 'count(),sum(v),nunique(s),max(s)', '-o', join(dir, out), '--workers', workers, '--blocksize', '4MB', '--trace', join(dir, `${out}.trace.json`)]);
       expect(res.code, res.stderr).toBe(0);
       return readFileSync(join(dir, out), 'utf8');
     };
     const [two, none] = [await run('two.csv', '2'), await run('none.csv', '0')];
+    expect(readFileSync(join(dir, 'two.csv.trace.json'), 'utf8')).toContain('(aggregate-range)');
     expect(two).toBe(none);
     const ref = await query(`select k, count(*), sum(v), count(distinct s), max(s) from read_csv('${file}') group by k order by k`);
     const ours = two.trim().split('\n').slice(1).map((line) => line.split(','));
@@ -107,5 +111,49 @@ describe('groupby with partials the workers cut into slices (CLI)', () => {
     for (const i of [0, 1, 12345, 199_999, 200_000, 399_999]) {
       expect(ours[i].map((c) => (c === '' ? null : c))).toEqual(ref[i].map((c) => { const x = normaliseCell(c); return x === null ? null : String(x); }));
     }
+  });
+});
+
+describe('groupby with about a group per row: rows exchanged by key range (CLI)', () => {
+  // Keys nearly all distinct in every partition: the partitions cut their rows by key range and
+  // each range is aggregated once (row-exchange.ts). The bytes must not depend on the workers, the
+  // block size (so the ranges), or whether the exchange ran at all (--workers 0 and 1 never do).
+  const file = join(dir, 'distinct.csv');
+  const r = rng(17);
+  const lines = ['id,name,x,y'];
+  for (let i = 0; i < 120_000; i++) {
+    const id = r() < 0.01 ? '' : String(Math.floor(r() * 2_000_000) - 1_000_000);
+    const name = r() < 0.02 ? '' : `n${Math.floor(r() * 40)}`;
+    lines.push(`${id},${name},${Math.floor(r() * 1e6) - 5e5},${(r() * 1000 - 500).toFixed(3)}`);
+  }
+  writeFileSync(file, lines.join('\n') + '\n');
+  const aggs = 'count(),sum(x),mean(y),min(y),max(x),var(y),nunique(name),max(name)';
+
+  it('the same bytes for any workers and block size, against DuckDB; dropna too', async () => {
+    const run = async (out: string, args: string[]) => {
+      const res = await gpuframe(['groupby', file, '--by', 'id,name', '--agg', aggs, '-o', join(dir, out), '--trace', join(dir, `${out}.trace.json`), ...args]);
+      expect(res.code, res.stderr).toBe(0);
+      return readFileSync(join(dir, out), 'utf8');
+    };
+    const base = await run('x-none.csv', ['--workers', '0']);
+    for (const [name, args] of [['x-two', ['--workers', '2', '--blocksize', '256KB']], ['x-three', ['--workers', '3', '--blocksize', '600KB']]] as const) {
+      expect(await run(`${name}.csv`, [...args])).toBe(base);
+      expect(readFileSync(join(dir, `${name}.csv.trace.json`), 'utf8')).toContain('(rows-range)');
+    }
+    const ref = await query(`select id, name, count(*), sum(x), avg(y), min(y), max(x), var_samp(y), count(distinct name), max(name)
+      from read_csv('${file}', types={'id': 'BIGINT'}) group by id, name order by id nulls last, name nulls last`);
+    const ours = base.trim().split('\n').slice(1).map((line) => line.split(','));
+    expect(ours.length).toBe(ref.length);
+    for (let i = 0; i < ref.length; i += 997) {
+      const want = ref[i].map((c) => { const x = normaliseCell(c); return x === null ? null : x; });
+      ours[i].forEach((cell, c) => {
+        const w = want[c];
+        if (typeof w === 'number' && !Number.isInteger(w)) expect(Math.abs(Number(cell) - w)).toBeLessThanOrEqual(1e-12 * Math.abs(w));
+        else expect(cell === '' ? null : cell).toBe(w === null ? null : String(w));
+      });
+    }
+    const dropped = await run('x-dropna.csv', ['--workers', '2', '--blocksize', '256KB', '--dropna']);
+    expect(dropped).toBe(await run('x-dropna-none.csv', ['--workers', '0', '--dropna']));
+    expect(dropped.split('\n').some((line) => line.startsWith(',') || /^[^,]*,,/.test(line))).toBe(false);
   });
 });

@@ -3,11 +3,16 @@
 // --memory-limit, or past SLICE_AFTER_GROUPS groups when several workers could share the merge,
 // every partial goes to sorted slices in the temp dir instead, and each key range is merged and
 // finalised by a worker (partial-slices.ts). Every group sees the same sequence of merges either
-// way, so neither spilling nor the number of workers changes the output bytes.
+// way, so neither spilling nor the number of workers changes the output bytes. A key sample that
+// predicts about as many groups as rows in a partition skips partials altogether: the rows are
+// exchanged by key range and each range aggregated once (row-exchange.ts).
 
+import { randomBytes } from 'node:crypto';
 import type { FinalAggregateNode } from '../plan/nodes.js';
+import { columnLength, type Column } from '../batch.js';
 import { aggregateOutputSchema, finalizeAggregate, PartialAggregator, PartialMerger } from '../ops/aggregate/index.js';
-import type { Terminal } from './fragment.js';
+import type { SpillRange, Terminal } from './fragment.js';
+import { exchangeRanges, exchangeSplitters, rowsRangeFragments } from './row-exchange.js';
 import { GPU_MAX_BLOCKSIZE, type RunContext } from './context.js';
 import { gpuWorkersTake, inGpuPartitions } from './gpu-partitions.js';
 import { gpuGroupByPlan, sampleGroupKeys } from './group-cardinality.js';
@@ -29,6 +34,14 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
   const { manyGroups, partitionBytes } = gpuPartitioning(stream, plain, ctx);
   const terminal = { ...plain, manyGroups };
   const input = inGpuPartitions(stream, terminal, ctx, partitionBytes);
+  // About as many groups as rows in a partition, on CPU workers: the rows are exchanged by key
+  // range instead of partially aggregated (row-exchange.ts).
+  const cpuTakes = manyGroups || !gpuWorkersTake(ctx, input.fragments[0] ?? stream.fragments[0], terminal);
+  if (sliceDir !== undefined && workers >= 2 && cpuTakes && (input.epilogues?.length ?? 0) === 0) {
+    const ranges = exchangeRanges(input.fragments.reduce((n, f) => n + f.bytes, 0), ctx.blocksize, workers);
+    const splitters = exchangeSplitters(input.fragments, node.spec.keys, ranges);
+    if (splitters !== null) return exchangeRows(input, node, splitters, ctx);
+  }
   const budget = ctx.memoryLimit * STATE_SHARE;
   const schema = aggregateOutputSchema(input.schema, node.spec);
   let merger = new PartialMerger();
@@ -55,6 +68,16 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
   const state = merger.result() ?? new PartialAggregator(input.schema, node.spec).finish();
   const batch = finalizeAggregate(state);
   return { schema: batch.schema, fragments: [{ index: 0, source: { kind: 'batch', batch }, ops: [], bytes: 0 }] };
+}
+
+/** The group-by's rows cut by key range in their partitions, then one fragment per range that aggregates its rows. */
+async function exchangeRows(input: Stream, node: FinalAggregateNode, splitters: Column[], ctx: RunContext): Promise<Stream> {
+  const prefix = `rows-${randomBytes(4).toString('hex')}`;
+  const terminal = { kind: 'range-partition' as const, keys: node.spec.keys, splitters, dir: ctx.tmpDir, prefix };
+  const pieces: (SpillRange | null)[][] = [];
+  await runStream(ctx, input, terminal, 'groupby', (r) => { pieces.push(r.ranged!); });
+  const ranges = (splitters.length === 0 ? 0 : columnLength(splitters[0])) + 1;
+  return { schema: aggregateOutputSchema(input.schema, node.spec), fragments: rowsRangeFragments(input.schema, node.spec, pieces, ranges) };
 }
 
 /**

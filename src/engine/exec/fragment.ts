@@ -31,6 +31,11 @@ export type SourceSpec =
    * bound: open on that side): its groups merged from the slices in order and finalised (partial-slices.ts).
    */
   | { kind: 'aggregate-range'; schema: Schema; slices: (SpillRange & { whole: boolean })[]; lower: Column[] | null; upper: Column[] | null }
+  /**
+   * One key range of a group-by whose rows were exchanged by key range: its piece of every
+   * partition's rows, in partition order, aggregated and finalised where it runs (row-exchange.ts).
+   */
+  | { kind: 'rows-range'; schema: Schema; spec: AggregateSpec; pieces: SpillRange[] }
   /** One bucket pair of a partitioned join, read only by the join-bucket terminal (it keeps each row's origin). */
   | { kind: 'bucket-pair'; left: ShuffledSide; right: ShuffledSide }
   /** One fragment's rows of a partitioned join: its pieces from every bucket (ops/join/bucket-join.ts). */
@@ -88,6 +93,8 @@ export type Terminal =
    * worker is no faster than a CPU worker: CPU workers take these tasks (group-cardinality.ts).
    */
   | { kind: 'partial-aggregate'; spec: AggregateSpec; inputSchema: Schema; sliceDir?: string; manyGroups?: boolean }
+  /** Cut the rows by key range (splitters: the first key of each range but the first) into one spill file, a piece per range (row-exchange.ts). */
+  | { kind: 'range-partition'; keys: string[]; splitters: Column[]; dir: string; prefix: string }
   /** Split the rows by key hash into spill files, one per bucket, each row with its position (partition.ts). */
   | { kind: 'hash-partition'; keys: string[]; buckets: number; dir: string; prefix: string }
   /** Join the fragment's bucket pair into a spill file, cut by the fragment placing each row (bucket-join.ts). */
@@ -112,6 +119,8 @@ export interface FragmentResult {
   partial?: PartialAggregate;
   /** partial-aggregate with `sliceDir`: the partial, cut into slices there (instead of `partial`). */
   slices?: PartialSlices;
+  /** range-partition: each range's piece of the rows (null: none). */
+  ranged?: (SpillRange | null)[];
   /** hash-partition: for each bucket, the spill file written (or null when the bucket got no rows). */
   spills?: ({ file: string; bytes: number } | null)[];
   /** join-bucket: where each piece of the output lies in the terminal's file. */

@@ -67,24 +67,34 @@ export function keySample(keys: readonly Column[], length: number, bytes: number
  * cleanly (a cut inside a quoted field, a malformed record: the task itself reports those).
  */
 export function sampleGroupKeys(fragment: Fragment, terminal: Terminal): KeySample | null {
+  if (terminal.kind !== 'partial-aggregate') return null;
+  const head = readKeyColumns(fragment, terminal.spec.keys, SAMPLE_BYTES);
+  return head === null ? null : keySample(head.columns, head.rows, head.bytes);
+}
+
+/**
+ * The key columns of the records in the first `bytes` of a fragment straight over a CSV chunk
+ * (only projections between), and the bytes they took; null for any other fragment, or when
+ * those bytes do not read cleanly.
+ */
+export function readKeyColumns(fragment: Fragment, keys: readonly string[], bytes: number): { columns: Column[]; rows: number; bytes: number } | null {
   const { source } = fragment;
-  if (terminal.kind !== 'partial-aggregate' || source.kind !== 'csv' || !fragment.ops.every((op) => op.kind === 'project')) return null;
-  const keys = terminal.spec.keys;
+  if (source.kind !== 'csv' || !fragment.ops.every((op) => op.kind === 'project')) return null;
   if (keys.length === 0 || !keys.every((k) => source.columns.includes(k))) return null;
   const { chunk } = source;
   try {
     let end = chunk.end;
-    if (end - chunk.start > SAMPLE_BYTES) {
+    if (end - chunk.start > bytes) {
       // Up to the last line end in the sample's bytes (a record end unless inside quotes).
       const { fd } = openInput(chunk.path, chunk.displayName);
       let head: Buffer;
-      try { head = readBytes(fd, chunk.start, SAMPLE_BYTES); } finally { closeSync(fd); }
+      try { head = readBytes(fd, chunk.start, bytes); } finally { closeSync(fd); }
       const lastNewline = head.lastIndexOf(0x0a);
       if (lastNewline < 0) return null;
       end = chunk.start + lastNewline + 1;
     }
-    const batch = readCsvChunk({ ...chunk, end }, source.layout, { ...source.options, onBadLines: 'error' }, keys, () => {});
-    return keySample(batch.columns, batch.length, end - chunk.start);
+    const batch = readCsvChunk({ ...chunk, end }, source.layout, { ...source.options, onBadLines: 'error' }, [...keys], () => {});
+    return { columns: batch.columns, rows: batch.length, bytes: end - chunk.start };
   } catch {
     return null;
   }

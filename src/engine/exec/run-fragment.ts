@@ -21,6 +21,7 @@ import { growTreesTask } from './forest-trees.js';
 import { aggregateBelowJoin, runAggregateBelowJoin } from './join-aggregate.js';
 import { readSpillRange, writeSpillFile } from './spill-file.js';
 import { readAggregateRange } from './partial-slices.js';
+import { aggregateRowsRange, rangePartitionToFile } from './row-exchange.js';
 import { decodeBatchSpill, encodeBatchSpill } from './batch-spill.js';
 
 /** Build tables of broadcast joins, kept for the life of the worker. */
@@ -103,6 +104,8 @@ export async function runTask(task: Task, cache: BroadcastCache): Promise<Fragme
       for (const b of batches) agg.add(b);
       return { partial: agg.finish(), matched, rows, warnings };
     }
+    case 'range-partition':
+      return { ranged: rangePartitionToFile(batches, terminal, fragment.index), matched, rows, warnings };
     case 'hash-partition':
       return { spills: hashPartitionToFiles(batches, terminal, fragment.index), matched, rows, warnings };
   }
@@ -181,6 +184,8 @@ async function readSource(source: SourceSpec, warnings: string[]): Promise<Batch
       return [source.batch];
     case 'aggregate-range':
       return [readAggregateRange(source)];
+    case 'rows-range':
+      return [aggregateRowsRange(source)];
     case 'bucket-pair':
       throw new Error('a bucket pair is read by its join-bucket terminal only');
     case 'joined':

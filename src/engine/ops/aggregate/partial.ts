@@ -84,22 +84,24 @@ export class PartialAggregator {
   }
 
   finish(): PartialAggregate {
-    if (this.bySort) return this.finishBySort();
-    const groups = this.table.size;
-    return {
-      ...this.header,
-      groups,
-      keys: this.table.keyColumns(),
-      hashes: this.table.hashes(),
-      states: this.accs.map((acc) => acc.state(groups)),
-    };
+    const { groups, keys } = this.bySort ? this.groupBySort() : { groups: this.table.size, keys: this.table.keyColumns() };
+    const hashes = this.bySort ? hashKeys(keys, groups) : this.table.hashes();
+    return { ...this.header, groups, keys, hashes, states: this.accs.map((acc) => acc.state(groups)) };
+  }
+
+  /** The final result of the rows added, as finalizeAggregate(finish()) gives it, without a hash table where the groups came from sorting. */
+  result(): Batch {
+    if (!this.bySort) return finalizeAggregate(this.finish());
+    const { groups, keys } = this.groupBySort();
+    const results = this.accs.map((acc) => finalizeNamingGroup(acc, { schema: this.header.schema, groups, keys }));
+    return { schema: this.header.schema, length: groups, columns: [...keys, ...results] };
   }
 
   /**
    * The held batches grouped by sorting their keys: each group's rows are added in row order, as
    * the hash table adds them, so the states are the same; the groups come out in key order.
    */
-  private finishBySort(): PartialAggregate {
+  private groupBySort(): { groups: number; keys: Column[] } {
     const used = [...new Set([...this.keyIndex, ...this.aggIndex.filter((i) => i >= 0)])];
     const schema = used.map((i) => this.input[i]);
     let batch = concatBatches(schema, this.held.map((b) => ({ schema, length: b.length, columns: used.map((i) => b.columns[i]) })));
@@ -125,8 +127,7 @@ export class PartialAggregator {
       acc.ensure(groups);
       acc.add(aggAt[a] < 0 ? null : sortedColumn(aggAt[a]), sortedGroups, batch.length);
     });
-    const keys = keyCols.map((c) => takeColumn(c, firstRows));
-    return { ...this.header, groups, keys, hashes: hashKeys(keys, groups), states: this.accs.map((acc) => acc.state(groups)) };
+    return { groups, keys: keyCols.map((c) => takeColumn(c, firstRows)) };
   }
 }
 
@@ -364,7 +365,7 @@ export function sortedPartial(p: PartialAggregate): PartialAggregate {
   return { ...sorted, states };
 }
 
-/** Whether the groups' keys already ascend (a partial grouped by sorting: PartialAggregator.finishBySort). */
+/** Whether the groups' keys already ascend (a partial grouped by sorting: PartialAggregator.groupBySort). */
 function inKeyOrder(keys: Column[], groups: number): boolean {
   const cmp = rowComparer(keys);
   for (let g = 1; g < groups; g++) if (cmp(g - 1, g) >= 0) return false;

@@ -2,7 +2,7 @@
 // one by one, in order, yields the globally sorted result without a merge of sorted runs.
 
 import { columnLength, concatBatches, takeColumn, type Column, type Schema } from '../../batch.js';
-import { sortIndicesByKeys } from '../sort.js';
+import { groupRowsByKeys, sortIndicesByKeys } from '../sort.js';
 
 /** Up to `parts - 1` splitter keys taken evenly from the sorted `keys` (`length` rows; a sample of all keys). */
 export function chooseSplitters(keys: Column[], length: number, parts: number): Column[] {
@@ -17,7 +17,8 @@ export function chooseSplitters(keys: Column[], length: number, parts: number): 
 
 /**
  * For each of `length` key rows, the index of its range: the number of splitters <= its key.
- * Splitters go first in one stable sort with the keys, so a key equal to a splitter sorts after it.
+ * Splitters and keys are grouped together by value (groupRowsByKeys, groups in key order), so each
+ * key's range is the count of splitters in its group and the groups before it.
  */
 export function rangeOfKeys(keys: Column[], length: number, splitters: Column[]): Int32Array {
   const nSplit = splitters.length === 0 ? 0 : columnLength(splitters[0]);
@@ -26,12 +27,11 @@ export function rangeOfKeys(keys: Column[], length: number, splitters: Column[])
     { schema, length: nSplit, columns: splitters },
     { schema, length, columns: keys },
   ]);
-  const order = sortIndicesByKeys(both.columns, both.length);
+  const { groups, groupOfRow } = groupRowsByKeys(both.columns, both.length);
+  const splittersUpTo = new Int32Array(groups);
+  for (let s = 0; s < nSplit; s++) splittersUpTo[groupOfRow[s]]++;
+  for (let g = 1; g < groups; g++) splittersUpTo[g] += splittersUpTo[g - 1];
   const range = new Int32Array(length);
-  let passed = 0;
-  for (const row of order) {
-    if (row < nSplit) passed++;
-    else range[row - nSplit] = passed;
-  }
+  for (let i = 0; i < length; i++) range[i] = splittersUpTo[groupOfRow[nSplit + i]];
   return range;
 }
