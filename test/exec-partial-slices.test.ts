@@ -156,4 +156,16 @@ describe('groupby with about a group per row: rows exchanged by key range (CLI)'
     expect(dropped).toBe(await run('x-dropna-none.csv', ['--workers', '0', '--dropna']));
     expect(dropped.split('\n').some((line) => line.startsWith(',') || /^[^,]*,,/.test(line))).toBe(false);
   });
+
+  it('over Parquet too (its sample read through a row limit): the bytes of the CSV', async () => {
+    const parquet = join(dir, 'distinct.parquet');
+    expect((await gpuframe(['read-csv', file, '-o', parquet])).code).toBe(0);
+    const out = (name: string) => join(dir, name);
+    const args = ['--by', 'id,name', '--agg', aggs];
+    expect((await gpuframe(['groupby', file, ...args, '-o', out('p-csv.csv'), '--workers', '0'])).code).toBe(0);
+    const res = await gpuframe(['groupby', parquet, ...args, '-o', out('p-two.csv'), '--workers', '2', '--trace', out('p-two.json')]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(readFileSync(out('p-two.json'), 'utf8')).toContain('(rows-range)');
+    expect(readFileSync(out('p-two.csv'), 'utf8')).toBe(readFileSync(out('p-csv.csv'), 'utf8'));
+  });
 });

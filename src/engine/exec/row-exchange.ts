@@ -8,7 +8,7 @@
 // DuckDB took 1.2 s).
 //
 // How: before any task runs, keys read from the start of up to SPLITTER_SAMPLES partitions spread
-// over the input give splitters of key ranges. Each partition's rows (projected to the keys and the
+// over the input (CSV or Parquet) give splitters of key ranges. Each partition's rows (projected to the keys and the
 // aggregated columns) are cut by key range into one spill file, a piece per range. Each range is
 // then one fragment: a worker reads its pieces in partition order, aggregates them (by sorting, for
 // many groups: PartialAggregator) and finalises them. Every group's rows are added in input order,
@@ -18,6 +18,7 @@
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { columnLength, concatBatches, emptyBatch, takeBatch, type Batch, type Column, type Schema } from '../batch.js';
+import { readParquetChunk } from '../io/parquet.js';
 import { aggregateOutputSchema, chooseSplitters, PartialAggregator, rangeOfKeys, type AggregateSpec } from '../ops/aggregate/index.js';
 import { decodeBatchSpill, encodeBatchSpill } from './batch-spill.js';
 import type { Fragment, SpillRange, Terminal } from './fragment.js';
@@ -27,8 +28,8 @@ import { readSpillRange } from './spill-file.js';
 /** Share of a partition's rows that must be groups (by the key sample) for the rows to be exchanged. */
 export const EXCHANGE_GROUP_SHARE = 1 / 2;
 /** Partitions the splitters' keys are read from (the first SPLITTER_SAMPLE_BYTES of each). */
-const SPLITTER_SAMPLES = 16;
-const SPLITTER_SAMPLE_BYTES = 1 << 18;
+const SPLITTER_SAMPLES = 8;
+const SPLITTER_SAMPLE_BYTES = 1 << 17;
 /** Most key ranges. */
 const MAX_RANGES = 4096;
 
@@ -37,25 +38,44 @@ export type RowsRangeSource = Extract<Fragment['source'], { kind: 'rows-range' }
 
 /**
  * The splitters of an exchange of rows for a group-by over `fragments`, or null when the rows
- * stay put: the input is not CSV (no key sample), the sample predicts fewer groups than
- * EXCHANGE_GROUP_SHARE of a partition's rows, or the keys read do not allow `ranges` ranges.
+ * stay put: the input is neither CSV nor Parquet (no key sample), the sample predicts fewer groups
+ * than EXCHANGE_GROUP_SHARE of a partition's rows, or the keys read do not allow `ranges` ranges.
  */
-export function exchangeSplitters(fragments: readonly Fragment[], keys: readonly string[], ranges: number): Column[] | null {
+export async function exchangeSplitters(fragments: readonly Fragment[], keys: readonly string[], ranges: number): Promise<Column[] | null> {
   const first = fragments[0];
   if (first === undefined || keys.length === 0) return null;
-  const head = readKeyColumns(first, keys, SAMPLE_BYTES);
+  const head = await readKeyRows(first, keys, SAMPLE_BYTES);
   if (head === null || groupShareOf(keySample(head.columns, head.rows, head.bytes), first.bytes) <= EXCHANGE_GROUP_SHARE) return null;
   const picks = Math.min(SPLITTER_SAMPLES, fragments.length);
   const samples: Batch[] = [];
   const schema: Schema = keys.map((name, i) => ({ name, type: head.columns[i].type }));
   for (let s = 0; s < picks; s++) {
-    const read = readKeyColumns(fragments[Math.floor((s * fragments.length) / picks)], keys, SPLITTER_SAMPLE_BYTES);
+    const read = await readKeyRows(fragments[Math.floor((s * fragments.length) / picks)], keys, SPLITTER_SAMPLE_BYTES);
     if (read === null || read.columns.some((c, i) => c.type !== schema[i].type)) return null;
     samples.push({ schema, length: read.rows, columns: read.columns });
   }
   const sample = concatBatches(schema, samples);
   if (sample.length < 2 * ranges) return null;
   return chooseSplitters(sample.columns, sample.length, ranges);
+}
+
+/**
+ * The key columns of about the first `bytes` of a fragment straight over a CSV or Parquet chunk
+ * (only projections between; Parquet bytes as the footer counts them, uncompressed), and the
+ * bytes they stand for; null for other fragments, or when they do not read cleanly.
+ */
+async function readKeyRows(fragment: Fragment, keys: readonly string[], bytes: number): Promise<{ columns: Column[]; rows: number; bytes: number } | null> {
+  const { source } = fragment;
+  if (source.kind !== 'parquet') return readKeyColumns(fragment, keys, bytes);
+  if (!fragment.ops.every((op) => op.kind === 'project') || !keys.every((k) => source.columns.includes(k))) return null;
+  const { chunk } = source;
+  const limit = Math.max(1, Math.min(chunk.rows, Math.ceil((bytes * chunk.rows) / Math.max(1, chunk.bytes))));
+  try {
+    const batch = await readParquetChunk(chunk, keys, limit);
+    return { columns: batch.columns, rows: batch.length, bytes: (batch.length * chunk.bytes) / Math.max(1, chunk.rows) };
+  } catch {
+    return null;
+  }
 }
 
 /** Ranges for an exchange: a few per worker, and about one partition's input bytes each. */
@@ -109,7 +129,8 @@ export function rowsRangeFragments(schema: Schema, spec: AggregateSpec, piecesBy
 export function aggregateRowsRange(source: RowsRangeSource): Batch {
   const parts = source.pieces.map((piece) => decodeBatchSpill(readSpillRange(piece)).batch);
   if (parts.length === 0) return emptyBatch(aggregateOutputSchema(source.schema, source.spec));
-  const agg = new PartialAggregator(source.schema, source.spec);
+  // Sorted without a sample: the exchange runs only where the rows hold about a group each.
+  const agg = new PartialAggregator(source.schema, source.spec, true);
   agg.add(concatBatches(source.schema, parts));
   return agg.result();
 }

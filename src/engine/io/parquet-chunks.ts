@@ -116,8 +116,8 @@ export function parquetBatchRows(chunk: Pick<ParquetChunk, 'rows' | 'bytes'>): n
   return chunk.bytes <= PARQUET_BATCH_BYTES ? rows : Math.max(1024, Math.floor(rows * (PARQUET_BATCH_BYTES / chunk.bytes)));
 }
 
-/** The named columns (in that order) of the chunk's row groups, as one batch. */
-export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[]): Promise<Batch> {
+/** The named columns (in that order) of the chunk's row groups, as one batch; `limit`: only its first rows. */
+export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[], limit?: number): Promise<Batch> {
   const file = await openParquet(chunk);
   try {
     const { schema, fields, direct } = await fileSchema(file, chunk.displayName);
@@ -127,7 +127,7 @@ export async function readParquetChunk(chunk: ParquetChunk, columns: readonly st
     // No columns asked (e.g. count()): read the first one for the row count, then drop it.
     const picked = new Set((columns.length > 0 ? at : fields.length > 0 ? [0] : []).map((i) => fields[i].name));
     const got = fields.flatMap((f, i) => (picked.has(f.name) ? [i] : []));
-    const wasmTable = await file.read({ rowGroups: chunk.rowGroups, columns: [...picked], batchSize: parquetBatchRows(chunk) });
+    const wasmTable = await file.read({ rowGroups: chunk.rowGroups, columns: [...picked], batchSize: parquetBatchRows(chunk), ...(limit === undefined ? {} : { limit }) });
     const gave = (n: number) => { if (n !== got.length) throw new DataError(`the Parquet reader gave ${n} columns for the ${got.length} asked`, { file: chunk.displayName }); };
     if (direct) {
       const stream = wasmTable.intoFFI();

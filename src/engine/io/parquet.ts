@@ -15,7 +15,7 @@ export async function planParquetChunks(file: InputName, blocksize: number): Pro
   return (await parquetChunks()).planParquetChunks(file, blocksize);
 }
 
-/** The named columns (in that order) of the chunk's row groups, as one batch. */
-export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[]): Promise<Batch> {
-  return (await parquetChunks()).readParquetChunk(chunk, columns);
+/** The named columns (in that order) of the chunk's row groups, as one batch; `limit`: only its first rows. */
+export async function readParquetChunk(chunk: ParquetChunk, columns: readonly string[], limit?: number): Promise<Batch> {
+  return (await parquetChunks()).readParquetChunk(chunk, columns, limit);
 }

@@ -50,11 +50,13 @@ export class PartialAggregator {
   private readonly keyIndex: number[];
   private readonly aggIndex: number[]; // -1 for count()
   private readonly header: Pick<PartialAggregate, 'schema' | 'spec' | 'aggInputTypes'>;
-  /** Set at the first batch: whether this partial groups by sorting, and the batches held for it until finish. */
-  private bySort: boolean | null = null;
   private readonly held: Batch[] = [];
 
-  constructor(private readonly input: Schema, readonly spec: AggregateSpec) {
+  /**
+   * `bySort`: whether to group by sorting (the batches are then held until finish); null: decided
+   * at the first batch by a sample of its keys.
+   */
+  constructor(private readonly input: Schema, readonly spec: AggregateSpec, private bySort: boolean | null = null) {
     const schema = aggregateOutputSchema(input, spec);
     const indexOf = (name: string) => input.findIndex((f) => f.name === name);
     this.keyIndex = spec.keys.map(indexOf);
@@ -63,10 +65,11 @@ export class PartialAggregator {
     this.header = { schema, spec, aggInputTypes };
     this.table = new KeyTable(this.keyIndex.map((i) => input[i].type));
     this.accs = newAccumulators(this.header, 0);
+    if (this.keyIndex.length === 0) this.bySort = false; // one group
   }
 
   add(batch: Batch): void {
-    this.bySort ??= this.keyIndex.length > 0 && batch.length >= SORT_MIN_ROWS && manyGroups(this.keyIndex.map((i) => batch.columns[i]), batch.length);
+    this.bySort ??= batch.length >= SORT_MIN_ROWS && manyGroups(this.keyIndex.map((i) => batch.columns[i]), batch.length);
     if (this.bySort) { this.held.push(batch); return; }
     const n = batch.length;
     const keyCols = this.keyIndex.map((i) => batch.columns[i]);
