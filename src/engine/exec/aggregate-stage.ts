@@ -39,7 +39,7 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
   const cpuTakes = manyGroups || !gpuWorkersTake(ctx, input.fragments[0] ?? stream.fragments[0], terminal);
   if (sliceDir !== undefined && workers >= 2 && cpuTakes && (input.epilogues?.length ?? 0) === 0) {
     const ranges = exchangeRanges(input.fragments.reduce((n, f) => n + f.bytes, 0), ctx.blocksize, workers);
-    const splitters = await exchangeSplitters(input.fragments, node.spec.keys, ranges);
+    const splitters = await exchangeSplitters(input.fragments, input.schema, node.spec.keys, ranges);
     if (splitters !== null) return exchangeRows(input, node, splitters, ctx);
   }
   const budget = ctx.memoryLimit * STATE_SHARE;

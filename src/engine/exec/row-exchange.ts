@@ -41,14 +41,16 @@ export type RowsRangeSource = Extract<Fragment['source'], { kind: 'rows-range' }
  * stay put: the input is neither CSV nor Parquet (no key sample), the sample predicts fewer groups
  * than EXCHANGE_GROUP_SHARE of a partition's rows, or the keys read do not allow `ranges` ranges.
  */
-export async function exchangeSplitters(fragments: readonly Fragment[], keys: readonly string[], ranges: number): Promise<Column[] | null> {
+export async function exchangeSplitters(fragments: readonly Fragment[], input: Schema, keys: readonly string[], ranges: number): Promise<Column[] | null> {
   const first = fragments[0];
   if (first === undefined || keys.length === 0) return null;
+  // Splitters must have the types the partitions' rows have (a sample read on its own could differ).
+  const schema: Schema = keys.map((name) => ({ name, type: input.find((f) => f.name === name)?.type ?? 'string' }));
   const head = await readKeyRows(first, keys, SAMPLE_BYTES);
-  if (head === null || groupShareOf(keySample(head.columns, head.rows, head.bytes), first.bytes) <= EXCHANGE_GROUP_SHARE) return null;
+  if (head === null || head.columns.some((c, i) => c.type !== schema[i].type)) return null;
+  if (groupShareOf(keySample(head.columns, head.rows, head.bytes), first.bytes) <= EXCHANGE_GROUP_SHARE) return null;
   const picks = Math.min(SPLITTER_SAMPLES, fragments.length);
   const samples: Batch[] = [];
-  const schema: Schema = keys.map((name, i) => ({ name, type: head.columns[i].type }));
   for (let s = 0; s < picks; s++) {
     const read = await readKeyRows(fragments[Math.floor((s * fragments.length) / picks)], keys, SPLITTER_SAMPLE_BYTES);
     if (read === null || read.columns.some((c, i) => c.type !== schema[i].type)) return null;
