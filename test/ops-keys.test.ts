@@ -3,6 +3,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { columnFromValues, takeColumn, valueAt, type Batch, type Column, type DType } from '../src/engine/batch.js';
 import { hashKeys, KeyTable } from '../src/engine/ops/keys.js';
+import { rangeOfKeys } from '../src/engine/ops/aggregate/index.js';
 import { groupRowsByKeys, rowComparer, sortIndicesByKeys } from '../src/engine/ops/sort.js';
 import { duckdb, loadTable, queryRows, rng } from './ops-reference.js';
 
@@ -102,6 +103,30 @@ describe('groupRowsByKeys', () => {
     check([wide, few], n);
     check([wide, wider, few], n);
     check([strs, wide, bools], n);
+  });
+});
+
+describe('rangeOfKeys', () => {
+  test('each key\'s range is the number of splitters at or below it (repeated splitters, nulls, -0 and NaN)', () => {
+    const r = rng(8);
+    const n = 3000;
+    const pool = [0, -0, NaN, 1.5, -2, 7, null];
+    const a = col('float64', Array.from({ length: n + 6 }, () => pool[Math.floor(r() * pool.length)]));
+    const b = col('string', Array.from({ length: n + 6 }, () => (r() < 0.1 ? null : String.fromCharCode(97 + Math.floor(r() * 5)))));
+    // The first 6 rows are the splitters (in key order, one repeated), the rest the keys.
+    const order = sortIndicesByKeys([a, b], 6);
+    const splitterRows = Int32Array.from([order[0], order[1], order[1], order[3], order[4], order[5]]);
+    const splitters = [takeColumn(a, splitterRows), takeColumn(b, splitterRows)];
+    const keyRows = Int32Array.from({ length: n }, (_, i) => 6 + i);
+    const keys = [takeColumn(a, keyRows), takeColumn(b, keyRows)];
+    const got = rangeOfKeys(keys, n, splitters);
+    const both = [0, 1].map((c) => takeColumn([a, b][c], Int32Array.from([...splitterRows, ...keyRows])));
+    const cmp = rowComparer(both);
+    for (let i = 0; i < n; i++) {
+      let want = 0;
+      for (let s = 0; s < 6; s++) if (cmp(s, 6 + i) <= 0) want++;
+      if (got[i] !== want) expect.fail(`key ${i}: range ${got[i]}, want ${want}`);
+    }
   });
 });
 
