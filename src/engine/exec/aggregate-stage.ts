@@ -36,7 +36,8 @@ export async function aggregateStream(node: FinalAggregateNode, stream: Stream, 
   const input = inGpuPartitions(stream, terminal, ctx, partitionBytes);
   // About as many groups as rows in a partition, on CPU workers: the rows are exchanged by key
   // range instead of partially aggregated (row-exchange.ts).
-  const cpuTakes = manyGroups || !gpuWorkersTake(ctx, input.fragments[0] ?? stream.fragments[0], terminal);
+  const first = input.fragments[0];
+  const cpuTakes = first !== undefined && (manyGroups || !gpuWorkersTake(ctx, first, terminal));
   if (sliceDir !== undefined && workers >= 2 && cpuTakes && (input.epilogues?.length ?? 0) === 0) {
     const ranges = exchangeRanges(input.fragments.reduce((n, f) => n + f.bytes, 0), ctx.blocksize, workers);
     const splitters = await exchangeSplitters(input.fragments, input.schema, node.spec.keys, ranges);

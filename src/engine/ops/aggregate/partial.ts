@@ -1,7 +1,9 @@
 // Hash aggregation in three steps that the executor spreads over processes:
 // PartialAggregator (per worker) -> PartialMerger (parent, in partition order) -> finalizeAggregate.
 // A PartialAggregate is plain data (typed arrays, numbers, strings), so it crosses process
-// boundaries by structured clone and spills with v8.serialize.
+// boundaries by structured clone and spills with v8.serialize. With many groups per row, a
+// PartialAggregator groups by ranking the keys instead of hashing them, and merges of sorted
+// partials (a key range's slices) rank too (finalizeMergedBySort): same states, same bytes.
 import { batchBytes, columnLength, concatBatches, int64Words, sliceColumn, takeBatch, takeColumn, type Batch, type Column, type DType, type Int64Column, type Schema } from '../../batch.js';
 import { bucketOf, hashKeys, KeyTable, nullKeyMask } from '../keys.js';
 import { groupRowsByKeys, rowComparer, sortIndicesByKeys } from '../sort.js';
@@ -75,14 +77,10 @@ export class PartialAggregator {
     const keyCols = this.keyIndex.map((i) => batch.columns[i]);
     const skip = this.spec.dropna ? nullKeyMask(keyCols, n) : null;
     const gids = this.table.insert(keyCols, hashKeys(keyCols, n), n, skip);
-    this.addRows(batch, gids, this.table.size);
-  }
-
-  private addRows(batch: Batch, gids: Int32Array, groups: number): void {
     this.accs.forEach((acc, a) => {
-      acc.ensure(groups);
+      acc.ensure(this.table.size);
       const ci = this.aggIndex[a];
-      acc.add(ci < 0 ? null : batch.columns[ci], gids, batch.length);
+      acc.add(ci < 0 ? null : batch.columns[ci], gids, n);
     });
   }
 
