@@ -29,6 +29,8 @@ function outDir(name: string): string {
 /** Each job, and the worker task at which a worker is killed (the first, one mid-stream, one later). */
 const jobs: Record<string, { args: string[]; killAt: number }> = {
   'read-csv → groupby': { args: ['groupby', fact, '--by', 'ks,b', '--agg', 'count(),sum(i),mean(f),var(f),nunique(ki)'], killAt: 1 },
+  // i is nearly a key per row: the rows are exchanged by key range (row-exchange.ts).
+  'read-csv → groupby, rows exchanged': { args: ['groupby', fact, '--by', 'i', '--agg', 'count(),sum(f),max(ks)'], killAt: 3 },
   'merge (broadcast)': { args: ['merge', fact, dim, '--on', 'ki', '--memory-limit', '1GB'], killAt: 4 },
   'merge (partitioned)': { args: ['merge', fact, dim, '--on', 'ki', '--memory-limit', '1MB'], killAt: 9 },
 };
@@ -86,6 +88,32 @@ describe('a full disk fails the run cleanly', () => {
     expect(res.code, res.stderr).toBe(1);
     expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
     expect(readdirSync(d)).toEqual([]); // nor the run's temp dir (TMPDIR points here)
+  });
+
+  it('ENOSPC in a row exchange\'s range spills (written by workers): exit 1, the message names the spill dir, no output', async () => {
+    const d = outDir('enospc-exchange');
+    const args = [...jobs['read-csv → groupby, rows exchanged'].args, ...RUN];
+    const clean = await gpuframe([...args, '-o', join(dir, 'exchange-clean.csv'), '--trace', join(dir, 'exchange-clean.json')]);
+    expect(clean.code, clean.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'exchange-clean.json'), 'utf8')).toContain('(rows-range)');
+    // Arrow output is written by the parent alone: only the exchange's spills can meet the fault first.
+    const res = await gpuframe([...args, '-o', join(d, 'out.arrow')], { env: { GPUFRAME_FAULT: 'enospc@20000', TMPDIR: d } });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+    expect(readdirSync(d)).toEqual([]);
+  });
+
+  it('ENOSPC in the files that carry large worker results: exit 1, the message names the spill dir, no output', async () => {
+    const d = outDir('enospc-messages');
+    const big = join(dir, 'fact-big.csv');
+    factCsv(big, { rows: 100_000, groups: 500, seed: 13 }); // ~6 MB: results of a few MB each
+    // Arrow output: the rows come back to the parent as batches, through message files.
+    const res = await gpuframe(['read-csv', big, '--workers', '2', '--blocksize', '3MB', '-o', join(d, 'out.arrow')], { env: { GPUFRAME_FAULT: 'enospc@100000', TMPDIR: d } });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+    expect(readdirSync(d)).toEqual([]);
   });
 
   it('ENOSPC in groupby range spills (written by the parent): exit 1, no output', async () => {

@@ -8,10 +8,11 @@
 // file the same bytes are one serialisation, one write and one read.
 
 import { randomBytes } from 'node:crypto';
-import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import type { Broadcast, Task } from './fragment.js';
+import { writeSpillFile } from './spill-file.js';
 
 /** Serialised size from which a message goes through a file. */
 export const FILE_MESSAGE_BYTES = 1 << 20;
@@ -31,7 +32,7 @@ export function messageFile(msg: object, dir: string | null, shared = false): Vi
   const bytes = serialize(msg);
   if (bytes.length < FILE_MESSAGE_BYTES) return null;
   const file = join(dir, `message-${randomBytes(6).toString('hex')}.v8`);
-  writeFileSync(file, bytes);
+  writeSpillFile(file, bytes); // a full disk stops the run with a message naming the temp dir
   return { type: 'via-file', file, shared };
 }
 

@@ -15,7 +15,6 @@
 // and the ranges come out in key order, so no merge follows and the bytes are those of a single
 // pass; which ranges there are changes nothing but the work per task.
 
-import { closeSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { columnLength, concatBatches, emptyBatch, takeBatch, type Batch, type Column, type Schema } from '../batch.js';
 import { readParquetChunk } from '../io/parquet.js';
@@ -23,7 +22,7 @@ import { aggregateOutputSchema, chooseSplitters, PartialAggregator, rangeOfKeys,
 import { decodeBatchSpill, encodeBatchSpill } from './batch-spill.js';
 import type { Fragment, SpillRange, Terminal } from './fragment.js';
 import { groupShareOf, keySample, readKeyColumns, SAMPLE_BYTES } from './group-cardinality.js';
-import { readSpillRange } from './spill-file.js';
+import { readSpillRange, writeSpillFile } from './spill-file.js';
 
 /** Share of a partition's rows that must be groups (by the key sample) for the rows to be exchanged. */
 export const EXCHANGE_GROUP_SHARE = 1 / 2;
@@ -100,21 +99,18 @@ export function rangePartitionToFile(batches: Batch[], terminal: RangePartitionT
   const fill = starts.slice(0, ranges);
   for (let i = 0; i < batch.length; i++) order[fill[rangeOfRow[i]]++] = i;
   const file = join(terminal.dir, `${terminal.prefix}-f${fragmentIndex}.bin`);
-  const fd = openSync(file, 'w');
+  const parts: Uint8Array[] = [];
   const pieces: (SpillRange | null)[] = [];
-  try {
-    let offset = 0;
-    for (let r = 0; r < ranges; r++) {
-      if (starts[r + 1] === starts[r]) { pieces.push(null); continue; }
-      const parts = encodeBatchSpill({ batch: takeBatch(batch, order.subarray(starts[r], starts[r + 1])), pos: new Int32Array(0) });
-      let length = 0;
-      for (const part of parts) length += writeSync(fd, part);
-      pieces.push({ file, offset, length });
-      offset += length;
-    }
-  } finally {
-    closeSync(fd);
+  let offset = 0;
+  for (let r = 0; r < ranges; r++) {
+    if (starts[r + 1] === starts[r]) { pieces.push(null); continue; }
+    const encoded = encodeBatchSpill({ batch: takeBatch(batch, order.subarray(starts[r], starts[r + 1])), pos: new Int32Array(0) });
+    const length = encoded.reduce((n, part) => n + part.byteLength, 0);
+    parts.push(...encoded);
+    pieces.push({ file, offset, length });
+    offset += length;
   }
+  writeSpillFile(file, parts);
   return pieces;
 }
 
