@@ -116,6 +116,18 @@ describe('a full disk fails the run cleanly', () => {
     expect(readdirSync(d)).toEqual([]);
   });
 
+  it('ENOSPC in rf-train\'s binned rows file: exit 1, the message names the spill dir, no model', async () => {
+    const d = outDir('enospc-forest');
+    const data = join(dir, 'forest.csv');
+    expect((await gpuframe(['make-classification', '--n-samples', '20000', '--n-features', '8', '--seed', '1', '-o', data])).code).toBe(0);
+    const res = await gpuframe(['rf-train', data, '--target', 'y', '--n-estimators', '4', '--model-out', join(d, 'rf.json'), '--workers', '2', '--device', 'cpu'],
+      { env: { GPUFRAME_FAULT: 'enospc@50000', TMPDIR: d } });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+    expect(readdirSync(d)).toEqual([]);
+  });
+
   it('ENOSPC in groupby range spills (written by the parent): exit 1, no output', async () => {
     const d = outDir('enospc-agg-spill');
     const args = ['groupby', fact, '--by', 'i', '--agg', 'count(),sum(f)', '--memory-limit', '2MB'];

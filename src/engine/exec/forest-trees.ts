@@ -7,7 +7,7 @@
 // Regression trees grow on the device too (from exact fixed-point sums of the target, forest.ts).
 
 import { randomUUID } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { growTreesOnCpu } from '../ml/forest-split-cpu.js';
 import type { BinnedData, GrownTree, TreeSpec } from '../ml/forest-tree.js';
@@ -15,6 +15,7 @@ import type { TreeGrower } from '../ml/forest.js';
 import type { RunContext } from './context.js';
 import { NO_SOURCE, type FragmentResult, type Terminal } from './fragment.js';
 import { concurrencyOf } from './pool.js';
+import { writeSpillFile } from './spill-file.js';
 import { MAX_GPU_CLASSES } from '../../kernels/forest.wgsl.js';
 
 /** Where the binned rows are, and their shape: bins (rows × cols bytes, column-major), then the target. */
@@ -60,7 +61,7 @@ export function workerTreeGrower(ctx: RunContext): TreeGrower {
 function writeBinnedFile(dir: string, data: BinnedData): BinnedFile {
   const path = join(dir, `forest-${randomUUID()}.bin`);
   const target = data.target instanceof Int32Array ? 'int32' : 'float64';
-  writeFileSync(path, Buffer.concat([data.bins, new Uint8Array(data.target.buffer, data.target.byteOffset, data.target.byteLength)]));
+  writeSpillFile(path, [data.bins, new Uint8Array(data.target.buffer, data.target.byteOffset, data.target.byteLength)]);
   return { path, rows: data.rows, cols: data.cols, binsPerFeature: Array.from(data.binsPerFeature), nClasses: data.nClasses, target };
 }
 
@@ -110,7 +111,7 @@ export function writeGrownTrees(binned: BinnedFile, trees: readonly GrownTree[])
       parts.push(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), new Uint8Array(pad8(a.byteLength) - a.byteLength));
     }
   }
-  writeFileSync(path, Buffer.concat(parts));
+  writeSpillFile(path, parts);
   return path;
 }
 
