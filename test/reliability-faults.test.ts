@@ -128,6 +128,18 @@ describe('a full disk fails the run cleanly', () => {
     expect(readdirSync(d)).toEqual([]);
   });
 
+  it('ENOSPC in predict\'s copy of the model in the run\'s temp dir: exit 1, the message names the spill dir, no output', async () => {
+    const d = outDir('enospc-model-copy');
+    const data = join(dir, 'regression.csv');
+    expect((await gpuframe(['make-regression', '--n-samples', '5000', '--n-features', '4', '--seed', '2', '-o', data])).code).toBe(0);
+    expect((await gpuframe(['linreg', data, '--target', 'y', '--model-out', join(dir, 'lr.json')])).code).toBe(0);
+    const res = await gpuframe(['predict', data, '--model', join(dir, 'lr.json'), '--workers', '2', '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'enospc@100', TMPDIR: d } });
+    expect(res.code, res.stderr).toBe(1);
+    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+    expect(readdirSync(d)).toEqual([]);
+  });
+
   it('ENOSPC in groupby range spills (written by the parent): exit 1, no output', async () => {
     const d = outDir('enospc-agg-spill');
     const args = ['groupby', fact, '--by', 'i', '--agg', 'count(),sum(f)', '--memory-limit', '2MB'];

@@ -18,6 +18,8 @@ import { aggregateStream } from './aggregate-stage.js';
 import { schemaOf } from '../plan/schema.js';
 import type { RunContext } from './context.js';
 import type { Fragment, ShuffledSide, SpillRange } from './fragment.js';
+import { chargeWrite } from './fault-hook.js';
+import { spillWriteFailure } from './spill-file.js';
 import { runStream, withOp, type Stream } from './stream.js';
 import { traced } from './trace.js';
 
@@ -39,7 +41,12 @@ export async function physical(node: PlanNode, ctx: RunContext): Promise<Stream>
     case 'predict': {
       const { modelPath, keep, proba, outputName } = node;
       const modelFile = join(ctx.tmpDir, `model-${randomUUID()}.json`);
-      saveModelText(modelFile, node.modelText, node.modelStamp);
+      try {
+        chargeWrite(modelFile, node.modelText.length);
+        saveModelText(modelFile, node.modelText, node.modelStamp);
+      } catch (err) {
+        throw spillWriteFailure(modelFile, err);
+      }
       return withOp(await physical(node.input, ctx), { kind: 'predict', modelFile, modelPath, modelKind: modelOf(node).kind, keep, proba, outputName }, schemaOf(node));
     }
   }

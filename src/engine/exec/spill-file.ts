@@ -24,10 +24,15 @@ export function writeSpillFile(path: string, bytes: Uint8Array | readonly Uint8A
       closeSync(fd);
     }
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const why = e.code === 'ENOSPC' ? 'no space left on device' : e.message;
-    throw new RuntimeFailure(`cannot write spill file in ${dirname(path)}: ${why} (point TMPDIR at a larger disk or raise --memory-limit)`);
+    throw spillWriteFailure(path, err);
   }
+}
+
+/** What a failed write of a file in the run's temp dir (`path`) stops the run with. */
+export function spillWriteFailure(path: string, err: unknown): RuntimeFailure {
+  const e = err as NodeJS.ErrnoException;
+  const why = e.code === 'ENOSPC' ? 'no space left on device' : e.message;
+  return new RuntimeFailure(`cannot write spill file in ${dirname(path)}: ${why} (point TMPDIR at a larger disk or raise --memory-limit)`);
 }
 
 /** The bytes of one range of a spill file (in a buffer of their own: typed-array views need aligned starts). */
