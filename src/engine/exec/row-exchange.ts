@@ -8,12 +8,13 @@
 // DuckDB took 1.2 s).
 //
 // How: before any task runs, keys read from the start of up to SPLITTER_SAMPLES partitions spread
-// over the input (CSV or Parquet) give splitters of key ranges. Each partition's rows (projected to the keys and the
-// aggregated columns) are cut by key range into one spill file, a piece per range. Each range is
-// then one fragment: a worker reads its pieces in partition order, aggregates them (by sorting, for
-// many groups: PartialAggregator) and finalises them. Every group's rows are added in input order,
-// and the ranges come out in key order, so no merge follows and the bytes are those of a single
-// pass; which ranges there are changes nothing but the work per task.
+// over the input (CSV or Parquet) give splitters of key ranges. Each partition's rows (projected
+// to the keys and the aggregated columns) are cut by key range into one spill file, a piece per
+// range. Each range is then one fragment: a worker reads its pieces in partition order,
+// aggregates them (by sorting, for many groups: PartialAggregator) and finalises them. Every
+// group's rows are added in input order, and the ranges come out in key order, so no merge
+// follows and the bytes are those of a single pass; which ranges there are changes nothing but
+// the work per task.
 
 import { join } from 'node:path';
 import { columnLength, concatBatches, emptyBatch, takeBatch, type Batch, type Column, type Schema } from '../batch.js';
