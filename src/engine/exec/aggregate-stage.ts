@@ -9,10 +9,10 @@
 
 import { randomBytes } from 'node:crypto';
 import type { FinalAggregateNode } from '../plan/nodes.js';
-import { columnLength, type Column } from '../batch.js';
+import type { Column } from '../batch.js';
 import { aggregateOutputSchema, finalizeAggregate, PartialAggregator, PartialMerger } from '../ops/aggregate/index.js';
 import type { SpillRange, Terminal } from './fragment.js';
-import { exchangeRanges, exchangeSplitters, rowsRangeFragments } from './row-exchange.js';
+import { exchangeRanges, exchangeSplitters, rangeCount, rowsRangeFragments } from './row-exchange.js';
 import { GPU_MAX_BLOCKSIZE, type RunContext } from './context.js';
 import { gpuWorkersTake, inGpuPartitions } from './gpu-partitions.js';
 import { gpuGroupByPlan, sampleGroupKeys } from './group-cardinality.js';
@@ -77,8 +77,7 @@ async function exchangeRows(input: Stream, node: FinalAggregateNode, splitters: 
   const terminal = { kind: 'range-partition' as const, keys: node.spec.keys, splitters, dir: ctx.tmpDir, prefix };
   const pieces: (SpillRange | null)[][] = [];
   await runStream(ctx, input, terminal, 'groupby', (r) => { pieces.push(r.ranged!); });
-  const ranges = (splitters.length === 0 ? 0 : columnLength(splitters[0])) + 1;
-  return { schema: aggregateOutputSchema(input.schema, node.spec), fragments: rowsRangeFragments(input.schema, node.spec, pieces, ranges) };
+  return { schema: aggregateOutputSchema(input.schema, node.spec), fragments: rowsRangeFragments(input.schema, node.spec, pieces, rangeCount(splitters)) };
 }
 
 /**

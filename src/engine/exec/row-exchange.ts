@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { columnLength, concatBatches, emptyBatch, takeBatch, type Batch, type Column, type Schema } from '../batch.js';
 import { readParquetChunk } from '../io/parquet.js';
 import { aggregateOutputSchema, chooseSplitters, PartialAggregator, rangeOfKeys, type AggregateSpec } from '../ops/aggregate/index.js';
+import { rowsByBucket } from '../ops/sort.js';
 import { decodeBatchSpill, encodeBatchSpill } from './batch-spill.js';
 import type { Fragment, SpillRange, Terminal } from './fragment.js';
 import { groupShareOf, keySample, readKeyColumns, SAMPLE_BYTES } from './group-cardinality.js';
@@ -88,6 +89,11 @@ async function readKeyRows(fragment: Fragment, keys: readonly string[], bytes: n
   }
 }
 
+/** Key ranges that splitters cut: one more than there are splitters. */
+export function rangeCount(splitters: readonly Column[]): number {
+  return (splitters.length === 0 ? 0 : columnLength(splitters[0])) + 1;
+}
+
 /** Ranges for an exchange: a few per worker, and about one partition's input bytes each. */
 export function exchangeRanges(inputBytes: number, blocksize: number, workers: number): number {
   return Math.min(MAX_RANGES, Math.max(4 * workers, Math.ceil(inputBytes / blocksize)));
@@ -95,18 +101,12 @@ export function exchangeRanges(inputBytes: number, blocksize: number, workers: n
 
 /** In a worker: the fragment's rows cut by key range into one spill file; each range's piece (null: no rows). */
 export function rangePartitionToFile(batches: Batch[], terminal: RangePartitionTerminal, fragmentIndex: number): (SpillRange | null)[] {
-  const ranges = (terminal.splitters.length === 0 ? 0 : columnLength(terminal.splitters[0])) + 1;
+  const ranges = rangeCount(terminal.splitters);
   const schema = batches[0]?.schema ?? [];
   const batch = concatBatches(schema, batches);
   const keyAt = terminal.keys.map((k) => schema.findIndex((f) => f.name === k));
   const rangeOfRow = rangeOfKeys(keyAt.map((i) => batch.columns[i]), batch.length, terminal.splitters);
-  // Each range's rows in input order (a counting sort by range).
-  const starts = new Int32Array(ranges + 1);
-  for (let i = 0; i < batch.length; i++) starts[rangeOfRow[i] + 1]++;
-  for (let r = 0; r < ranges; r++) starts[r + 1] += starts[r];
-  const order = new Int32Array(batch.length);
-  const fill = starts.slice(0, ranges);
-  for (let i = 0; i < batch.length; i++) order[fill[rangeOfRow[i]]++] = i;
+  const { order, starts } = rowsByBucket(rangeOfRow, ranges); // each range's rows in input order
   const file = join(terminal.dir, `${terminal.prefix}-f${fragmentIndex}.bin`);
   const parts: Uint8Array[] = [];
   const pieces: (SpillRange | null)[] = [];

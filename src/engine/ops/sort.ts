@@ -144,18 +144,9 @@ function smallRangeRanks(col: Column & { type: 'int64' | 'timestamp' }, length: 
   if (min === Infinity) { min = 0; max = -1; } // no value: nulls only
   if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || max - min >= Math.max(1 << 16, 4 * length)) return null;
   const nullSlot = max - min + 1; // nulls last
-  const rankAt = new Uint32Array(nullSlot + 1);
   const slots = new Uint32Array(length);
-  for (let i = 0; i < length; i++) {
-    const slot = valid !== null && valid[i] === 0 ? nullSlot : w[2 * i + 1] * 4294967296 + (w[2 * i] >>> 0) - min;
-    slots[i] = slot;
-    rankAt[slot] = 1;
-  }
-  let distinct = 0;
-  for (let k = 0; k <= nullSlot; k++) { const present = rankAt[k]; rankAt[k] = distinct; distinct += present; }
-  const ranks = new Uint32Array(length);
-  for (let i = 0; i < length; i++) ranks[i] = rankAt[slots[i]];
-  return { ranks, distinct };
+  for (let i = 0; i < length; i++) slots[i] = valid !== null && valid[i] === 0 ? nullSlot : w[2 * i + 1] * 4294967296 + (w[2 * i] >>> 0) - min;
+  return denseRanks(slots, nullSlot + 1);
 }
 
 /** `order` (null: 0..length) stably reordered by rank (below `distinct`): a counting sort, one pass per 16 bits of rank. */
@@ -255,7 +246,21 @@ export function groupRowsByKeys(cols: readonly Column[], length: number): KeyGro
   return { groups: combined.distinct, groupOfRow, firstRows };
 }
 
-/** Ranks below `span`, some unused, renumbered densely in the same order. */
+/**
+ * Row indices ordered by bucket (below `buckets`), rows of a bucket in row order (a counting
+ * sort), and where each bucket starts in that order (`starts[buckets]` = the row count).
+ */
+export function rowsByBucket(bucketOfRow: Int32Array | Uint32Array, buckets: number): { order: Int32Array; starts: Int32Array } {
+  const starts = new Int32Array(buckets + 1);
+  for (let i = 0; i < bucketOfRow.length; i++) starts[bucketOfRow[i] + 1]++;
+  for (let b = 0; b < buckets; b++) starts[b + 1] += starts[b];
+  const next = starts.slice(0, buckets);
+  const order = new Int32Array(bucketOfRow.length);
+  for (let i = 0; i < bucketOfRow.length; i++) order[next[bucketOfRow[i]]++] = i;
+  return { order, starts };
+}
+
+/** Ranks below `span`, some unused, renumbered densely in the same order (in place). */
 function denseRanks(ranks: Uint32Array, span: number): { ranks: Uint32Array; distinct: number } {
   const rankAt = new Uint32Array(span);
   for (let i = 0; i < ranks.length; i++) rankAt[ranks[i]] = 1;

@@ -6,7 +6,7 @@
 // partials (a key range's slices) rank too (finalizeMergedBySort): same states, same bytes.
 import { batchBytes, columnLength, concatBatches, int64Words, sliceColumn, takeBatch, takeColumn, type Batch, type Column, type DType, type Int64Column, type Schema } from '../../batch.js';
 import { bucketOf, hashKeys, KeyTable, nullKeyMask } from '../keys.js';
-import { groupRowsByKeys, rowComparer, sortIndicesByKeys } from '../sort.js';
+import { groupRowsByKeys, rowComparer, rowsByBucket, sortIndicesByKeys } from '../sort.js';
 import { accumulatorFor } from './accumulators.js';
 import { GroupOverflow } from './int-sum.js';
 import { RuntimeFailure } from '../../errors.js';
@@ -118,7 +118,7 @@ export class PartialAggregator {
     const { groups, groupOfRow, firstRows } = groupRowsByKeys(keyCols, batch.length);
     // The rows in key order (stable): every accumulator then writes its groups one after another,
     // where in row order each row touched a random group of arrays far larger than the caches.
-    const order = rowsByGroup(groupOfRow, groups);
+    const { order } = rowsByBucket(groupOfRow, groups);
     const sortedGroups = new Int32Array(order.length);
     for (let j = 0; j < order.length; j++) sortedGroups[j] = groupOfRow[order[j]];
     const aggAt = this.aggIndex.map((i) => (i < 0 ? -1 : used.indexOf(i)));
@@ -130,16 +130,6 @@ export class PartialAggregator {
     });
     return { groups, keys: keyCols.map((c) => takeColumn(c, firstRows)) };
   }
-}
-
-/** Row indices ordered by group, rows of a group in row order (a counting sort). */
-function rowsByGroup(groupOfRow: Int32Array, groups: number): Int32Array {
-  const at = new Int32Array(groups + 1);
-  for (let i = 0; i < groupOfRow.length; i++) at[groupOfRow[i] + 1]++;
-  for (let g = 0; g < groups; g++) at[g + 1] += at[g];
-  const order = new Int32Array(groupOfRow.length);
-  for (let i = 0; i < groupOfRow.length; i++) order[at[groupOfRow[i]]++] = i;
-  return order;
 }
 
 /** Whether a sample of the first rows predicts more groups than SORT_GROUP_SHARE of all `length` rows. */
@@ -385,12 +375,9 @@ export function sliceOfSorted(p: PartialAggregate, start: number, end: number): 
 /** Pairs stably reordered by group (a counting sort over the group ids). */
 function pairsInGroupOrder(pairs: Column[], groups: number): Column[] {
   const gw = int64Words(pairs[0] as Int64Column);
-  const n = gw.length / 2;
-  const at = new Int32Array(groups + 1);
-  for (let i = 0; i < n; i++) at[gw[2 * i] + 1]++;
-  for (let g = 0; g < groups; g++) at[g + 1] += at[g];
-  const order = new Int32Array(n);
-  for (let i = 0; i < n; i++) order[at[gw[2 * i]]++] = i;
+  const groupOf = new Int32Array(gw.length / 2);
+  for (let i = 0; i < groupOf.length; i++) groupOf[i] = gw[2 * i];
+  const { order } = rowsByBucket(groupOf, groups);
   return [takeColumn(pairs[0], order), takeColumn(pairs[1], order)];
 }
 
