@@ -60,6 +60,18 @@ describe('a worker killed mid-run costs a retry, not the run', () => {
   });
 });
 
+/**
+ * Runs gpuframe with the disk full after `bytes` written (the run's temp dir inside `d`) and checks
+ * the failure: exit 1, the spill message naming that dir, no stack trace, nothing left in `d`.
+ */
+async function expectSpillDiskFull(args: string[], d: string, bytes: number): Promise<void> {
+  const res = await gpuframe(args, { env: { GPUFRAME_FAULT: `enospc@${bytes}`, TMPDIR: d } });
+  expect(res.code, res.stderr).toBe(1);
+  expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
+  expect(res.stderr).not.toMatch(/\n\s+at /);
+  expect(readdirSync(d)).toEqual([]); // nor the run's temp dir (TMPDIR points here)
+}
+
 describe('a full disk fails the run cleanly', () => {
   it('ENOSPC while writing -o: exit 1, the message names the output, no file and no temp file', async () => {
     for (const format of ['csv', 'parquet', 'arrow', 'jsonl']) {
@@ -76,18 +88,12 @@ describe('a full disk fails the run cleanly', () => {
 
   it('ENOSPC in the text workers encode (spill files on their way to the parent): exit 1, the message names the spill dir, no output', async () => {
     const d = outDir('enospc-encoded');
-    const res = await gpuframe(['read-csv', fact, ...RUN, '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'enospc@100000', TMPDIR: d } });
-    expect(res.code, res.stderr).toBe(1);
-    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
-    expect(readdirSync(d)).toEqual([]);
+    await expectSpillDiskFull(['read-csv', fact, ...RUN, '-o', join(d, 'out.csv')], d, 100000);
   });
 
   it('ENOSPC in join spill files (written by workers): exit 1, the message names the spill dir, no output', async () => {
     const d = outDir('enospc-join-spill');
-    const res = await gpuframe([...jobs['merge (partitioned)'].args, ...RUN, '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'enospc@20000', TMPDIR: d } });
-    expect(res.code, res.stderr).toBe(1);
-    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
-    expect(readdirSync(d)).toEqual([]); // nor the run's temp dir (TMPDIR points here)
+    await expectSpillDiskFull([...jobs['merge (partitioned)'].args, ...RUN, '-o', join(d, 'out.csv')], d, 20000);
   });
 
   it('ENOSPC in a row exchange\'s range spills (written by workers): exit 1, the message names the spill dir, no output', async () => {
@@ -97,11 +103,7 @@ describe('a full disk fails the run cleanly', () => {
     expect(clean.code, clean.stderr).toBe(0);
     expect(readFileSync(join(dir, 'exchange-clean.json'), 'utf8')).toContain('(rows-range)');
     // Arrow output is written by the parent alone: only the exchange's spills can meet the fault first.
-    const res = await gpuframe([...args, '-o', join(d, 'out.arrow')], { env: { GPUFRAME_FAULT: 'enospc@20000', TMPDIR: d } });
-    expect(res.code, res.stderr).toBe(1);
-    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
-    expect(res.stderr).not.toMatch(/\n\s+at /);
-    expect(readdirSync(d)).toEqual([]);
+    await expectSpillDiskFull([...args, '-o', join(d, 'out.arrow')], d, 20000);
   });
 
   it('ENOSPC in the files that carry large worker results: exit 1, the message names the spill dir, no output', async () => {
@@ -109,23 +111,14 @@ describe('a full disk fails the run cleanly', () => {
     const big = join(dir, 'fact-big.csv');
     factCsv(big, { rows: 100_000, groups: 500, seed: 13 }); // ~6 MB: results of a few MB each
     // Arrow output: the rows come back to the parent as batches, through message files.
-    const res = await gpuframe(['read-csv', big, '--workers', '2', '--blocksize', '3MB', '-o', join(d, 'out.arrow')], { env: { GPUFRAME_FAULT: 'enospc@100000', TMPDIR: d } });
-    expect(res.code, res.stderr).toBe(1);
-    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
-    expect(res.stderr).not.toMatch(/\n\s+at /);
-    expect(readdirSync(d)).toEqual([]);
+    await expectSpillDiskFull(['read-csv', big, '--workers', '2', '--blocksize', '3MB', '-o', join(d, 'out.arrow')], d, 100000);
   });
 
   it('ENOSPC in rf-train\'s binned rows file: exit 1, the message names the spill dir, no model', async () => {
     const d = outDir('enospc-forest');
     const data = join(dir, 'forest.csv');
     expect((await gpuframe(['make-classification', '--n-samples', '20000', '--n-features', '8', '--seed', '1', '-o', data])).code).toBe(0);
-    const res = await gpuframe(['rf-train', data, '--target', 'y', '--n-estimators', '4', '--model-out', join(d, 'rf.json'), '--workers', '2', '--device', 'cpu'],
-      { env: { GPUFRAME_FAULT: 'enospc@50000', TMPDIR: d } });
-    expect(res.code, res.stderr).toBe(1);
-    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
-    expect(res.stderr).not.toMatch(/\n\s+at /);
-    expect(readdirSync(d)).toEqual([]);
+    await expectSpillDiskFull(['rf-train', data, '--target', 'y', '--n-estimators', '4', '--model-out', join(d, 'rf.json'), '--workers', '2', '--device', 'cpu'], d, 50000);
   });
 
   it('ENOSPC in predict\'s copy of the model in the run\'s temp dir: exit 1, the message names the spill dir, no output', async () => {
@@ -133,11 +126,7 @@ describe('a full disk fails the run cleanly', () => {
     const data = join(dir, 'regression.csv');
     expect((await gpuframe(['make-regression', '--n-samples', '5000', '--n-features', '4', '--seed', '2', '-o', data])).code).toBe(0);
     expect((await gpuframe(['linreg', data, '--target', 'y', '--model-out', join(dir, 'lr.json')])).code).toBe(0);
-    const res = await gpuframe(['predict', data, '--model', join(dir, 'lr.json'), '--workers', '2', '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'enospc@100', TMPDIR: d } });
-    expect(res.code, res.stderr).toBe(1);
-    expect(res.stderr).toMatch(/cannot write spill file in .*gpuframe-run-.*: no space left on device/);
-    expect(res.stderr).not.toMatch(/\n\s+at /);
-    expect(readdirSync(d)).toEqual([]);
+    await expectSpillDiskFull(['predict', data, '--model', join(dir, 'lr.json'), '--workers', '2', '-o', join(d, 'out.csv')], d, 100);
   });
 
   it('ENOSPC in groupby range spills (written by the parent): exit 1, no output', async () => {
@@ -145,9 +134,6 @@ describe('a full disk fails the run cleanly', () => {
     const args = ['groupby', fact, '--by', 'i', '--agg', 'count(),sum(f)', '--memory-limit', '2MB'];
     const clean = await gpuframe([...args, ...RUN, '-o', join(dir, 'agg-spill-clean.csv')]);
     expect(clean.code, clean.stderr).toBe(0); // the same run without the fault succeeds
-    const res = await gpuframe([...args, ...RUN, '-o', join(d, 'out.csv')], { env: { GPUFRAME_FAULT: 'enospc@50000', TMPDIR: d } });
-    expect(res.code, res.stderr).toBe(1);
-    expect(res.stderr).toMatch(/cannot write spill file .*no space left on device/);
-    expect(readdirSync(d)).toEqual([]);
+    await expectSpillDiskFull([...args, ...RUN, '-o', join(d, 'out.csv')], d, 50000);
   });
 });
