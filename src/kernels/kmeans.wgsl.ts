@@ -92,11 +92,15 @@ export function stepWorkgroupBytes(d: number, k: number, local: boolean): number
  * each row's own distance again), and register tiles of 4 rows × 4 centres from workgroup memory
  * (6.7 ms against 3.1 ms for 10^7 × 32, k = 64 on an H200, whatever the number of workgroups).
  */
-/** Variants of the step kernel (defaults: the measured best for d); each gives the same words. */
-export interface StepVariant { rowsPerThread?: number; batch?: number; fromRegisters?: boolean; countsOnly?: boolean }
+/**
+ * Variants of the step kernel (defaults: the measured best for d); each gives the same words.
+ * `bounded`: the bounded step (kmeansBoundCheckWgsl's rows only), see below.
+ */
+export interface StepVariant { rowsPerThread?: number; batch?: number; fromRegisters?: boolean; countsOnly?: boolean; bounded?: boolean }
 
 function buildKmeansStepWgsl(d: number, k: number, local: boolean,
-                             { rowsPerThread = stepRowsPerThread(d), batch = STEP_CARRY_BATCH, fromRegisters = d <= 32, countsOnly = false }: StepVariant = {}): string {
+                             { rowsPerThread = stepRowsPerThread(d), batch = STEP_CARRY_BATCH, fromRegisters = d <= 32, countsOnly = false, bounded = false }: StepVariant = {}): string {
+  if (bounded && countsOnly) throw new Error('the bounded k-means step keeps the sums');
   const d4 = Math.ceil(d / 4);
   const { hi, counts, scales } = stepLayout(k, d);
   // All centres in one tile (staged once, before the rows): the distance loop's bound is the
@@ -120,20 +124,50 @@ function buildKmeansStepWgsl(d: number, k: number, local: boolean,
     const lines = values.map(({ at, y }, n) => `${guard(n) ? `var w${name}${n} = vec2u(0u); var o${name}${n} = 0u; if (${guard(n)}) { w${name}${n}` : `let w${name}${n}`} = fixedWords(${y}); ${guard(n) ? '' : 'let '}o${name}${n} = atomicAdd(&${word(at)}, w${name}${n}.x);${guard(n) ? ' }' : ''}`);
     return [...lines, ...values.map(({ at }, n) => `${guard(n) ? `if (${guard(n)}) { ` : ''}addHigh(${at}, w${name}${n}, o${name}${n});${guard(n) ? ' }' : ''}`)];
   };
-  const sumRow = (i: number) => {
+  // Row i's features added to cluster `cluster` (negated: taken away from it).
+  const addFeatures = (i: number, cluster: string, negate: boolean, name: string) => {
     const lines: string[] = [];
-    if (countsOnly) return `atomicAdd(&${word(`COUNTS + best${i}`)}, 1u);`;
+    const signed = (y: string) => (negate ? `-(${y})` : y);
     if (fromRegisters) {
-      const values = quads.flatMap((q) => [0, 1, 2, 3].filter((t) => 4 * q + t < d).map((t) => ({ at: `${4 * q + t}u * K + best${i}`, y: `x${i}_${q}.${lanes[t]} * scales[${q}].${lanes[t]}` })));
-      for (let b = 0; b < values.length; b += batch) lines.push(...addValues(values.slice(b, b + batch), `${i}_${b}_`));
+      const values = quads.flatMap((q) => [0, 1, 2, 3].filter((t) => 4 * q + t < d).map((t) => ({ at: `${4 * q + t}u * K + ${cluster}`, y: signed(`x${i}_${q}.${lanes[t]} * scales[${q}].${lanes[t]}`) })));
+      for (let b = 0; b < values.length; b += batch) lines.push(...addValues(values.slice(b, b + batch), `${i}_${b}_${name}`));
     } else {
-      const group = Array.from({ length: batch }, (_, n) => ({ at: `(j0 + ${n}u) * K + best${i}`, y: `x[(j0 + ${n}u) * p.rows + r${i}] * scales[(j0 + ${n}u) / 4u][(j0 + ${n}u) % 4u]` }));
-      lines.push(`for (var j0 = 0u; j0 < D; j0 += ${batch}u) {`, ...addValues(group, `${i}_`, d % batch === 0 ? undefined : (n) => `j0 + ${n}u < D`).map((l) => `  ${l}`), '}');
+      const group = Array.from({ length: batch }, (_, n) => ({ at: `(j0 + ${n}u) * K + ${cluster}`, y: signed(`x[(j0 + ${n}u) * p.rows + r${i}] * scales[(j0 + ${n}u) / 4u][(j0 + ${n}u) % 4u]`) }));
+      lines.push(`for (var j0 = 0u; j0 < D; j0 += ${batch}u) {`, ...addValues(group, `${i}_${name}`, d % batch === 0 ? undefined : (n) => `j0 + ${n}u < D`).map((l) => `  ${l}`), '}');
     }
+    return lines;
+  };
+  const sumRow = (i: number) => {
+    if (countsOnly) return `atomicAdd(&${word(`COUNTS + best${i}`)}, 1u);`;
+    if (bounded) {
+      // The row's bounds from its distances; its features move only when its nearest centre did.
+      return [
+        `let old${i} = labels[r${i}];`,
+        `labels[r${i}] = best${i};`,
+        `bounds[r${i}] = vec2f(sqrt(bestD${i}) * (1.0 + BOUND_SLACK) + BOUND_TINY, max(sqrt(second${i}) * (1.0 - BOUND_SLACK) - BOUND_TINY, 0.0));`,
+        `if (best${i} != old${i}) {`,
+        ...addFeatures(i, `best${i}`, false, 'n').map((l) => `  ${l}`),
+        `  atomicAdd(&${word(`COUNTS + best${i}`)}, 1u);`,
+        `  if (old${i} != NO_LABEL) {`,
+        ...addFeatures(i, `old${i}`, true, 'o').map((l) => `    ${l}`),
+        `    atomicAdd(&${word(`COUNTS + old${i}`)}, 0xffffffffu);`,
+        '  }',
+        '}',
+      ].join('\n      ');
+    }
+    const lines = addFeatures(i, `best${i}`, false, '');
     lines.push(...addValues([{ at: `D * K + best${i}`, y: `bestD${i} * distScale` }], `${i}_d`));
     lines.push(`atomicAdd(&${word(`COUNTS + best${i}`)}, 1u);`);
     return lines.join('\n      ');
   };
+  // The bounded step takes rows from its list (list[0] of them), the step every row.
+  const valid = (i: number) => (bounded ? `i${i} < n` : `r${i} < p.rows`);
+  const rowOf = (i: number) => (bounded
+    ? `let i${i} = base + ${i}u * WG + lid.x; var r${i} = 0u; if (i${i} < n) { r${i} = list[1u + i${i}]; }`
+    : `let r${i} = base + ${i}u * WG + lid.x;`);
+  const nearer = (i: number) => (bounded
+    ? `if (s${i} < bestD${i}) { second${i} = bestD${i}; bestD${i} = s${i}; best${i} = c0 + c; } else if (s${i} < second${i}) { second${i} = s${i}; }`
+    : `if (s${i} < bestD${i}) { bestD${i} = s${i}; best${i} = c0 + c; }`);
   return /* wgsl */ `
 ${WGSL_GRID}
 const D: u32 = ${d}u;
@@ -159,6 +193,11 @@ var<workgroup> tile: array<array<vec4f, D4>, PER_TILE>;
 var<workgroup> scales: array<vec4f, D4>;
 var<workgroup> distScale: f32;
 ${local ? 'var<workgroup> acc: array<atomic<u32>, SCALES>;' : ''}
+${bounded ? `${WGSL_BOUNDS}
+const BOUND_SLACK: f32 = ${boundSlack(d)};
+@group(0) @binding(5) var<storage, read> list: array<u32>;
+@group(0) @binding(6) var<storage, read_write> labels: array<u32>;
+@group(0) @binding(7) var<storage, read_write> bounds: array<vec2f>;` : ''}
 
 /** e with |v| < 2^e, from the bits of |v| (finite v; 0 and subnormals give -126). */
 fn exponentOf(absBits: u32) -> i32 { return i32(absBits >> 23u) - 126; }
@@ -226,13 +265,15 @@ fn setScales(lane: u32, first: bool) {
 @compute @workgroup_size(256)
 fn step(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   setScales(lid.x, wid.x == 0u);
+${bounded ? `  let n = list[0];
+  if (wid.x * WG * R >= n) { return; }` : ''}
 ${local ? '  for (var i = lid.x; i < SCALES; i += WG) { atomicStore(&acc[i], 0u); }' : ''}
   ${oneTile ? 'stage(0u, lid.x);' : 'workgroupBarrier();'}
-  for (var base = wid.x * WG * R; base < p.rows; base += nwg.x * WG * R) {
-${each((i) => `let r${i} = base + ${i}u * WG + lid.x;`, '    ')}
+  for (var base = wid.x * WG * R; base < ${bounded ? 'n' : 'p.rows'}; base += nwg.x * WG * R) {
+${each(rowOf, '    ')}
 ${rows.map((i) => quads.map((q) => `    var x${i}_${q} = vec4f(0.0);`).join('\n')).join('\n')}
-${each((i) => `if (r${i} < p.rows) { ${quads.map((q) => `x${i}_${q} = vec4f(${load(q, i)});`).join(' ')} }`, '    ')}
-${each((i) => `var best${i} = 0u; var bestD${i} = MAX_F32;`, '    ')}
+${each((i) => `if (${valid(i)}) { ${quads.map((q) => `x${i}_${q} = vec4f(${load(q, i)});`).join(' ')} }`, '    ')}
+${each((i) => `var best${i} = 0u; var bestD${i} = MAX_F32;${bounded ? ` var second${i} = MAX_F32;` : ''}`, '    ')}
     for (var c0 = 0u; c0 < K; c0 += PER_TILE) {
       ${oneTile ? '' : 'stage(c0, lid.x);'}
       for (var c = 0u; c < ${oneTile ? 'K' : 'min(PER_TILE, K - c0)'}; c++) {
@@ -241,10 +282,10 @@ ${quads.map((q) => `        {
           let cv = tile[c][${q}u];
 ${each((i) => `let t${i} = x${i}_${q} - cv; s${i} = s${i} + t${i}.x * t${i}.x; s${i} = s${i} + t${i}.y * t${i}.y; s${i} = s${i} + t${i}.z * t${i}.z; s${i} = s${i} + t${i}.w * t${i}.w;`, '          ')}
         }`).join('\n')}
-${each((i) => `if (s${i} < bestD${i}) { bestD${i} = s${i}; best${i} = c0 + c; }`, '        ')}
+${each(nearer, '        ')}
       }
     }
-${each((i) => `if (r${i} < p.rows) { ${sumRow(i)} }`, '    ')}
+${each((i) => `if (${valid(i)}) { ${sumRow(i)} }`, '    ')}
   }
 ${local ? `  workgroupBarrier();
   for (var i = lid.x; i < HI; i += WG) {
@@ -260,6 +301,85 @@ ${local ? `  workgroupBarrier();
 `;
 }
 export const kmeansStepWgsl = memoWgsl(buildKmeansStepWgsl);
+
+// The bounded step (Hamerly's bounds, exact by construction). Between Lloyd rounds most rows keep
+// their nearest centre, and their sums are what they were: a row keeps an upper bound of its
+// distance to its centre and a lower bound of its distance to every other centre; when the centres
+// move, bound_check loosens both by how far they moved and lists only the rows whose bounds no
+// longer prove their centre (the step's rows otherwise keep theirs), and the bounded step measures
+// the listed rows against every centre, as the step does, and moves the features of a row whose
+// centre changed from its old cluster's sums to its new one's (exact fixed-point words, so
+// adding and taking away leaves the words a full step would give). The sums accumulate in one
+// buffer from the first round (every row unlisted: NO_LABEL) on; the distance sums stay 0.
+//
+// Bounds are on true distances to the f32 centres; BOUND_SLACK covers the f32 distance's rounding
+// (relative (d + 3) × 2^-24 for a sum of d positive squares, sqrt's few ulps) and BOUND_TINY what
+// flushing subnormal squares may lose, so a kept row is one whose f32 distances would pick the
+// same centre, strictly: the labels are those of the step.
+
+/** Relative slack of a bound from a row's f32 squared distances over d features: (d + 16) × 2^-23. */
+export function boundSlack(d: number): number {
+  return (d + 16) * 2 ** -23;
+}
+
+const WGSL_BOUNDS = /* wgsl */ `
+const NO_LABEL: u32 = 0xffffffffu;
+const BOUND_TINY: f32 = ${2 ** -50};
+const DRIFT_SLACK: f32 = ${2 ** -20};
+`;
+
+/**
+ * Hamerly's test of each row against its bounds, with drift[c] = (how far centre c moved, half the
+ * distance from c to the nearest other centre), drift[k] = (the largest move, the second largest)
+ * and drift[k + 1].x the bits of the index of the largest: the bounds loosen by the moves (rounded
+ * outwards), and a row is kept when upper × margin < max(lower, half gap of its centre), else
+ * listed (list[0] counts them, list[1..] holds them). margin = 1 + 4 × boundSlack(d): both bounds
+ * then prove that the f32 distances order the same way. Rows with no label are always listed.
+ */
+export const KMEANS_BOUND_CHECK_WGSL = /* wgsl */ `
+${WGSL_GRID}
+${WGSL_BOUNDS}
+struct CheckParams { rows: u32, k: u32, margin: f32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: CheckParams;
+@group(0) @binding(1) var<storage, read> labels: array<u32>;
+@group(0) @binding(2) var<storage, read_write> bounds: array<vec2f>;
+@group(0) @binding(3) var<storage, read> drift: array<vec2f>;
+@group(0) @binding(4) var<storage, read_write> list: array<atomic<u32>>;
+var<workgroup> listed: atomic<u32>;
+var<workgroup> listedBase: u32;
+var<workgroup> listedRows: array<u32, WG>;
+
+@compute @workgroup_size(256)
+fn bound_check(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
+  let most = drift[p.k];
+  let mostAt = bitcast<u32>(drift[p.k + 1u].x);
+  for (var base = wid.x * WG; base < p.rows; base += nwg.x * WG) {
+    if (lid.x == 0u) { atomicStore(&listed, 0u); }
+    workgroupBarrier();
+    let r = base + lid.x;
+    if (r < p.rows) {
+      let c = labels[r];
+      var keep = false;
+      if (c != NO_LABEL) {
+        let b = bounds[r];
+        let moved = drift[c];
+        let upper = (b.x + moved.x) * (1.0 + DRIFT_SLACK);
+        let lower = max((b.y - select(most.x, most.y, c == mostAt)) * (1.0 - DRIFT_SLACK), 0.0);
+        bounds[r] = vec2f(upper, lower);
+        keep = upper * p.margin < max(lower, moved.y);
+      }
+      if (!keep) { listedRows[atomicAdd(&listed, 1u)] = r; }
+    }
+    workgroupBarrier();
+    // One reservation a workgroup: its rows are listed together, near each other in memory.
+    let count = atomicLoad(&listed);
+    if (lid.x == 0u) { listedBase = atomicAdd(&list[0], count); }
+    workgroupBarrier();
+    if (lid.x < count) { atomicStore(&list[1u + listedBase + lid.x], listedRows[lid.x]); }
+    workgroupBarrier();
+  }
+}
+`;
 
 /**
  * Per column j < cols, the largest |x| as its f32 bits (atomicMax: the bits of non-negative floats

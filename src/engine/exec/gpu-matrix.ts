@@ -292,7 +292,7 @@ const lloydSteps = new Map<string, LloydStep>();
  * differs from its last): every partition on the device, the same result as mapPartitions gives.
  * Null where mapPartitions must run it (a partition on the host, a shape the kernels do not take).
  */
-async function lloydRound(ctx: GpuContext, matrixId: string, parts: GpuPartition[], { centers, k, basis, countsOnly = false }: AssignArgs): Promise<Pick<FragmentResult, 'mapped' | 'mappedPairs'> | null> {
+async function lloydRound(ctx: GpuContext, matrixId: string, parts: GpuPartition[], { centers, k, basis, countsOnly = false, inertia = true }: AssignArgs): Promise<Pick<FragmentResult, 'mapped' | 'mappedPairs'> | null> {
   if (parts.length === 0 || !parts.every((p) => p.device !== null) || !kmeansOnGpu(parts[0].device!.cols, k)) return null;
   const shape = { parts: parts.map((p) => p.device!), k, countsOnly, scaleRows: basis.rows, maxAbs: basis.maxAbs };
   let step = lloydSteps.get(matrixId);
@@ -305,7 +305,7 @@ async function lloydRound(ctx: GpuContext, matrixId: string, parts: GpuPartition
   }
   const phases = new PhaseTimes();
   try {
-    const pairs = await step.run(centers, () => phases.mark('record'));
+    const pairs = await step.run(centers, { inertia, submitted: () => phases.mark('record') });
     phases.mark('submit and read back');
     phases.report(`kmeans.assign over ${parts.length} partitions`);
     return { mapped: [], mappedPairs: { groups: [parts.map((p) => p.host.index)], ranges: [[0, pairs.length]], pairs } };

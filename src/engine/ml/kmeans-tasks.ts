@@ -35,8 +35,12 @@ export function nearestCenter(x: Float64Array, xBase: number, centers: Float64Ar
  * sums in double-double and does not use it.
  */
 export interface FixedPointBasis { rows: number; maxAbs: Float64Array }
-/** `countsOnly`: only the counts are wanted (a GPU may leave the sums and inertia 0). */
-export interface AssignArgs { centers: Float64Array; k: number; basis: FixedPointBasis; countsOnly?: boolean }
+/**
+ * `countsOnly`: only the counts are wanted (a GPU may leave the sums and inertia 0). `inertia:
+ * false`: the counts and sums are wanted, not the inertia (a GPU may leave it 0, and measure only
+ * the rows whose nearest centre may have changed since its last round).
+ */
+export interface AssignArgs { centers: Float64Array; k: number; basis: FixedPointBasis; countsOnly?: boolean; inertia?: boolean }
 export interface AssignResult { counts: Float64Array; sums: DDArray; inertia: DDArray }
 /**
  * A partition's assignment whose sums are exact integers of the basis's scale (a GPU step's

@@ -65,7 +65,7 @@ export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: 
   let centers = start.slice();
   let iterations = 0;
   for (let it = 0; it < maxIter; it++) {
-    const step = await assignAll(data, centers, k, basis);
+    const step = await assignAll(data, centers, k, basis, false);
     const next = new Float64Array(k * d);
     const empty: number[] = [];
     for (let c = 0; c < k; c++) {
@@ -79,14 +79,15 @@ export async function runLloyd(data: PartitionedMatrix, start: Float64Array, k: 
     iterations = it + 1;
     if (shift <= absTol) break;
   }
-  const final = await assignAll(data, centers, k, basis);
+  const final = await assignAll(data, centers, k, basis, true);
   return { centers, inertia: final.inertia, iterations };
 }
 
 interface Assignment { counts: Float64Array; sums: Float64Array; inertia: number }
 
-async function assignAll(data: PartitionedMatrix, centers: Float64Array, k: number, basis: FixedPointBasis): Promise<Assignment> {
-  return combineAssignments(await data.map<PartitionAssignment>('kmeans.assign', { centers, k, basis } satisfies AssignArgs), k, data.cols);
+/** Every partition's assignment to `centers`, combined; the inertia only when `inertia` (the rounds' is not used). */
+async function assignAll(data: PartitionedMatrix, centers: Float64Array, k: number, basis: FixedPointBasis, inertia: boolean): Promise<Assignment> {
+  return combineAssignments(await data.map<PartitionAssignment>('kmeans.assign', { centers, k, basis, inertia } satisfies AssignArgs), k, data.cols);
 }
 
 /**
