@@ -19,7 +19,7 @@ const ipc = readFileSync(err, 'utf8').split('\n').filter((l) => l.startsWith('ml
 const num = (re) => ipc.map((l) => Number((l.match(re) ?? [])[1]));
 // Rows the bounded step measured again (its rounds only), as the worker reports them.
 const measured = phases.map((l) => Number((l.match(/\((\d+) rows measured again\)/) ?? [])[1])).filter((v) => !Number.isNaN(v));
-const measuredNote = measured.length ? `; rows measured again by round: ${measured.join(' ')}` : '';
+const measuredNote = measured.length ? `; rows measured again: median ${med(measured)}, by round ${measured.slice(0, 12).join(' ')}${measured.length > 12 ? ' …' : ''}` : '';
 const msgs = ipc.length ? `; messages: to the worker ${med(num(/to the worker ([0-9.]+)/)).toFixed(2)}, in the worker ${med(num(/in the worker ([0-9.]+)/)).toFixed(2)}, back ${med(num(/back ([0-9.]+)/)).toFixed(2)} ms` : '';
 console.log(`rounds ${starts.length - 1} on ${workers} worker(s): parent span median ${med(spans).toFixed(2)} ms, start-to-start median ${med(gaps).toFixed(2)} ms; worker record ${med(field('record')).toFixed(2)}, submit+readback ${med(field('submit and read back')).toFixed(2)}, decode ${med(field('decode')).toFixed(2)} ms (medians; ${phases.length} worker lines)${msgs}${measuredNote}`);
 // With several GPU workers: each worker's span of a round, from the round's first start (medians).

@@ -9,7 +9,7 @@ import { ddAddPair, ddZeros, type DDArray } from '../engine/ml/double-double.js'
 import type { AssignResult, ExactAssignment } from '../engine/ml/kmeans-tasks.js';
 import { rowHash32 } from '../engine/ml/random.js';
 import { BLOCK_SUMS, blocksOf, recordBlockSums, recordReduceBlocks, REDUCE_BLOCKS, type DeviceMatrix, type GpuWork, type KernelSource } from './ml-matrix.js';
-import { boundSlack, CENTRE_TILE, KMEANS_BOUND_CHECK_WGSL, KMEANS_MAX_ABS_WGSL, KMEANS_PAR_SAMPLE_WGSL, KMEANS_SMALLEST_HASH_WGSL, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansStepWgsl, MAX_GPU_CLUSTERS, STEP_NON_FINITE, STEP_SUM_BITS, stepLayout, stepRowsPerThread, stepWorkgroupBytes } from './kmeans.wgsl.js';
+import { boundSlack, CENTRE_TILE, kmeansBoundCheckWgsl, KMEANS_MAX_ABS_WGSL, KMEANS_PAR_SAMPLE_WGSL, KMEANS_SMALLEST_HASH_WGSL, kmeansPpPotentialWgsl, kmeansPpUpdateWgsl, kmeansStepWgsl, MAX_GPU_CLUSTERS, STEP_NON_FINITE, STEP_SUM_BITS, stepLayout, stepRowsPerThread, stepWorkgroupBytes } from './kmeans.wgsl.js';
 
 /** Feature counts the kernels take (a row lives in registers; more runs the CPU code). */
 export const MAX_GPU_FEATURES = 256;
@@ -26,7 +26,7 @@ const stepKernel = (d: number, k: number, local: boolean, countsOnly: boolean): 
   [`kmeans-step-${d}-${k}-${local ? 'local' : 'device'}${countsOnly ? '-counts' : ''}`, kmeansStepWgsl(d, k, local, { countsOnly }), 'step'];
 const boundedStepKernel = (d: number, k: number, local: boolean): KernelSource =>
   [`kmeans-bounded-step-${d}-${k}-${local ? 'local' : 'device'}`, kmeansStepWgsl(d, k, local, { bounded: true }), 'step'];
-const BOUND_CHECK: KernelSource = ['kmeans-bound-check', KMEANS_BOUND_CHECK_WGSL, 'bound_check'];
+const boundCheckKernel = (d: number): KernelSource => [`kmeans-bound-check-${d}`, kmeansBoundCheckWgsl(d), 'bound_check'];
 const ppUpdateKernel = (d: number): KernelSource => [`kmeans-pp-update-${d}`, kmeansPpUpdateWgsl(d), 'pp_update'];
 const ppPotentialKernel = (d: number): KernelSource => [`kmeans-pp-potential-${d}`, kmeansPpPotentialWgsl(d), 'pp_potential'];
 
@@ -37,7 +37,7 @@ const ppPotentialKernel = (d: number): KernelSource => [`kmeans-pp-potential-${d
 export function kmeansKernels(ctx: GpuContext, d: number, k: number): KernelSource[] {
   if (!kmeansOnGpu(d, k)) return [];
   const local = stepSumsLocal(ctx, k, d);
-  return [stepKernel(d, k, local, false), stepKernel(d, k, local, true), boundedStepKernel(d, k, local), BOUND_CHECK, ppUpdateKernel(d), ppPotentialKernel(d), SMALLEST_HASH, PAR_SAMPLE, BLOCK_SUMS, REDUCE_BLOCKS];
+  return [stepKernel(d, k, local, false), stepKernel(d, k, local, true), boundedStepKernel(d, k, local), boundCheckKernel(d), ppUpdateKernel(d), ppPotentialKernel(d), SMALLEST_HASH, PAR_SAMPLE, BLOCK_SUMS, REDUCE_BLOCKS];
 }
 
 function rowWorkgroups(rows: number): number {
@@ -139,7 +139,7 @@ export function recordBoundedStep(work: GpuWork, m: DeviceMatrix, params: GPUBuf
                                   state: RowBounds, totals: GPUBuffer, local = stepSumsLocal(work.ctx, k, m.cols)): void {
   const d = m.cols;
   if (!kmeansOnGpu(d, k)) throw new Error(`k-means kernels take 1..${MAX_GPU_FEATURES} features and 1..${MAX_GPU_CLUSTERS} clusters, not ${d} and ${k}`);
-  work.dispatch(...BOUND_CHECK, [state.checkParams, state.labels, state.bounds, drift, state.list], rowWorkgroups(m.rows));
+  work.dispatch(...boundCheckKernel(d), [state.checkParams, state.labels, state.bounds, drift, state.list, m.xr, centres], rowWorkgroups(m.rows));
   work.dispatch(...boundedStepKernel(d, k, local), [params, m.xr, centres, maxBits, totals, state.list, state.labels, state.bounds], stepWorkgroups(m.rows, d, local));
 }
 
@@ -149,7 +149,7 @@ export function boundCheckParams(rows: number, k: number, d: number): number[] {
 }
 
 /**
- * The drift words of the bound check (KMEANS_BOUND_CHECK_WGSL), from the centres the bounds were
+ * The drift words of the bound check (kmeansBoundCheckWgsl), from the centres the bounds were
  * made for (`before`, f32) to `after` (f32), k × d each: per centre how far it moved (rounded up)
  * and half the distance to its nearest other centre (rounded down), then the largest move and the
  * second largest, then the bits of the largest's index. Null when a distance is not finite.
@@ -157,23 +157,26 @@ export function boundCheckParams(rows: number, k: number, d: number): number[] {
 export function centreDrifts(before: Float32Array, after: Float32Array, k: number, d: number): Float32Array | null {
   const out = new Float32Array(2 * k + 4), bits = new Uint32Array(out.buffer);
   const up = 1 + 2 ** -20, down = 1 - 2 ** -20;
-  // The half gaps (a test that needs no lower bound) cost k² × d here: left at 0 for many centres.
-  const gaps = k > 1 && k * k * d <= 2 ** 22;
+  // The half gaps (a test that needs no lower bound) cost k² × d / 2 here: left at 0 for many centres.
+  const gaps = new Float64Array(k).fill(Infinity);
+  if (k > 1 && k * k * d <= 2 ** 22) {
+    for (let c = 0; c < k; c++) {
+      for (let o = c + 1; o < k; o++) {
+        let g = 0;
+        for (let j = 0; j < d; j++) { const t = after[c * d + j] - after[o * d + j]; g += t * t; }
+        if (g < gaps[c]) gaps[c] = g;
+        if (g < gaps[o]) gaps[o] = g;
+      }
+    }
+  } else gaps.fill(0);
   let most = 0, second = 0, mostAt = 0;
   for (let c = 0; c < k; c++) {
     let s = 0;
-    for (let j = 0; j < d; j++) s += (after[c * d + j] - before[c * d + j]) ** 2;
+    for (let j = 0; j < d; j++) { const t = after[c * d + j] - before[c * d + j]; s += t * t; }
     const moved = Math.sqrt(s) * up;
-    let gap = Infinity;
-    for (let o = 0; gaps && o < k; o++) {
-      if (o === c) continue;
-      let g = 0;
-      for (let j = 0; j < d; j++) g += (after[c * d + j] - after[o * d + j]) ** 2;
-      gap = Math.min(gap, g);
-    }
-    if (!Number.isFinite(moved) || Number.isNaN(gap)) return null;
+    if (!Number.isFinite(moved)) return null; // so are the gaps of centres that are not finite
     out[2 * c] = moved;
-    out[2 * c + 1] = gaps ? Math.sqrt(gap) / 2 * down : 0;
+    out[2 * c + 1] = Number.isFinite(gaps[c]) ? Math.sqrt(gaps[c]) / 2 * down : 0;
     if (moved > most) { second = most; most = moved; mostAt = c; } else if (moved > second) second = moved;
   }
   out[2 * k] = most;

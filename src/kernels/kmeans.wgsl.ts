@@ -332,19 +332,26 @@ const DRIFT_SLACK: f32 = ${2 ** -20};
  * Hamerly's test of each row against its bounds, with drift[c] = (how far centre c moved, half the
  * distance from c to the nearest other centre), drift[k] = (the largest move, the second largest)
  * and drift[k + 1].x the bits of the index of the largest: the bounds loosen by the moves (rounded
- * outwards), and a row is kept when upper × margin < max(lower, half gap of its centre), else
- * listed (list[0] counts them, list[1..] holds them). margin = 1 + 4 × boundSlack(d): both bounds
- * then prove that the f32 distances order the same way. Rows with no label are always listed.
+ * outwards), and a row is kept when upper × margin < max(lower, half gap of its centre). A row that
+ * fails has its upper bound measured again (its distance to its own centre, a k-th of the step's
+ * work, read where rows are contiguous) and is tested again; only rows that still fail are listed
+ * (list[0] counts them, list[1..] holds them) for the bounded step. margin = 1 + 4 × boundSlack(d):
+ * both bounds then prove that the f32 distances order the same way. Rows with no label are listed.
  */
-export const KMEANS_BOUND_CHECK_WGSL = /* wgsl */ `
+function buildKmeansBoundCheckWgsl(d: number): string {
+  return /* wgsl */ `
 ${WGSL_GRID}
 ${WGSL_BOUNDS}
+const D: u32 = ${d}u;
+const BOUND_SLACK: f32 = ${boundSlack(d)};
 struct CheckParams { rows: u32, k: u32, margin: f32, pad: u32 }
 @group(0) @binding(0) var<uniform> p: CheckParams;
 @group(0) @binding(1) var<storage, read> labels: array<u32>;
 @group(0) @binding(2) var<storage, read_write> bounds: array<vec2f>;
 @group(0) @binding(3) var<storage, read> drift: array<vec2f>;
 @group(0) @binding(4) var<storage, read_write> list: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read> x: array<f32>;
+@group(0) @binding(6) var<storage, read> centres: array<f32>;
 var<workgroup> listed: atomic<u32>;
 var<workgroup> listedBase: u32;
 var<workgroup> listedRows: array<u32, WG>;
@@ -363,10 +370,16 @@ fn bound_check(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) 
       if (c != NO_LABEL) {
         let b = bounds[r];
         let moved = drift[c];
-        let upper = (b.x + moved.x) * (1.0 + DRIFT_SLACK);
+        var upper = (b.x + moved.x) * (1.0 + DRIFT_SLACK);
         let lower = max((b.y - select(most.x, most.y, c == mostAt)) * (1.0 - DRIFT_SLACK), 0.0);
+        let enough = max(lower, moved.y);
+        if (!(upper * p.margin < enough)) {
+          var s = 0.0;
+          for (var j = 0u; j < D; j++) { let t = x[j * p.rows + r] - centres[c * D + j]; s = s + t * t; }
+          upper = sqrt(s) * (1.0 + BOUND_SLACK) + BOUND_TINY;
+        }
         bounds[r] = vec2f(upper, lower);
-        keep = upper * p.margin < max(lower, moved.y);
+        keep = upper * p.margin < enough;
       }
       if (!keep) { listedRows[atomicAdd(&listed, 1u)] = r; }
     }
@@ -380,6 +393,8 @@ fn bound_check(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) 
   }
 }
 `;
+}
+export const kmeansBoundCheckWgsl = memoWgsl(buildKmeansBoundCheckWgsl);
 
 /**
  * Per column j < cols, the largest |x| as its f32 bits (atomicMax: the bits of non-negative floats

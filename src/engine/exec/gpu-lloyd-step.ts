@@ -17,7 +17,7 @@
 // inertia runs the full step and leaves the bounds as they were.
 
 import type { GpuContext } from '../gpu/device.js';
-import { fillU32, freeBuffer, pendingEncoder, readU32, storageBuffer, submit, throwIfGpuFailed, uniformWords, writeBuffer } from '../gpu/buffers.js';
+import { fillU32, freeBuffer, pendingEncoder, storageBuffer, submit, throwIfGpuFailed, uniformWords, writeBuffer } from '../gpu/buffers.js';
 import {
   boundCheckParams, centreDrifts, centreExponent, maxBitsOf, recordBoundedStep, recordStepWith, stepPairs, stepParams, type RowBounds,
 } from '../../kernels/kmeans.js';
@@ -51,6 +51,7 @@ export class LloydStep {
   private next: { mode: StepMode; commands: GPUCommandBuffer } | null = null;
   /** The bounded step's state: undefined until a round asks for it, null where it cannot run (counts alone, non-finite data, no device memory left). */
   private bounded: BoundedState | null | undefined = undefined;
+  private listed: number[] | null = null;
   private running = false;
   /** The centres' exponent the parameters hold (it seldom changes between rounds). */
   private exponent: number | null = null;
@@ -65,7 +66,8 @@ export class LloydStep {
     // first round and again whenever it changes.
     this.params = parts.map((m) => uniformWords(ctx, stepParams(m, shape.scaleRows, 0, 0)));
     this.out = device.createBuffer({ size: this.pairs * 8, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, label: 'kmeans step' });
-    this.readback = device.createBuffer({ size: this.pairs * 8, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'kmeans step readback' });
+    // The summed words, then (bounded rounds) each partition's count of rows measured again.
+    this.readback = device.createBuffer({ size: this.pairs * 8 + 4 * parts.length, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, label: 'kmeans step readback' });
   }
 
   /** Whether a round is running (its buffers are in use). */
@@ -111,7 +113,9 @@ export class LloydStep {
       this.next = { mode, commands: this.record(mode) };
       await read;
       throwIfGpuFailed(this.ctx);
-      const words = new Float32Array(this.readback.getMappedRange().slice(0));
+      const mapped = this.readback.getMappedRange();
+      const words = new Float32Array(mapped.slice(0, this.pairs * 8));
+      this.listed = drift ? Array.from(new Uint32Array(mapped.slice(this.pairs * 8))) : null;
       this.readback.unmap();
       return words;
     } catch (err) {
@@ -124,10 +128,9 @@ export class LloydStep {
     }
   }
 
-  /** Rows each partition's last bounded round measured again (null before one ran): how much of the work the bounds saved. */
-  async listedRows(): Promise<number[] | null> {
-    if (!this.bounded || this.bounded.centres === null) return null;
-    return Promise.all(this.bounded.parts.map(async (p) => (await readU32(this.ctx, p.list, 1))[0]));
+  /** Rows each partition's last round measured again, when it was a bounded round (else null): how much of the work the bounds saved. */
+  get listedRows(): readonly number[] | null {
+    return this.listed;
   }
 
   /** The bounded step's state, made on first use; null where it cannot run. */
@@ -176,6 +179,7 @@ export class LloydStep {
       for (const p of state.parts) work.encoder.clearBuffer(p.list, 0, 4);
       parts.forEach((m, i) => recordBoundedStep(work, m, this.params[i], this.maxBits, this.centres, k, state.drift, state.parts[i], state.totals));
       result = state.totals;
+      state.parts.forEach((p, i) => work.encoder.copyBufferToBuffer(p.list, 0, this.readback, this.pairs * 8 + 4 * i, 4));
     } else {
       work.encoder.clearBuffer(this.out);
       parts.forEach((m, i) => recordStepWith(work, m, this.params[i], this.maxBits, this.centres, k, this.out, { countsOnly }));

@@ -16,7 +16,7 @@ import { ArrowFileColumns } from '../io/arrow-file-columns.js';
 import { memoryPiece } from '../io/byte-pieces.js';
 import type { GpuContext } from '../gpu/device.js';
 import { asU32, kernelsPrepared, readBack, stagingRingOf } from '../gpu/buffers.js';
-import { GPU_PHASES, PhaseTimes } from '../gpu/timing.js';
+import { PhaseTimes } from '../gpu/timing.js';
 import { designColumns, joinDesignColumns, rowMajor, type DesignColumns } from '../ml/design-matrix.js';
 import { PARTITION_TASKS, type MatrixPartition } from '../ml/partitioned.js';
 import { dropScratch } from '../ml/scratch.js';
@@ -307,8 +307,7 @@ async function lloydRound(ctx: GpuContext, matrixId: string, parts: GpuPartition
   try {
     const pairs = await step.run(centers, { inertia, submitted: () => phases.mark('record') });
     phases.mark('submit and read back');
-    // With GPUFRAME_GPU_PHASES=1, also the rows the bounds left to measure (a readback of its own).
-    const listed = GPU_PHASES && !inertia ? await step.listedRows() : null;
+    const listed = step.listedRows;
     phases.report(`kmeans.assign over ${parts.length} partitions${listed ? ` (${listed.reduce((a, b) => a + b)} rows measured again)` : ''}`);
     return { mapped: [], mappedPairs: { groups: [parts.map((p) => p.host.index)], ranges: [[0, pairs.length]], pairs } };
   } catch (err) {
