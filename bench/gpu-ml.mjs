@@ -335,6 +335,9 @@ if (generate('make-blobs', ROWS, D, blobs, ['--centers', String(BLOB_CENTERS), '
   // The k-means step reads xr once (the per-cluster sums are added in the same pass). Distances: a subtract and a multiply-add (3 flops) per feature and centre, as the
   // kernel computes them. The dot form (|c|² - 2 x·c, one multiply-add: 2 flops) needs 2/3 of
   // that, a stricter bound printed beside it (kmFlopsDot); measured slower on the H200 (BENCHMARKS.md).
+  // Lloyd rounds but the last run the bounded step (kmeans.wgsl.ts), which measures only rows whose
+  // nearest centre may have changed: the fraction is of the full step's work, of which those rounds
+  // do a part (`GPUFRAME_GPU_PHASES=1` and bench/kmeans-rounds.mjs print how many rows each measured).
   const kmBytes = ROWS * D * 4, kmFlops = 3 * ROWS * K * D, kmFlopsDot = 2 * ROWS * K * D;
   const models = {};
   for (const c of configs) {
