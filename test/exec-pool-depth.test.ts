@@ -7,7 +7,8 @@ import { EventEmitter } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { NO_SOURCE, type Task, type Terminal } from '../src/engine/exec/fragment.js';
-import { WorkerProcessPool, cpuProfileFlags } from '../src/engine/exec/pool.js';
+import { WorkerProcessPool } from '../src/engine/exec/pool.js';
+import { cpuProfileFlags } from '../src/engine/exec/cpu-worker-process.js';
 
 class StandInChild extends EventEmitter {
   readonly pid = 1;

@@ -14,7 +14,7 @@ import { serializePlan } from '../engine/plan/serialize.js';
 import { onInterrupt, runPlan, type RunSettings } from '../engine/run.js';
 import type { DeviceMode } from '../engine/exec/gpu-select.js';
 import { parseGpuList } from '../engine/gpu/pci.js';
-import { stdoutIsPipe } from './early-gpu-workers.js';
+import { stdoutIsPipe } from './early-workers.js';
 import { parseSize } from './sizes.js';
 import { handOnSpooledInputs } from './inputs.js';
 

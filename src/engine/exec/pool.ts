@@ -4,14 +4,15 @@
 // WorkerProcessPool holds the queue, dispatch and retry logic; ProcessPool (CPU workers, here) and
 // GpuProcessPool (one worker per GPU, gpu-pool.ts) say how to start a worker and what a death means.
 
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { deserializeError, RuntimeFailure, type SerializedError } from '../errors.js';
 import type { Broadcast, FragmentResult, Task, Terminal } from './fragment.js';
 import { BroadcastCache, runTask } from './run-fragment.js';
 import { messageFile, receiveMessage, sendMessage } from './messages.js';
 import type { Tracer } from './trace.js';
-import { holdChild, workerEntry } from './worker-entry.js';
+import { cpuProfileFlags, cpuWorkerFor, cpuWorkerMemoryShare } from './cpu-worker-process.js';
+import { holdChild } from './worker-entry.js';
 
 export interface TaskRunner {
   /** Workers. */
@@ -90,20 +91,8 @@ function reportMessageLatency(job: PendingTask, received: number, sent: number):
   process.stderr.write(`${job.label}: to the worker ${(received - start).toFixed(2)} ms, in the worker ${(sent - received).toFixed(2)} ms, back ${(end - sent).toFixed(2)} ms\n`);
 }
 
-/** This process's --cpu-prof flags, passed on to the CPU workers so that each writes a profile too. */
-const PROFILE_FLAGS = cpuProfileFlags(process.execArgv);
-export function cpuProfileFlags(execArgv: string[]): string[] {
-  const flags: string[] = [];
-  execArgv.forEach((a, i) => {
-    if (!a.startsWith('--cpu-prof')) return;
-    flags.push(a);
-    // A value given as the next argument (--cpu-prof-interval 200) goes with its flag.
-    const next = execArgv[i + 1];
-    if (a !== '--cpu-prof' && !a.includes('=') && next !== undefined && !next.startsWith('-')) flags.push(next);
-  });
-  return flags;
-}
-const PROFILING = PROFILE_FLAGS.length > 0;
+/** Under --cpu-prof the CPU workers profile themselves too (cpu-worker-process.ts), and must exit by themselves to write it. */
+const PROFILING = cpuProfileFlags(process.execArgv).length > 0;
 
 export abstract class WorkerProcessPool implements TaskRunner {
   protected readonly slots: WorkerSlot[] = [];
@@ -363,9 +352,8 @@ export class ProcessPool extends WorkerProcessPool {
   protected spawnChild(i: number): { child: ChildProcess; name: string } {
     // --expose-gc and a share of the memory limit: a worker over its share collects after a task,
     // so finished partitions are given back at once instead of piling up (see worker-main.ts).
-    const share = Math.floor(this.memoryLimit / (this.count + 1));
-    const env = Number.isFinite(share) ? { ...process.env, GPUFRAME_WORKER_MEMORY: String(share) } : process.env;
-    const child = fork(workerEntry('worker-main.js'), [], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: ['--expose-gc', ...PROFILE_FLAGS], env });
+    // One started early (bin/run.js) with the same share if there is one.
+    const child = cpuWorkerFor(cpuWorkerMemoryShare(this.count, this.memoryLimit));
     if (this.besideGpus && child.pid !== undefined) {
       try { setPriority(child.pid, BESIDE_GPU_NICENESS); } catch { /* not allowed here: they run at the usual priority */ }
     }
