@@ -58,8 +58,8 @@ export function startEarlyWorkers(argv: readonly string[]): void {
   const onGpus = device === 'gpu' || (device === 'auto' && (quickGpuBusIds() ?? gpuBusIds()).length > 0);
   if (startsEarly(process.env.GPUFRAME_EARLY_GPU_WORKERS) && onGpus) startGpuWorkers(device as 'auto' | 'gpu', flagValue(rest, 'gpus'), TRAINERS.has(command));
   // CPU workers alone (a run beside GPUs has them too, gpu-select.ts, but there the GPU workers'
-  // start is what the run waits for). A 1 GB CSV group-by on 16 cores, --device cpu: 1.39 s
-  // against 1.47 s (medians of 3); beside an H100, --device auto: 0.74 s against 0.72 s.
+  // start is what the run waits for): 1 GB group-bys on 16 cores, --device cpu, ran 2-16% faster;
+  // beside an H100 (--device auto) 3-4% slower (BENCHMARKS.md, twenty-eighth session).
   const forced = process.env.GPUFRAME_EARLY_CPU_WORKERS;
   if (forced === '1' || (startsEarly(forced) && !onGpus)) startCpuWorkers(flagValue(rest, 'workers'), flagValue(rest, 'memory-limit'));
 }
