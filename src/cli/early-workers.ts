@@ -8,11 +8,11 @@
 // decide instead (tests, measurements).
 
 import { fstatSync } from 'node:fs';
-import { availableParallelism, totalmem } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { cpuWorkerMemoryShare, startCpuWorkersEarly } from '../engine/exec/cpu-worker-process.js';
 import { startGpuWorkersEarly } from '../engine/exec/gpu-worker-process.js';
 import { driPrimeOf, gpuBusIds, gpuCandidates, parseGpuList, quickGpuBusIds } from '../engine/gpu/pci.js';
-import { parseSize } from './sizes.js';
+import { memoryLimitOf } from './sizes.js';
 
 /** Commands that end by running their plan, unless stdout is a pipe (then they pass it on). */
 const STAGES = new Set(['read-csv', 'groupby', 'merge', 'predict', 'make-blobs', 'make-classification', 'make-regression']);
@@ -55,8 +55,10 @@ export function startEarlyWorkers(argv: readonly string[]): void {
     if (format === 'plan' || (!output && format === undefined && stdoutIsPipe())) return;
   }
   const device = flagValue(rest, 'device') ?? 'auto';
-  const onGpus = device === 'gpu' || (device === 'auto' && (quickGpuBusIds() ?? gpuBusIds()).length > 0);
-  if (startsEarly(process.env.GPUFRAME_EARLY_GPU_WORKERS) && onGpus) startGpuWorkers(device as 'auto' | 'gpu', flagValue(rest, 'gpus'), TRAINERS.has(command));
+  const gpuDevice = device === 'auto' || device === 'gpu' ? device : null;
+  const busIds = gpuDevice ? quickGpuBusIds() ?? gpuBusIds() : [];
+  const onGpus = device === 'gpu' || busIds.length > 0;
+  if (gpuDevice && onGpus && startsEarly(process.env.GPUFRAME_EARLY_GPU_WORKERS)) startGpuWorkers(gpuDevice, flagValue(rest, 'gpus'), busIds, TRAINERS.has(command));
   // CPU workers alone (a run beside GPUs has them too, gpu-select.ts, but there the GPU workers'
   // start is what the run waits for): 1 GB group-bys on 16 cores, --device cpu, ran 2-16% faster;
   // beside an H100 (--device auto) 3-4% slower (BENCHMARKS.md, twenty-eighth session).
@@ -64,10 +66,10 @@ export function startEarlyWorkers(argv: readonly string[]): void {
   if (forced === '1' || (startsEarly(forced) && !onGpus)) startCpuWorkers(flagValue(rest, 'workers'), flagValue(rest, 'memory-limit'));
 }
 
-function startGpuWorkers(device: 'auto' | 'gpu', gpus: string | undefined, trainer: boolean): void {
+function startGpuWorkers(device: 'auto' | 'gpu', gpus: string | undefined, busIds: string[], trainer: boolean): void {
   try {
     // A trainer's workers compile its ML kernels while its rows load, not the CSV path's at start.
-    startGpuWorkersEarly(gpuCandidates(device, gpus === undefined ? undefined : parseGpuList(gpus), quickGpuBusIds() ?? gpuBusIds(), driPrimeOf), device === 'gpu', !trainer);
+    startGpuWorkersEarly(gpuCandidates(device, gpus === undefined ? undefined : parseGpuList(gpus), busIds, driPrimeOf), device === 'gpu', !trainer);
   } catch {
     // A bad --gpus: the command says so once oclif has parsed it.
   }
@@ -79,7 +81,7 @@ function startCpuWorkers(workers: string | undefined, memoryLimit: string | unde
   if (!Number.isInteger(count) || count <= 0) return; // 0: no workers; a bad value: the command says so
   let limit: number;
   try {
-    limit = memoryLimit ? parseSize(memoryLimit, '--memory-limit') : Math.floor(totalmem() / 2);
+    limit = memoryLimitOf(memoryLimit);
   } catch {
     return;
   }

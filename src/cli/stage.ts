@@ -2,7 +2,7 @@
 // it, or run it and write the rows where the contract says.
 
 import { randomUUID } from 'node:crypto';
-import { availableParallelism, totalmem } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { selectColumns, type Batch, type Schema } from '../engine/batch.js';
 import { UsageError } from '../engine/errors.js';
@@ -15,7 +15,7 @@ import { onInterrupt, runPlan, type RunSettings } from '../engine/run.js';
 import type { DeviceMode } from '../engine/exec/gpu-select.js';
 import { parseGpuList } from '../engine/gpu/pci.js';
 import { stdoutIsPipe } from './early-workers.js';
-import { parseSize } from './sizes.js';
+import { memoryLimitOf, parseSize } from './sizes.js';
 import { handOnSpooledInputs } from './inputs.js';
 
 export interface RunFlagValues {
@@ -53,7 +53,7 @@ export function runSettings(flags: RunFlagValues): RunSettings {
     gpus: flags.gpus === undefined ? undefined : parseGpuList(flags.gpus),
     workers: flags.workers ?? availableParallelism(),
     blocksize: flags.blocksize === undefined ? undefined : parseBlocksize(flags.blocksize),
-    memoryLimit: flags['memory-limit'] ? parseSize(flags['memory-limit'], '--memory-limit') : Math.floor(totalmem() / 2),
+    memoryLimit: memoryLimitOf(flags['memory-limit']),
     progress: flags.progress && !flags.quiet && process.stderr.isTTY === true,
     tracePath: flags.trace,
     warn: (msg) => { if (!flags.quiet) process.stderr.write(`gpuframe: warning: ${msg}\n`); },
